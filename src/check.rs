@@ -1,0 +1,242 @@
+//! `stackpin check`: a manifest against the release notes, without the host or the network.
+//!
+//! Runs the manifest's own rules ([`manifest::validate`]) and then the release-note rules:
+//! the one-way driver rule (driver ≥ the toolkit's minimum for that OS) and the library's
+//! supported CUDA lines and Python range. Unknown releases are warnings, never errors: the user
+//! may know something newer than stackpin's tables.
+
+use crate::compat::{self, CudaSupport, DriverRequirement, LibraryLookup, Os};
+use crate::manifest::{self, Manifest, Problem, Severity, SourceMap};
+use crate::version::Version;
+
+/// The result of checking one manifest.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    pub ok: bool,
+    pub problems: Vec<Problem>,
+}
+
+impl Report {
+    /// Number of problems of a severity.
+    pub fn count(&self, severity: Severity) -> usize {
+        self.problems.iter().filter(|p| p.severity == severity).count()
+    }
+}
+
+/// Checks a parsed manifest; `source` (the manifest's text) places problems on lines.
+pub fn check(m: &Manifest, source: Option<&str>) -> Report {
+    let mut problems = manifest::validate(m);
+    problems.extend(driver_rule(m));
+    problems.extend(toolkit_known(m));
+    problems.extend(library_rules(m));
+    if let Some(text) = source {
+        let map = SourceMap::new(text);
+        for p in &mut problems {
+            p.line = map.line_of(&p.field);
+        }
+    }
+    problems.sort_by_key(|p| (p.severity, p.line.unwrap_or(usize::MAX)));
+    Report {
+        ok: !problems.iter().any(|p| p.severity == Severity::Error),
+        problems,
+    }
+}
+
+/// The one-way rule: every toolkit declares a minimum driver, never a maximum.
+pub fn driver_rule(m: &Manifest) -> Vec<Problem> {
+    let (driver, toolkit) = (&m.driver.version, &m.toolkit.version);
+    match compat::min_driver_for(toolkit, m.os) {
+        DriverRequirement::Release { min, label } if driver < &min => vec![Problem::error(
+            "driver.version",
+            format!(
+                "driver {driver} is older than {label} ({toolkit}) allows on {os}: its minimum is {min}. Install a newer driver (≥ {min}); a newer driver runs an older toolkit, never the reverse",
+                os = m.os
+            ),
+        )],
+        DriverRequirement::Release { .. } => vec![],
+        DriverRequirement::Branch { floor, line } => {
+            if driver < &floor {
+                vec![Problem::error(
+                    "driver.version",
+                    format!(
+                        "driver {driver} is below the R{floor} branch that CUDA {line} needs on {os}; install a driver ≥ {floor}",
+                        os = m.os
+                    ),
+                )]
+            } else {
+                vec![Problem::warning(
+                    "driver.version",
+                    format!(
+                        "NVIDIA's release notes give no per-release {os} driver for CUDA {toolkit}; held to the CUDA {line} branch floor (≥ R{floor}), which driver {driver} meets",
+                        os = m.os
+                    ),
+                )]
+            }
+        }
+        DriverRequirement::Unknown => vec![Problem::warning(
+            "toolkit.version",
+            format!(
+                "CUDA {toolkit} is not in stackpin's release data of {}; its minimum driver is unknown, so you vouch for driver {driver}",
+                compat::data_date()
+            ),
+        )],
+    }
+}
+
+fn toolkit_known(m: &Manifest) -> Vec<Problem> {
+    let t = &m.toolkit.version;
+    let line = t.major_minor();
+    let releases = compat::toolkit_releases(&line);
+    if compat::toolkit_known(t) || releases.is_empty() {
+        // Unknown lines are already reported by the driver rule.
+        return vec![];
+    }
+    vec![Problem::warning(
+        "toolkit.version",
+        format!(
+            "CUDA {t} is not in stackpin's release data of {}; the known {line} releases are {}. You vouch for it",
+            compat::data_date(),
+            releases
+                .iter()
+                .map(|r| r.version.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    )]
+}
+
+/// The library release's supported CUDA lines and Python range.
+pub fn library_rules(m: &Manifest) -> Vec<Problem> {
+    let lib = &m.library;
+    let release = match compat::library_release(&lib.name, &lib.version, m.os) {
+        LibraryLookup::Known(r) => r,
+        LibraryLookup::UnknownRelease { known } => {
+            return vec![Problem::warning(
+                "library.version",
+                format!(
+                    "{} {} is not in stackpin's release data of {} ({} known on {}: {}); you vouch for its CUDA and Python support",
+                    lib.name,
+                    lib.version,
+                    compat::data_date(),
+                    lib.name,
+                    m.os,
+                    known.join(", ")
+                ),
+            )];
+        }
+        LibraryLookup::UnknownLibrary => {
+            return vec![Problem::warning(
+                "library.name",
+                format!(
+                    "`{}` is not in stackpin's release data of {} (it knows {}); you vouch for its CUDA and Python support",
+                    lib.name,
+                    compat::data_date(),
+                    compat::KNOWN_LIBRARIES.join(", ")
+                ),
+            )];
+        }
+    };
+    let mut out = Vec::new();
+    let lines = |v: &[Version]| {
+        v.iter()
+            .map(|c| c.major_minor())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let toolkit_line = &m.toolkit.version;
+    match release.cuda_support(toolkit_line) {
+        CudaSupport::Stable => {}
+        CudaSupport::Experimental => out.push(Problem::warning(
+            "toolkit.version",
+            format!(
+                "{} {} lists CUDA {} as experimental; the stable lines are {}",
+                lib.name,
+                release.release,
+                toolkit_line.major_minor(),
+                lines(&release.stable_cuda)
+            ),
+        )),
+        CudaSupport::Unsupported => out.push(Problem::error(
+            "toolkit.version",
+            format!(
+                "{} {} does not support CUDA {}: its release notes name {} (stable){}. Pin one of those toolkit lines",
+                lib.name,
+                release.release,
+                toolkit_line.major_minor(),
+                lines(&release.stable_cuda),
+                if release.experimental_cuda.is_empty() {
+                    String::new()
+                } else {
+                    format!(" and {} (experimental)", lines(&release.experimental_cuda))
+                }
+            ),
+        )),
+    }
+    if !release.versions.iter().any(|v| v.same_release(&lib.version.public())) {
+        out.push(Problem::warning(
+            "library.version",
+            format!(
+                "{} {} is not a release stackpin knows in the {} line ({}); you vouch for it",
+                lib.name,
+                lib.version,
+                release.release,
+                release
+                    .versions
+                    .iter()
+                    .map(Version::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    if let Some(py) = &lib.python_version
+        && !release.python.contains(py)
+    {
+        out.push(Problem::error(
+            "library.python_version",
+            format!(
+                "{} {} supports Python {} to {}; Python {py} has no wheels. Pick a Python in that range",
+                lib.name, release.release, release.python.min, release.python.max
+            ),
+        ));
+    }
+    out.extend(index_rule(m, &release));
+    out
+}
+
+/// A torch build for CUDA 12.4 comes from the cu124 index; another index gives another build.
+fn index_rule(m: &Manifest, release: &compat::LibraryRelease) -> Vec<Problem> {
+    let Some(pip) = &m.library.pip else {
+        return vec![];
+    };
+    let line = m.library.cuda.major_minor();
+    match (release.index_urls.get(&line), &pip.index_url) {
+        (Some(expected), Some(actual))
+            if expected.trim_end_matches('/') != actual.trim_end_matches('/') =>
+        {
+            vec![Problem::warning(
+                "library.pip.index_url",
+                format!(
+                    "{} wheels built for CUDA {line} are published at {expected}; `{actual}` may serve another build",
+                    m.library.name
+                ),
+            )]
+        }
+        (Some(expected), None) => vec![Problem::warning(
+            "library.pip.index_url",
+            format!(
+                "no index given, so pip's default index decides which CUDA build of {} you get; use {expected} for the CUDA {line} build",
+                m.library.name
+            ),
+        )],
+        _ => vec![],
+    }
+}
+
+/// Convenience for callers that need an OS name in messages.
+pub fn os_word(os: Os) -> &'static str {
+    match os {
+        Os::Linux => "Linux",
+        Os::Windows => "Windows",
+    }
+}

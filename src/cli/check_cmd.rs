@@ -1,0 +1,166 @@
+//! `stackpin check MANIFEST…`
+
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use serde::Serialize;
+
+use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::check::{self, Report};
+use crate::manifest::{self, Problem, Severity};
+
+pub const EXAMPLES: &str = "\
+Examples:
+  stackpin check manifests/torch-2.5.1-cu124-linux.yaml
+  stackpin check manifests/*.yaml --json
+
+Exit 0 when no errors (warnings allowed), 1 when any error, 2 when a file cannot be read or parsed.";
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Manifests to check.
+    #[arg(required = true, value_name = "MANIFEST")]
+    pub manifests: Vec<PathBuf>,
+}
+
+#[derive(Serialize)]
+struct FileReport {
+    file: String,
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    problems: Vec<Problem>,
+}
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    ok: bool,
+    problems: Vec<FileProblem<'a>>,
+    manifests: &'a [FileReport],
+}
+
+#[derive(Serialize)]
+struct FileProblem<'a> {
+    file: &'a str,
+    #[serde(flatten)]
+    problem: &'a Problem,
+}
+
+pub fn run(args: &CheckArgs, global: &GlobalArgs) -> CmdResult {
+    let mut exit = Exit::Ok;
+    let mut reports = Vec::new();
+    for path in &args.manifests {
+        let file = path.display().to_string();
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                let err = anyhow::Error::new(manifest::ManifestError::Read {
+                    path: path.clone(),
+                    source: e,
+                });
+                exit = Exit::Input;
+                report_unreadable(global, &mut reports, file, &err);
+                continue;
+            }
+        };
+        match manifest::parse(&text, path) {
+            Err(e) => {
+                exit = Exit::Input;
+                report_unreadable(global, &mut reports, file, &anyhow!(e));
+            }
+            Ok(m) => {
+                let report = check::check(&m, Some(&text));
+                if !report.ok && exit == Exit::Ok {
+                    exit = Exit::Problem;
+                }
+                if !global.json {
+                    print_human(&file, &report, global.quiet);
+                }
+                reports.push(FileReport {
+                    file,
+                    ok: report.ok,
+                    error: None,
+                    problems: report.problems,
+                });
+            }
+        }
+    }
+    if global.json {
+        let problems = reports
+            .iter()
+            .flat_map(|r| r.problems.iter().map(|p| FileProblem { file: &r.file, problem: p }))
+            .collect();
+        print_json(&JsonReport {
+            ok: exit == Exit::Ok,
+            problems,
+            manifests: &reports,
+        })?;
+    }
+    Ok(exit)
+}
+
+fn report_unreadable(
+    global: &GlobalArgs,
+    reports: &mut Vec<FileReport>,
+    file: String,
+    err: &anyhow::Error,
+) {
+    // Human mode prints the error as it happens; JSON mode carries it in the document and still
+    // prints it on stderr so a script's log shows why.
+    super::print_error(err);
+    let _ = global;
+    reports.push(FileReport {
+        file,
+        ok: false,
+        error: Some(format!("{err:#}")),
+        problems: vec![],
+    });
+}
+
+fn print_human(file: &str, report: &Report, quiet: bool) {
+    for p in &report.problems {
+        if quiet && p.severity == Severity::Warning {
+            continue;
+        }
+        let place = match p.line {
+            Some(line) => format!("{file}:{line}"),
+            None => file.to_string(),
+        };
+        let word = match p.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        println!("{place}: {word}: {}: {}", p.field, p.message);
+    }
+    if !quiet {
+        let (errors, warnings) = (report.count(Severity::Error), report.count(Severity::Warning));
+        let verdict = if report.ok { "ok" } else { "FAILED" };
+        println!("{file}: {verdict} ({errors} errors, {warnings} warnings)");
+    }
+}
+
+/// Turns a failed check into a failure for commands that need a valid manifest first.
+pub fn require_valid(path: &std::path::Path) -> Result<manifest::Manifest, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::input(manifest::ManifestError::Read {
+            path: path.to_path_buf(),
+            source: e,
+        })
+    })?;
+    let m = manifest::parse(&text, path).map_err(Failure::input)?;
+    let report = check::check(&m, Some(&text));
+    if !report.ok {
+        let first = report
+            .problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+            .map(|p| format!("{}: {}", p.field, p.message))
+            .collect::<Vec<_>>()
+            .join("\n  ");
+        return Err(Failure::problem(anyhow!(
+            "{} does not pass `stackpin check`:\n  {first}",
+            path.display()
+        )));
+    }
+    Ok(m)
+}

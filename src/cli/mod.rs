@@ -1,0 +1,152 @@
+//! The command line: clap definitions, human vs `--json` output, and exit codes.
+//!
+//! Business rules live in the library modules; each `cmd_*` here turns arguments into a call and
+//! the result into text or JSON. Exit codes (documented in README):
+//! 0 ok · 1 the check found a problem · 2 usage or input error · 3 an external step failed.
+
+mod check_cmd;
+mod pin_cmd;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit statuses shared by every command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything checked out.
+    Ok = 0,
+    /// The tool ran fine and found a problem: drift, a corrupt file, incompatible pins.
+    Problem = 1,
+    /// The user's input could not be used: bad flags, unreadable or invalid files.
+    Input = 2,
+    /// Something outside stackpin failed: a download, an installer, the example.
+    External = 3,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        ExitCode::from(exit as u8)
+    }
+}
+
+/// An error on its way out, with the exit status it maps to.
+#[derive(Debug)]
+pub struct Failure {
+    pub exit: Exit,
+    pub error: anyhow::Error,
+}
+
+impl Failure {
+    /// The user's input was wrong (exit 2).
+    pub fn input(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            exit: Exit::Input,
+            error: error.into(),
+        }
+    }
+
+    /// A check found a problem (exit 1).
+    pub fn problem(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            exit: Exit::Problem,
+            error: error.into(),
+        }
+    }
+
+    /// An external step failed (exit 3).
+    pub fn external(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            exit: Exit::External,
+            error: error.into(),
+        }
+    }
+}
+
+/// What every command returns: the exit status to end with, or a failure to print.
+pub type CmdResult = Result<Exit, Failure>;
+
+const AFTER_HELP: &str = "\
+Exit codes: 0 ok, 1 a check found a problem, 2 usage or input error, 3 an external step failed.
+
+Examples:
+  stackpin check manifests/torch-2.5.1-cu124-linux.yaml
+  stackpin pin --library torch==2.5.1 --os linux -o my-stack.yaml";
+
+/// Pin, archive, install and prove a deep-learning training stack.
+#[derive(Debug, Parser)]
+#[command(name = "stackpin", version, about, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every command accepts, before or after the subcommand.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GlobalArgs {
+    /// Print one JSON document on stdout instead of human output.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// No progress bars and no informational lines; errors still go to stderr.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// The installer archive (default ./installers).
+    #[arg(long, global = true, env = "STACKPIN_ARCHIVE", value_name = "DIR")]
+    pub archive: Option<PathBuf>,
+}
+
+impl GlobalArgs {
+    /// The archive folder, `./installers` unless `--archive` or `STACKPIN_ARCHIVE` says otherwise.
+    pub fn archive_dir(&self) -> PathBuf {
+        self.archive
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("installers"))
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate manifests against stackpin's release-note data, without touching the host.
+    #[command(after_help = check_cmd::EXAMPLES)]
+    Check(check_cmd::CheckArgs),
+    /// Write a complete, checked manifest for a library release from the release data.
+    #[command(after_help = pin_cmd::EXAMPLES)]
+    Pin(pin_cmd::PinArgs),
+}
+
+/// Parses the command line, runs the command, prints errors once and returns the exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Check(args) => check_cmd::run(args, &cli.global),
+        Command::Pin(args) => pin_cmd::run(args, &cli.global),
+    };
+    match result {
+        Ok(exit) => exit.into(),
+        Err(failure) => {
+            print_error(&failure.error);
+            failure.exit.into()
+        }
+    }
+}
+
+/// `error: …` then one `caused by: …` line per source, the house format.
+pub fn print_error(error: &anyhow::Error) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "error: {error}");
+    for cause in error.chain().skip(1) {
+        let _ = writeln!(stderr, "  caused by: {cause}");
+    }
+}
+
+/// Prints a value as pretty JSON on stdout.
+pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Failure::external(anyhow::Error::new(e).context("encoding JSON output")))?;
+    println!("{text}");
+    Ok(())
+}

@@ -1,0 +1,13 @@
+//! stackpin pins, archives, installs and proves a deep-learning training stack:
+//! GPU driver → CUDA toolkit → training library, in that order, each verified on the host.
+//!
+//! Data flows one way: [`manifest`] → [`compat`] checks → plan → archive → install → prove → record.
+//! The CLI layer ([`cli`]) is the only place that prints, draws progress bars or picks exit codes.
+
+pub mod check;
+pub mod cli;
+pub mod compat;
+pub mod fsutil;
+pub mod manifest;
+pub mod pin;
+pub mod version;

@@ -1,0 +1,224 @@
+//! Reading a manifest file strictly: syntax, unknown fields, wrong types and missing fields are
+//! reported once, with `file:line:column`, the field path, a source snippet and, for a misspelled
+//! field, the closest valid name.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::Manifest;
+
+/// A manifest that could not be read or parsed (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("cannot read manifest {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Syntax(Box<SyntaxError>),
+    #[error("{}: schema {found} is not one this stackpin reads; it reads schema {}", path.display(), super::SCHEMA)]
+    Schema { path: PathBuf, found: u32 },
+}
+
+/// Where a manifest failed to parse, and what to do about it.
+#[derive(Debug)]
+pub struct SyntaxError {
+    pub path: PathBuf,
+    pub line: Option<u64>,
+    pub column: Option<u64>,
+    /// The dotted field path serde was in (`toolkit.installer.url`), when known.
+    pub field: Option<String>,
+    pub message: String,
+    pub hint: Option<String>,
+    pub snippet: Option<String>,
+}
+
+impl fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(col) = self.column {
+                write!(f, ":{col}")?;
+            }
+        }
+        write!(f, ": ")?;
+        if let Some(field) = &self.field {
+            write!(f, "{field}: ")?;
+        }
+        write!(f, "{}", self.message)?;
+        if let Some(hint) = &self.hint {
+            write!(f, "; {hint}")?;
+        }
+        if let Some(snippet) = &self.snippet {
+            write!(f, "\n{snippet}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads and parses a manifest file.
+pub fn read(path: &Path) -> Result<Manifest, ManifestError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text, path)
+}
+
+/// Parses manifest text; `path` only names the file in errors.
+pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+    let mut field_path = String::new();
+    let options = serde_saphyr::options! { strict_booleans: true };
+    let result = serde_saphyr::with_deserializer_from_str_with_options(text, options, |de| {
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            field_path = e.path().to_string();
+            e.into_inner()
+        })
+    });
+    let manifest: Manifest = match result {
+        Ok(m) => m,
+        Err(e) => return Err(syntax_error(text, path, &field_path, &e)),
+    };
+    if manifest.schema != super::SCHEMA {
+        return Err(ManifestError::Schema {
+            path: path.to_path_buf(),
+            found: manifest.schema,
+        });
+    }
+    Ok(manifest)
+}
+
+fn syntax_error(
+    text: &str,
+    path: &Path,
+    field_path: &str,
+    error: &serde_saphyr::Error,
+) -> ManifestError {
+    let location = error.location();
+    let (line, column) = match location {
+        Some(loc) if loc.line() > 0 => (Some(loc.line()), Some(loc.column())),
+        _ => (None, None),
+    };
+    let message = strip_location_prefix(&error.without_snippet().to_string());
+    let hint = unknown_field_hint(&message);
+    // `.` is what serde_path_to_error reports at the document root.
+    let field = (!field_path.is_empty() && field_path != ".").then(|| field_path.to_string());
+    let field = match (&field, hint.as_ref()) {
+        // For an unknown key the path ends at the bad key's parent; name the key itself.
+        (Some(p), Some(h)) => Some(format!("{p}.{}", h.unknown)),
+        (None, Some(h)) => Some(h.unknown.clone()),
+        (f, None) => f.clone(),
+    };
+    ManifestError::Syntax(Box::new(SyntaxError {
+        path: path.to_path_buf(),
+        line,
+        column,
+        field,
+        message,
+        hint: hint.map(|h| h.text),
+        snippet: line.map(|l| snippet(text, l, column.unwrap_or(1))),
+    }))
+}
+
+/// serde-saphyr prefixes messages with `line N column M: `; we print the location ourselves.
+fn strip_location_prefix(message: &str) -> String {
+    let first = message.lines().next().unwrap_or(message);
+    let trimmed = first.strip_prefix("error: ").unwrap_or(first);
+    if let Some(rest) = trimmed.strip_prefix("line ")
+        && let Some((_, after)) = rest.split_once(": ")
+        && rest.split(':').next().is_some_and(|p| p.contains("column"))
+    {
+        return after.to_string();
+    }
+    trimmed.to_string()
+}
+
+struct UnknownFieldHint {
+    unknown: String,
+    text: String,
+}
+
+/// From ``unknown field `verison`, expected one of name, version, …`` build
+/// "valid fields: …; did you mean `version`?".
+fn unknown_field_hint(message: &str) -> Option<UnknownFieldHint> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (unknown, rest) = rest.split_once('`')?;
+    let expected = rest
+        .split_once("expected one of ")
+        .map(|(_, e)| e)
+        .or_else(|| rest.split_once("expected ").map(|(_, e)| e))?;
+    let names: Vec<String> = expected
+        .split(',')
+        .map(|n| n.trim().trim_matches('`').to_string())
+        .filter(|n| !n.is_empty())
+        .collect();
+    let best = names
+        .iter()
+        .map(|n| (strsim::damerau_levenshtein(unknown, n), n))
+        .filter(|(d, n)| *d <= (n.len() / 3).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n.clone());
+    let mut text = format!("valid fields here: {}", names.join(", "));
+    if let Some(best) = best {
+        text.push_str(&format!("; did you mean `{best}`?"));
+    }
+    Some(UnknownFieldHint {
+        unknown: unknown.to_string(),
+        text,
+    })
+}
+
+/// Three lines of context with a caret under the column, like a compiler.
+fn snippet(text: &str, line: u64, column: u64) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let index = (line as usize).saturating_sub(1);
+    let start = index.saturating_sub(2);
+    let end = (index + 1).min(lines.len());
+    let width = end.to_string().len();
+    let mut out = String::new();
+    for (i, l) in lines.iter().enumerate().take(end).skip(start) {
+        out.push_str(&format!("{:>width$} | {l}\n", i + 1));
+    }
+    out.push_str(&format!(
+        "{:>width$} | {}^",
+        "",
+        " ".repeat((column as usize).saturating_sub(1))
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn location_prefix_is_stripped() {
+        assert_eq!(
+            strip_location_prefix("line 7 column 17: invalid u64"),
+            "invalid u64"
+        );
+        assert_eq!(strip_location_prefix("plain"), "plain");
+        assert_eq!(strip_location_prefix("line of sight: x"), "line of sight: x");
+    }
+
+    #[test]
+    fn misspelled_field_gets_a_suggestion() {
+        let hint = unknown_field_hint(
+            "unknown field `verison`, expected one of name, version, components",
+        )
+        .expect("hint");
+        assert_eq!(hint.unknown, "verison");
+        assert!(hint.text.contains("did you mean `version`?"), "{}", hint.text);
+    }
+
+    #[test]
+    fn far_off_field_gets_the_list_but_no_guess() {
+        let hint = unknown_field_hint("unknown field `zzzzzz`, expected one of name, version")
+            .expect("hint");
+        assert!(!hint.text.contains("did you mean"));
+        assert!(hint.text.contains("name, version"));
+    }
+}
