@@ -5,7 +5,7 @@
 //! supported CUDA lines and Python range. Unknown releases are warnings, never errors: the user
 //! may know something newer than stackpin's tables.
 
-use crate::compat::{self, CudaSupport, DriverRequirement, LibraryLookup, Os};
+use crate::compat::{self, CudaSupport, DriverRequirement, LibraryLookup};
 use crate::manifest::{self, Manifest, Problem, Severity, SourceMap};
 use crate::version::Version;
 
@@ -19,7 +19,10 @@ pub struct Report {
 impl Report {
     /// Number of problems of a severity.
     pub fn count(&self, severity: Severity) -> usize {
-        self.problems.iter().filter(|p| p.severity == severity).count()
+        self.problems
+            .iter()
+            .filter(|p| p.severity == severity)
+            .count()
     }
 }
 
@@ -172,7 +175,11 @@ pub fn library_rules(m: &Manifest) -> Vec<Problem> {
             ),
         )),
     }
-    if !release.versions.iter().any(|v| v.same_release(&lib.version.public())) {
+    if !release
+        .versions
+        .iter()
+        .any(|v| v.same_release(&lib.version.public()))
+    {
         out.push(Problem::warning(
             "library.version",
             format!(
@@ -230,13 +237,5 @@ fn index_rule(m: &Manifest, release: &compat::LibraryRelease) -> Vec<Problem> {
             ),
         )],
         _ => vec![],
-    }
-}
-
-/// Convenience for callers that need an OS name in messages.
-pub fn os_word(os: Os) -> &'static str {
-    match os {
-        Os::Linux => "Linux",
-        Os::Windows => "Windows",
     }
 }

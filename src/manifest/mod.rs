@@ -86,7 +86,10 @@ impl Installer {
 /// The last path segment of a URL, percent-decoded; `None` when there is none.
 pub fn file_name_from_url(url: &str) -> Option<String> {
     let without_fragment = url.split('#').next().unwrap_or(url);
-    let without_query = without_fragment.split('?').next().unwrap_or(without_fragment);
+    let without_query = without_fragment
+        .split('?')
+        .next()
+        .unwrap_or(without_fragment);
     let after_scheme = without_query
         .split_once("://")
         .map(|(_, rest)| rest)
@@ -103,12 +106,13 @@ fn percent_decode(text: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 3 <= bytes.len() {
-            if let (Some(hi), Some(lo)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((hi * 16 + lo) as u8);
-                i += 3;
-                continue;
-            }
+        if bytes[i] == b'%'
+            && i + 3 <= bytes.len()
+            && let (Some(hi), Some(lo)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push((hi * 16 + lo) as u8);
+            i += 3;
+            continue;
         }
         out.push(bytes[i]);
         i += 1;
@@ -125,7 +129,11 @@ pub struct DriverLayer {
     pub run: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_text")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_text"
+    )]
     pub timeout: Option<Duration>,
 }
 
@@ -143,7 +151,11 @@ pub struct ToolkitLayer {
     pub allow_bundled_driver: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_text")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_text"
+    )]
     pub timeout: Option<Duration>,
 }
 
@@ -177,7 +189,11 @@ pub struct LibraryLayer {
     pub run: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_text")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_text"
+    )]
     pub timeout: Option<Duration>,
 }
 
@@ -201,7 +217,11 @@ pub struct Example {
     pub run: Vec<String>,
     #[serde(default = "default_batch")]
     pub batch: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_text")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_text"
+    )]
     pub timeout: Option<Duration>,
     /// Inference stacks: the p99 latency the line-side controller must meet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -345,7 +365,11 @@ pub mod duration_text {
                 's' => 1,
                 'm' => 60,
                 'h' => 3600,
-                _ => return Err(format!("`{text}` is not a duration; write it like 90s, 20m or 1h")),
+                _ => {
+                    return Err(format!(
+                        "`{text}` is not a duration; write it like 90s, 20m or 1h"
+                    ));
+                }
             };
             let n: u64 = number
                 .parse()
@@ -364,9 +388,9 @@ pub mod duration_text {
     /// Writes the shortest exact form (`20m`, `1h`, `95s`).
     pub fn format(d: Duration) -> String {
         let secs = d.as_secs();
-        if secs % 3600 == 0 {
+        if secs.is_multiple_of(3600) {
             format!("{}h", secs / 3600)
-        } else if secs % 60 == 0 {
+        } else if secs.is_multiple_of(60) {
             format!("{}m", secs / 60)
         } else {
             format!("{secs}s")

@@ -102,15 +102,20 @@ fn syntax_error(
         Some(loc) if loc.line() > 0 => (Some(loc.line()), Some(loc.column())),
         _ => (None, None),
     };
-    let message = strip_location_prefix(&error.without_snippet().to_string());
-    let hint = unknown_field_hint(&message);
+    let full = strip_location_prefix(&error.without_snippet().to_string());
+    let hint = unknown_field_hint(&full);
+    // The hint carries the list of valid fields; keep the message itself short.
+    let message = match &hint {
+        Some(h) => format!("unknown field `{}`", h.unknown),
+        None => full,
+    };
     // `.` is what serde_path_to_error reports at the document root.
     let field = (!field_path.is_empty() && field_path != ".").then(|| field_path.to_string());
     let field = match (&field, hint.as_ref()) {
         // For an unknown key the path ends at the bad key's parent; name the key itself.
-        (Some(p), Some(h)) => Some(format!("{p}.{}", h.unknown)),
+        (Some(p), Some(h)) if !p.ends_with(&h.unknown) => Some(format!("{p}.{}", h.unknown)),
         (None, Some(h)) => Some(h.unknown.clone()),
-        (f, None) => f.clone(),
+        (f, _) => f.clone(),
     };
     ManifestError::Syntax(Box::new(SyntaxError {
         path: path.to_path_buf(),
@@ -126,6 +131,7 @@ fn syntax_error(
 /// serde-saphyr prefixes messages with `line N column M: `; we print the location ourselves.
 fn strip_location_prefix(message: &str) -> String {
     let first = message.lines().next().unwrap_or(message);
+    let first = strip_location_suffix(first);
     let trimmed = first.strip_prefix("error: ").unwrap_or(first);
     if let Some(rest) = trimmed.strip_prefix("line ")
         && let Some((_, after)) = rest.split_once(": ")
@@ -134,6 +140,14 @@ fn strip_location_prefix(message: &str) -> String {
         return after.to_string();
     }
     trimmed.to_string()
+}
+
+/// Drops a trailing ` at line N, column M` (we print `file:line:column` in front instead).
+fn strip_location_suffix(message: &str) -> &str {
+    match message.rfind(" at line ") {
+        Some(i) if message[i..].contains(", column ") => &message[..i],
+        _ => message,
+    }
 }
 
 struct UnknownFieldHint {
@@ -150,6 +164,7 @@ fn unknown_field_hint(message: &str) -> Option<UnknownFieldHint> {
         .split_once("expected one of ")
         .map(|(_, e)| e)
         .or_else(|| rest.split_once("expected ").map(|(_, e)| e))?;
+    let expected = strip_location_suffix(expected);
     let names: Vec<String> = expected
         .split(',')
         .map(|n| n.trim().trim_matches('`').to_string())
@@ -193,6 +208,36 @@ fn snippet(text: &str, line: u64, column: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    const SHIPPED: &str = include_str!("../../manifests/torch-2.5.1-cu124-linux.yaml");
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_is_an_error_never_a_panic(text in "\\PC{0,400}") {
+            let _ = parse(&text, Path::new("fuzz.yaml"));
+        }
+
+        #[test]
+        fn a_manifest_with_lines_dropped_or_cut_never_panics(drop in 0usize..60, cut in 0usize..3000) {
+            let mut lines: Vec<&str> = SHIPPED.lines().collect();
+            if drop < lines.len() {
+                lines.remove(drop);
+            }
+            let text = lines.join("\n");
+            let end = text.char_indices().map(|(i, _)| i).find(|i| *i >= cut).unwrap_or(text.len());
+            let result = parse(&text[..end], Path::new("fuzz.yaml"));
+            if let Err(ManifestError::Syntax(e)) = result {
+                prop_assert!(e.line.is_some() || e.message.contains("EOF") || !e.message.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn the_shipped_manifest_parses() {
+        let m = parse(SHIPPED, Path::new("shipped.yaml")).expect("parses");
+        assert_eq!(m.example.batch, 64);
+    }
 
     #[test]
     fn location_prefix_is_stripped() {
@@ -201,7 +246,10 @@ mod tests {
             "invalid u64"
         );
         assert_eq!(strip_location_prefix("plain"), "plain");
-        assert_eq!(strip_location_prefix("line of sight: x"), "line of sight: x");
+        assert_eq!(
+            strip_location_prefix("line of sight: x"),
+            "line of sight: x"
+        );
     }
 
     #[test]
@@ -211,7 +259,11 @@ mod tests {
         )
         .expect("hint");
         assert_eq!(hint.unknown, "verison");
-        assert!(hint.text.contains("did you mean `version`?"), "{}", hint.text);
+        assert!(
+            hint.text.contains("did you mean `version`?"),
+            "{}",
+            hint.text
+        );
     }
 
     #[test]

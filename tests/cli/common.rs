@@ -1,0 +1,47 @@
+//! Running the real `stackpin` binary the way a user does, with a clean environment.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A `stackpin` command with the variables that would change its output removed.
+pub fn stackpin() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_stackpin"));
+    cmd.env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .env_remove("STACKPIN_ARCHIVE");
+    cmd
+}
+
+/// What a finished command left behind.
+#[derive(Debug)]
+pub struct Outcome {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs a command to completion and captures its output.
+pub fn run(cmd: &mut Command) -> Outcome {
+    let out = cmd.output().expect("stackpin runs");
+    Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A path inside the repository.
+pub fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// Every shipped manifest.
+pub fn shipped_manifests() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(repo("manifests"))
+        .expect("manifests/ exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    out.sort();
+    out
+}

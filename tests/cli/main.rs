@@ -1,0 +1,5 @@
+//! The CLI end to end: one integration-test binary, one module per area.
+
+mod check;
+mod common;
+mod pin;
