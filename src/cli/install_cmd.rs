@@ -1,0 +1,300 @@
+//! `stackpin plan`, `stackpin install` and `stackpin up`: the ordered chain, shown or run.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::anyhow;
+
+use super::check_cmd::require_valid;
+use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::archive::StackDir;
+use crate::install::plan::{self, Verdict};
+use crate::install::proof::Proof;
+use crate::install::runner::{StepOutcome, shell_words};
+use crate::install::{
+    self, ChainEnd, InstallOptions, InstallReport, InstallReporter, LayerAction, host_view::LiveHost,
+};
+use crate::manifest::Layer;
+
+pub const PLAN_EXAMPLES: &str = "\
+Examples:
+  stackpin plan manifests/torch-2.5.1-cu124-linux.yaml
+  stackpin plan manifests/torch-2.5.1-cu124-linux.yaml --gpu 1 --json
+
+Read-only: runs nothing but the host probes. Exit 0 unless a layer is blocked (1).";
+
+pub const INSTALL_EXAMPLES: &str = "\
+Examples:
+  sudo stackpin install manifests/torch-2.5.1-cu124-linux.yaml --dry-run
+  sudo stackpin install manifests/torch-2.5.1-cu124-linux.yaml --yes --reboot
+  sudo stackpin install manifests/torch-2.5.1-cu124-linux.yaml --force toolkit
+
+Order: driver → toolkit → library; layers whose proof holds are skipped. After the driver a reboot
+is usually needed: run the same command again afterwards (or pass --reboot to have it resume by itself).";
+
+/// Arguments of `plan`.
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    /// The stack's manifest.
+    pub manifest: PathBuf,
+    /// The GPU to check (index); default: the first that CUDA_VISIBLE_DEVICES allows.
+    #[arg(long)]
+    pub gpu: Option<u32>,
+}
+
+/// Arguments of `install` (and `up`).
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    /// The stack's manifest.
+    pub manifest: PathBuf,
+    /// Show what would run; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask before installing.
+    #[arg(long, short)]
+    pub yes: bool,
+    /// Reinstall a layer even if its proof holds (driver, toolkit, library).
+    #[arg(long, value_name = "LAYER")]
+    pub force: Vec<Layer>,
+    /// When the driver needs a reboot: register a one-shot resume of this command and reboot.
+    #[arg(long)]
+    pub reboot: bool,
+    /// The GPU to prove against (index).
+    #[arg(long)]
+    pub gpu: Option<u32>,
+}
+
+pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
+    let m = require_valid(&args.manifest)?;
+    let stack = StackDir::new(&global.archive_dir(), &m.name);
+    let files = match stack.read_lock() {
+        Ok(lock) => install::archived_files(&stack, &lock),
+        Err(_) => Vec::new(),
+    };
+    let host = LiveHost::new(args.gpu, &m);
+    let plan = plan::plan(&m, stack.root(), &host, &files).map_err(Failure::input)?;
+    if global.json {
+        print_json(&plan)?;
+    } else {
+        print_plan(&plan, files.is_empty());
+    }
+    Ok(if plan.blocked() { Exit::Problem } else { Exit::Ok })
+}
+
+fn print_plan(plan: &plan::Plan, no_archive: bool) {
+    println!("plan for {} ({})", plan.stack, plan.os);
+    for note in &plan.notes {
+        println!("  note: {note}");
+    }
+    println!();
+    println!("  {:<8} {:<44} {:<12} host", "layer", "pinned", "verdict");
+    for l in &plan.layers {
+        let verdict = match &l.verdict {
+            Verdict::InPlace => "in place",
+            Verdict::ToInstall { .. } => "to install",
+            Verdict::Blocked { .. } => "BLOCKED",
+        };
+        println!("  {:<8} {:<44} {:<12} {}", l.layer.as_str(), l.pinned, verdict, l.proof.seen);
+        if let Verdict::Blocked { why } = &l.verdict {
+            println!("           why: {why}");
+        }
+    }
+    println!();
+    println!("  what the numbers mean:");
+    for line in &plan.explain {
+        println!("    - {line}");
+    }
+    println!();
+    println!("  install would run, in this order:");
+    let mut n = 0;
+    for l in &plan.layers {
+        if matches!(l.verdict, Verdict::InPlace) {
+            println!("    {}: nothing (proof holds)", l.layer);
+            continue;
+        }
+        for c in &l.commands {
+            n += 1;
+            let state = c
+                .installer
+                .as_ref()
+                .map(|f| format!("   [{}: {:?}]", f.file, f.state).to_lowercase())
+                .unwrap_or_default();
+            println!("    {n}. {}{state}", shell_words(&c.argv));
+        }
+        if l.commands.is_empty() {
+            println!("    {}: no archived installer yet", l.layer);
+        }
+        if l.reboot_after {
+            println!("       → reboot after the driver, then run the same command again");
+        }
+    }
+    if no_archive {
+        println!();
+        println!("  the archive has no lock for this stack yet: run `stackpin fetch` first");
+    }
+}
+
+struct CliReporter {
+    quiet: bool,
+}
+
+impl InstallReporter for CliReporter {
+    fn layer_in_place(&self, proof: &Proof) {
+        if !self.quiet {
+            eprintln!("✓ {} already in place: {}", proof.layer, proof.seen);
+        }
+    }
+    fn step_started(&self, layer: Layer, argv: &[String]) {
+        if !self.quiet {
+            eprintln!("→ {layer}: {}", shell_words(argv));
+        }
+    }
+    fn step_finished(&self, layer: Layer, outcome: &StepOutcome) {
+        if !self.quiet {
+            eprintln!(
+                "  {layer} finished in {:.1}s ({:?}); log: {}",
+                outcome.duration.as_secs_f64(),
+                outcome.status,
+                outcome.log.display()
+            );
+        }
+    }
+}
+
+/// Runs the chain; `up` calls this between fetch and prove.
+pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallReport, Failure> {
+    let m = require_valid(&args.manifest)?;
+    let stack = StackDir::new(&global.archive_dir(), &m.name);
+    let host = LiveHost::new(args.gpu, &m);
+    if !args.dry_run && !args.yes && !global.json && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprint!("install {} on this machine (driver → toolkit → library)? [y/N] ", m.name);
+        let _ = std::io::stderr().flush();
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        if !answer.trim().eq_ignore_ascii_case("y") {
+            return Err(Failure::input(anyhow!("not confirmed; nothing was installed")));
+        }
+    }
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let flag = Arc::clone(&interrupted);
+        // A second handler registration fails harmlessly (e.g. `up` after `fetch`).
+        let _ = ctrlc::set_handler(move || {
+            flag.store(true, Ordering::Relaxed);
+            eprintln!("\ninterrupted: waiting for the running installer to finish, then stopping");
+        });
+    }
+    let options = InstallOptions {
+        dry_run: args.dry_run,
+        force: args.force.clone(),
+        skip_admin_check: std::env::var_os("STACKPIN_SKIP_ADMIN_CHECK").is_some(),
+    };
+    let reporter = CliReporter {
+        quiet: global.quiet || global.json,
+    };
+    let report = install::install(&m, &stack, &host, &options, &interrupted, &reporter).map_err(|e| {
+        if e.is_problem() {
+            Failure::problem(e)
+        } else if matches!(e, install::InstallError::NotAdmin) {
+            Failure::input(e)
+        } else {
+            Failure::external(e)
+        }
+    })?;
+    if args.reboot && matches!(report.end, ChainEnd::RebootRequired { .. }) {
+        reboot_now(&m, args)?;
+    }
+    Ok(report)
+}
+
+fn reboot_now(m: &crate::manifest::Manifest, args: &InstallArgs) -> Result<(), Failure> {
+    use crate::install::reboot;
+    let exe = std::env::current_exe().map_err(Failure::external)?;
+    let manifest = std::fs::canonicalize(&args.manifest).map_err(Failure::external)?;
+    let workdir = std::env::current_dir().map_err(Failure::external)?;
+    let mut argv = vec![exe.display().to_string(), "install".into(), manifest.display().to_string(), "--yes".into()];
+    if let Some(archive) = std::env::var_os("STACKPIN_ARCHIVE") {
+        argv.push("--archive".into());
+        argv.push(archive.to_string_lossy().into_owned());
+    }
+    if m.os == crate::compat::Os::Linux {
+        crate::fsutil::write_atomic(&reboot::unit_path(), reboot::systemd_unit(&argv, &workdir).as_bytes())
+            .map_err(|e| Failure::external(anyhow!(e).context("writing the resume unit")))?;
+    }
+    for cmd in reboot::register_and_reboot(m.os, &argv, &workdir) {
+        let status = std::process::Command::new(&cmd[0]).args(&cmd[1..]).status();
+        if !status.is_ok_and(|s| s.success()) {
+            return Err(Failure::external(anyhow!(
+                "`{}` failed; reboot by hand, then run the same command again",
+                shell_words(&cmd)
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: &InstallArgs, global: &GlobalArgs) -> CmdResult {
+    let report = run_install(args, global)?;
+    finish(&report, global)
+}
+
+/// Prints the chain's report and maps its end to an exit code.
+pub fn finish(report: &InstallReport, global: &GlobalArgs) -> CmdResult {
+    if global.json {
+        print_json(report)?;
+    } else {
+        print_report(report, global.quiet);
+    }
+    match &report.end {
+        ChainEnd::Failed { layer, why } => Err(Failure::external(anyhow!(
+            "the {layer} layer failed: {why}{}",
+            report
+                .layers
+                .last()
+                .and_then(|l| l.log.as_ref())
+                .map(|p| format!("; log: {}", p.display()))
+                .unwrap_or_default()
+        ))),
+        ChainEnd::Interrupted { .. } => Ok(Exit::External),
+        _ => Ok(Exit::Ok),
+    }
+}
+
+fn print_report(report: &InstallReport, quiet: bool) {
+    for l in &report.layers {
+        let word = match l.action {
+            LayerAction::AlreadyInPlace => "in place",
+            LayerAction::WouldInstall => "would run",
+            LayerAction::Installed => "installed",
+            LayerAction::RebootPending => "reboot pending",
+            LayerAction::Failed => "FAILED",
+        };
+        println!("{:<8} {:<15} {}", l.layer.as_str(), word, l.proof.seen);
+        if l.action == LayerAction::WouldInstall && !quiet {
+            for c in &l.commands {
+                println!("           $ {}", shell_words(&c.argv));
+            }
+        }
+    }
+    match &report.end {
+        ChainEnd::Complete => println!("all three layers are in place and proven on this host"),
+        ChainEnd::DryRun => println!("dry run: nothing was run"),
+        ChainEnd::RebootRequired { after } => println!(
+            "the {after} is installed but takes effect after a reboot: reboot, then run the same command again"
+        ),
+        ChainEnd::Failed { layer, .. } => {
+            eprintln!("the chain stopped at the {layer}; the next run retries from there. Last lines:");
+            for line in &report.tail {
+                eprintln!("  | {line}");
+            }
+            if let Some(d) = crate::diagnose::diagnose(&report.tail.join("\n")) {
+                eprintln!("diagnosis ({}): {} — {}", d.layer.as_str(), d.cause, d.fix);
+            }
+        }
+        ChainEnd::Interrupted { before } => println!(
+            "interrupted before the {before}; run the same command again to continue"
+        ),
+    }
+}

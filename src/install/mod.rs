@@ -1,0 +1,478 @@
+//! The ordered install: driver → toolkit → library, never another order, each layer proven on
+//! the host before the next. Every archived installer is re-hashed against the lock right before
+//! it runs; a missing or changed file is refused, never executed. Where the chain stands lives in
+//! `state.yaml`, so a reboot after the driver (or a failure) resumes at the right layer.
+//!
+//! Downloading is `archive`'s job; printing is the CLI's, through [`InstallReporter`].
+
+pub mod host_view;
+pub mod plan;
+pub mod proof;
+pub mod reboot;
+pub mod runner;
+pub mod state;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::Serialize;
+
+use crate::archive::{self, ArchiveError, Lockfile, StackDir};
+use crate::manifest::{Layer, Manifest};
+use plan::{ArchivedFile, FileState, PlannedCommand, layer_commands};
+use proof::{HostView, Proof, prove_layer};
+use runner::{RunnerError, Step, StepOutcome, StepStatus, run_step};
+use state::{ChainState, LayerStatus, StateError};
+
+/// Why the chain could not run or had to stop.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("installing needs root (Linux) or Administrator (Windows); run it again with sudo / from an elevated prompt, or use --dry-run to see the plan")]
+    NotAdmin,
+    #[error("the {layer} installer was refused before it ran")]
+    Refused {
+        layer: Layer,
+        #[source]
+        source: ArchiveError,
+    },
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+    #[error(transparent)]
+    State(#[from] StateError),
+    #[error("{layer} step `{program}`")]
+    Runner {
+        layer: Layer,
+        program: String,
+        #[source]
+        source: RunnerError,
+    },
+    #[error("cannot write the pip requirements {}", path.display())]
+    Requirements {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl InstallError {
+    /// Refusals and state problems are problems found (exit 1); the rest is external (exit 3).
+    pub fn is_problem(&self) -> bool {
+        matches!(self, InstallError::Refused { .. })
+    }
+}
+
+/// What `install` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct InstallOptions {
+    pub dry_run: bool,
+    /// Layers to reinstall even though their proof holds.
+    pub force: Vec<Layer>,
+    /// Skip the root/Administrator check (containers, non-root toolkit prefixes, tests).
+    pub skip_admin_check: bool,
+}
+
+/// Progress of the chain, for the CLI to show.
+pub trait InstallReporter {
+    fn layer_in_place(&self, proof: &Proof);
+    fn step_started(&self, layer: Layer, argv: &[String]);
+    fn step_finished(&self, layer: Layer, outcome: &StepOutcome);
+}
+
+/// A reporter that shows nothing.
+pub struct QuietReporter;
+
+impl InstallReporter for QuietReporter {
+    fn layer_in_place(&self, _: &Proof) {}
+    fn step_started(&self, _: Layer, _: &[String]) {}
+    fn step_finished(&self, _: Layer, _: &StepOutcome) {}
+}
+
+/// What happened to one layer.
+#[derive(Debug, Clone, Serialize)]
+pub struct LayerResult {
+    pub layer: Layer,
+    pub action: LayerAction,
+    pub proof: Proof,
+    pub commands: Vec<PlannedCommand>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<PathBuf>,
+}
+
+/// The action taken on a layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayerAction {
+    AlreadyInPlace,
+    WouldInstall,
+    Installed,
+    RebootPending,
+    Failed,
+}
+
+/// How the chain ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "end", rename_all = "kebab-case")]
+pub enum ChainEnd {
+    Complete,
+    DryRun,
+    /// Stopped for a reboot; the same command continues afterwards.
+    RebootRequired { after: Layer },
+    Failed { layer: Layer, why: String },
+    Interrupted { before: Layer },
+}
+
+/// The chain's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstallReport {
+    pub stack: String,
+    pub layers: Vec<LayerResult>,
+    #[serde(flatten)]
+    pub end: ChainEnd,
+    /// The last output lines of a failed step.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tail: Vec<String>,
+}
+
+/// The archived files of every layer with their state, checked against the lock now.
+pub fn archived_files(stack: &StackDir, lock: &Lockfile) -> Vec<ArchivedFile> {
+    Layer::ORDER
+        .iter()
+        .flat_map(|layer| archive::layer_files(stack, lock, *layer))
+        .map(|(entry, path)| {
+            let state = match archive::verify_entry(stack, &entry) {
+                Ok(_) => FileState::Verified,
+                Err(ArchiveError::Missing { .. }) => FileState::Missing,
+                Err(_) => FileState::Corrupt,
+            };
+            ArchivedFile {
+                layer: entry.layer,
+                file: entry.file,
+                path,
+                sha256: Some(entry.sha256),
+                state,
+            }
+        })
+        .collect()
+}
+
+/// Runs the chain. `interrupted` is set by the Ctrl-C handler: the running installer finishes,
+/// the state is saved, and the chain stops before the next step.
+pub fn install(
+    m: &Manifest,
+    stack: &StackDir,
+    host: &dyn HostView,
+    options: &InstallOptions,
+    interrupted: &AtomicBool,
+    reporter: &dyn InstallReporter,
+) -> Result<InstallReport, InstallError> {
+    if !options.dry_run && !options.skip_admin_check && !host.is_admin() {
+        return Err(InstallError::NotAdmin);
+    }
+    let lock = stack.read_lock()?;
+    let files = archived_files(stack, &lock);
+    let state_path = stack.state_path();
+    let mut state = ChainState::load(&state_path)?;
+    let mut report = InstallReport {
+        stack: m.name.clone(),
+        layers: Vec::new(),
+        end: if options.dry_run {
+            ChainEnd::DryRun
+        } else {
+            ChainEnd::Complete
+        },
+        tail: Vec::new(),
+    };
+    for layer in Layer::ORDER {
+        let before = prove_layer(m, layer, host);
+        let commands = layer_commands(m, stack.root(), layer, &files).map_err(|source| {
+            InstallError::Runner {
+                layer,
+                program: m.run(layer).and_then(|r| r.first().cloned()).unwrap_or_default(),
+                source,
+            }
+        })?;
+        let forced = options.force.contains(&layer);
+        if before.holds && !forced {
+            reporter.layer_in_place(&before);
+            if !options.dry_run && state.status(layer) != Some(LayerStatus::Done) {
+                state.mark(layer, LayerStatus::Done, None, Some(before.seen.clone()));
+                state.save(&state_path)?;
+            }
+            report.layers.push(LayerResult {
+                layer,
+                action: LayerAction::AlreadyInPlace,
+                proof: before,
+                commands,
+                log: None,
+            });
+            continue;
+        }
+        if options.dry_run {
+            report.layers.push(LayerResult {
+                layer,
+                action: LayerAction::WouldInstall,
+                proof: before,
+                commands,
+                log: None,
+            });
+            continue;
+        }
+        if layer == Layer::Driver
+            && !forced
+            && state.status(layer) == Some(LayerStatus::RebootPending)
+        {
+            // Installed last time; its proof waits for the reboot that has not happened yet.
+            report.layers.push(LayerResult {
+                layer,
+                action: LayerAction::RebootPending,
+                proof: before,
+                commands,
+                log: None,
+            });
+            report.end = ChainEnd::RebootRequired { after: layer };
+            return Ok(report);
+        }
+        if interrupted.load(Ordering::Relaxed) {
+            state.interrupted_at = Some(layer);
+            state.save(&state_path)?;
+            report.end = ChainEnd::Interrupted { before: layer };
+            return Ok(report);
+        }
+        let result = run_layer(m, stack, &lock, layer, &commands, reporter)?;
+        let after = prove_layer(m, layer, host);
+        let (action, status, end) = judge(layer, &result, &after);
+        state.mark(layer, status, result.log.clone(), Some(after.seen.clone()));
+        state.interrupted_at = None;
+        state.save(&state_path)?;
+        report.layers.push(LayerResult {
+            layer,
+            action,
+            proof: after,
+            commands,
+            log: result.log.clone(),
+        });
+        if let Some(end) = end {
+            report.tail = result.tail;
+            report.end = end;
+            return Ok(report);
+        }
+    }
+    Ok(report)
+}
+
+/// What running a layer's commands produced.
+struct LayerRun {
+    status: StepStatus,
+    code: Option<i32>,
+    log: Option<PathBuf>,
+    tail: Vec<String>,
+}
+
+fn run_layer(
+    m: &Manifest,
+    stack: &StackDir,
+    lock: &Lockfile,
+    layer: Layer,
+    commands: &[PlannedCommand],
+    reporter: &dyn InstallReporter,
+) -> Result<LayerRun, InstallError> {
+    if layer == Layer::Library && m.library.pip.is_some() {
+        write_pip_requirements(stack, lock)?;
+    }
+    let mut last = LayerRun {
+        status: StepStatus::Succeeded,
+        code: Some(0),
+        log: None,
+        tail: Vec::new(),
+    };
+    for (i, command) in commands.iter().enumerate() {
+        if let Some(file) = &command.installer {
+            let entry = lock
+                .find(layer, &file.file)
+                .ok_or_else(|| InstallError::Refused {
+                    layer,
+                    source: ArchiveError::Missing {
+                        layer,
+                        file: file.file.clone(),
+                        path: file.path.clone(),
+                    },
+                })?;
+            archive::verify_entry(stack, entry)
+                .map_err(|source| InstallError::Refused { layer, source })?;
+        }
+        let prefix = if commands.len() > 1 {
+            format!("{layer}-{}", i + 1)
+        } else {
+            layer.to_string()
+        };
+        let step = Step {
+            argv: command.argv.clone(),
+            env: Vec::new(),
+            log: stack.logs_dir().join(runner::log_name(&prefix)),
+            timeout: m.timeout(layer),
+        };
+        reporter.step_started(layer, &step.argv);
+        let outcome = run_step(&step).map_err(|source| InstallError::Runner {
+            layer,
+            program: step.argv.first().cloned().unwrap_or_default(),
+            source,
+        })?;
+        reporter.step_finished(layer, &outcome);
+        let stop = !matches!(outcome.status, StepStatus::Succeeded | StepStatus::RebootRequired);
+        let reboot = outcome.status == StepStatus::RebootRequired;
+        last = LayerRun {
+            status: if reboot || last.status == StepStatus::RebootRequired {
+                if stop { outcome.status } else { StepStatus::RebootRequired }
+            } else {
+                outcome.status
+            },
+            code: outcome.code,
+            log: Some(outcome.log),
+            tail: outcome.tail,
+        };
+        if stop {
+            break;
+        }
+    }
+    Ok(last)
+}
+
+/// Decides a layer's outcome from its installer's status and the proof afterwards.
+fn judge(layer: Layer, run: &LayerRun, after: &Proof) -> (LayerAction, LayerStatus, Option<ChainEnd>) {
+    match run.status {
+        StepStatus::Failed | StepStatus::TimedOut => {
+            let why = match (run.status, run.code) {
+                (StepStatus::TimedOut, _) => "the installer ran past its timeout and was stopped".to_string(),
+                (_, Some(code)) => format!("the installer exited with code {code}"),
+                (_, None) => "the installer was killed by a signal".to_string(),
+            };
+            (
+                LayerAction::Failed,
+                LayerStatus::Failed,
+                Some(ChainEnd::Failed { layer, why }),
+            )
+        }
+        _ if after.holds && run.status != StepStatus::RebootRequired => {
+            (LayerAction::Installed, LayerStatus::Done, None)
+        }
+        // A new driver is not active until the old kernel module is gone: reboot, then continue.
+        _ if layer == Layer::Driver || run.status == StepStatus::RebootRequired => (
+            LayerAction::RebootPending,
+            LayerStatus::RebootPending,
+            Some(ChainEnd::RebootRequired { after: layer }),
+        ),
+        _ => (
+            LayerAction::Failed,
+            LayerStatus::Failed,
+            Some(ChainEnd::Failed {
+                layer,
+                why: format!(
+                    "the installer exited 0 but the {layer} is not there: {}",
+                    after.seen
+                ),
+            }),
+        ),
+    }
+}
+
+/// Every archived wheel pinned by name, version and hash, for `pip --require-hashes`.
+fn write_pip_requirements(stack: &StackDir, lock: &Lockfile) -> Result<(), InstallError> {
+    let mut lines = vec![
+        "# Written by stackpin from stack.lock: every archived wheel, pinned by hash.".to_string(),
+    ];
+    for (entry, path) in archive::layer_files(stack, lock, Layer::Library) {
+        archive::verify_entry(stack, &entry).map_err(|source| InstallError::Refused {
+            layer: Layer::Library,
+            source,
+        })?;
+        if let Some((name, version)) = wheel_name_version(&entry.file) {
+            lines.push(format!("{name}=={version} --hash=sha256:{}", entry.sha256));
+        } else {
+            // Not a wheel (an sdist or a data file): pip can still use it by path.
+            lines.push(format!("{} --hash=sha256:{}", path.display(), entry.sha256));
+        }
+    }
+    let path = plan::pip_requirements_path(stack.root());
+    crate::fsutil::write_atomic(&path, (lines.join("\n") + "\n").as_bytes())
+        .map_err(|source| InstallError::Requirements { path, source })
+}
+
+/// `torch-2.5.1+cu124-cp311-cp311-linux_x86_64.whl` → (`torch`, `2.5.1+cu124`).
+pub fn wheel_name_version(file: &str) -> Option<(String, String)> {
+    let stem = file.strip_suffix(".whl")?;
+    let mut parts = stem.split('-');
+    let name = parts.next()?.replace('_', "-");
+    let version = parts.next()?.to_string();
+    (!name.is_empty() && !version.is_empty()).then_some((name, version))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wheel_names_give_name_and_version() {
+        assert_eq!(
+            wheel_name_version("torch-2.5.1+cu124-cp311-cp311-linux_x86_64.whl"),
+            Some(("torch".into(), "2.5.1+cu124".into()))
+        );
+        assert_eq!(
+            wheel_name_version("typing_extensions-4.12.2-py3-none-any.whl"),
+            Some(("typing-extensions".into(), "4.12.2".into()))
+        );
+        assert_eq!(wheel_name_version("x.tar.gz"), None);
+    }
+
+    fn proof(holds: bool) -> Proof {
+        Proof {
+            layer: Layer::Driver,
+            holds,
+            seen: "seen".into(),
+            reboot_pending: false,
+        }
+    }
+
+    fn run(status: StepStatus, code: Option<i32>) -> LayerRun {
+        LayerRun {
+            status,
+            code,
+            log: None,
+            tail: vec![],
+        }
+    }
+
+    #[test]
+    fn a_driver_that_is_not_active_after_install_waits_for_a_reboot() {
+        let (action, status, end) = judge(Layer::Driver, &run(StepStatus::Succeeded, Some(0)), &proof(false));
+        assert_eq!(action, LayerAction::RebootPending);
+        assert_eq!(status, LayerStatus::RebootPending);
+        assert_eq!(end, Some(ChainEnd::RebootRequired { after: Layer::Driver }));
+    }
+
+    #[test]
+    fn a_toolkit_missing_after_exit_0_is_a_failure_not_a_reboot() {
+        let (action, _, end) = judge(Layer::Toolkit, &run(StepStatus::Succeeded, Some(0)), &proof(false));
+        assert_eq!(action, LayerAction::Failed);
+        assert!(matches!(end, Some(ChainEnd::Failed { layer: Layer::Toolkit, .. })));
+    }
+
+    #[test]
+    fn windows_3010_on_the_toolkit_stops_for_a_reboot() {
+        let (action, _, end) = judge(
+            Layer::Toolkit,
+            &run(StepStatus::RebootRequired, Some(3010)),
+            &proof(true),
+        );
+        assert_eq!(action, LayerAction::RebootPending);
+        assert_eq!(end, Some(ChainEnd::RebootRequired { after: Layer::Toolkit }));
+    }
+
+    #[test]
+    fn a_failed_exit_code_is_named() {
+        let (_, _, end) = judge(Layer::Toolkit, &run(StepStatus::Failed, Some(2)), &proof(false));
+        match end {
+            Some(ChainEnd::Failed { why, .. }) => assert!(why.contains("code 2")),
+            other => panic!("expected failure, got {other:?}"),
+        }
+    }
+}

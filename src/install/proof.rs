@@ -1,0 +1,185 @@
+//! The proof that a layer is on the host, as DESIGN.md defines it:
+//! driver — the GPU utility reports the pinned version; toolkit — its versioned folder exists and
+//! reports the pinned version; library — it imports, reports its version and CUDA line, and sees
+//! the GPU. The facts come from a [`HostView`]; the verdicts are plain functions.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::compat::Os;
+use crate::manifest::{Layer, Manifest};
+use crate::version::Version;
+
+/// The driver as the host reports it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DriverSeen {
+    /// The running driver's version, when nvidia-smi answered.
+    pub version: Option<Version>,
+    /// The newest CUDA that driver supports (nvidia-smi's "CUDA Version").
+    pub cuda: Option<Version>,
+    /// A one-line description of a bad state (no driver, mismatch after an upgrade, no nvidia-smi).
+    pub problem: Option<String>,
+    /// True for "Driver/library version mismatch": new files are on disk, the old module runs.
+    pub reboot_pending: bool,
+}
+
+/// A toolkit folder as found on disk.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolkitSeen {
+    pub root: PathBuf,
+    /// The full version (`12.4.1`) from version.json / version.txt, if the folder has one.
+    pub version: Option<Version>,
+    /// The line nvcc reports (`12.4`), when only nvcc could be asked.
+    pub nvcc_release: Option<Version>,
+}
+
+/// The library as its interpreter reports it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum LibrarySeen {
+    Present {
+        version: Version,
+        cuda: Option<Version>,
+        gpu_visible: bool,
+        arch_list: Vec<String>,
+    },
+    /// The interpreter ran but the import failed; `error` is its last line.
+    ImportFailed { error: String },
+    /// No interpreter at that path (the venv does not exist yet).
+    NoInterpreter,
+}
+
+/// What the install chain and `plan` ask of the host. The real implementation probes the
+/// machine; tests use the real one against fake programs on PATH.
+pub trait HostView {
+    fn os(&self) -> Os;
+    fn is_admin(&self) -> bool;
+    fn driver(&self) -> DriverSeen;
+    fn toolkit(&self, root: &Path) -> Option<ToolkitSeen>;
+    fn library(&self, python: &Path, library: &str) -> LibrarySeen;
+    /// The selected GPU's compute capability (`8.6`), if a GPU was found.
+    fn compute_capability(&self) -> Option<String>;
+}
+
+/// A layer's proof: whether it holds and, either way, what was seen.
+#[derive(Debug, Clone, Serialize)]
+pub struct Proof {
+    pub layer: Layer,
+    pub holds: bool,
+    pub seen: String,
+    /// The driver is installed but not active until a reboot.
+    pub reboot_pending: bool,
+}
+
+/// The interpreter inside a virtual environment.
+pub fn venv_python(venv: &Path, os: Os) -> PathBuf {
+    match os {
+        Os::Linux => venv.join("bin").join("python"),
+        Os::Windows => venv.join("Scripts").join("python.exe"),
+    }
+}
+
+/// The interpreter a manifest's library runs with: the venv's for pip libraries.
+pub fn library_python(m: &Manifest) -> PathBuf {
+    match (&m.library.pip, &m.library.venv) {
+        (Some(_), Some(venv)) => venv_python(Path::new(venv), m.os),
+        _ => PathBuf::from(&m.library.python),
+    }
+}
+
+/// Proves one layer against the host.
+pub fn prove_layer(m: &Manifest, layer: Layer, host: &dyn HostView) -> Proof {
+    match layer {
+        Layer::Driver => driver_proof(m, &host.driver()),
+        Layer::Toolkit => toolkit_proof(m, host.toolkit(Path::new(&m.toolkit.root))),
+        Layer::Library => library_proof(m, &host.library(&library_python(m), &m.library.name)),
+    }
+}
+
+/// The driver proof: nvidia-smi reports the pinned version.
+pub fn driver_proof(m: &Manifest, seen: &DriverSeen) -> Proof {
+    let pinned = &m.driver.version;
+    let (holds, text) = match (&seen.version, &seen.problem) {
+        (Some(v), _) if v.same_release(pinned) => (true, format!("driver {v} active")),
+        (Some(v), _) => (false, format!("driver {v} active, {pinned} pinned")),
+        (None, Some(problem)) => (false, problem.clone()),
+        (None, None) => (false, "no NVIDIA driver answered".to_string()),
+    };
+    Proof {
+        layer: Layer::Driver,
+        holds,
+        seen: text,
+        reboot_pending: seen.reboot_pending,
+    }
+}
+
+/// The toolkit proof: the versioned folder exists and reports the pinned version. When only
+/// nvcc could be asked it reports the line (`12.4`), which is accepted with that said.
+pub fn toolkit_proof(m: &Manifest, seen: Option<ToolkitSeen>) -> Proof {
+    let pinned = &m.toolkit.version;
+    let (holds, text) = match seen {
+        None => (false, format!("{} does not exist", m.toolkit.root)),
+        Some(t) => match (&t.version, &t.nvcc_release) {
+            (Some(v), _) if v.same_release(pinned) || v.public() == pinned.public() => {
+                (true, format!("CUDA {v} in {}", t.root.display()))
+            }
+            (Some(v), _) => (false, format!("CUDA {v} in {}, {pinned} pinned", t.root.display())),
+            (None, Some(line)) if line.major_minor() == pinned.major_minor() => (
+                true,
+                format!(
+                    "nvcc release {line} in {} (the update is not recorded there)",
+                    t.root.display()
+                ),
+            ),
+            (None, Some(line)) => (
+                false,
+                format!("nvcc release {line} in {}, {pinned} pinned", t.root.display()),
+            ),
+            (None, None) => (
+                false,
+                format!("{} exists but reports no CUDA version", t.root.display()),
+            ),
+        },
+    };
+    Proof {
+        layer: Layer::Toolkit,
+        holds,
+        seen: text,
+        reboot_pending: false,
+    }
+}
+
+/// The library proof: the pinned version, built for the pinned CUDA line, sees the GPU.
+pub fn library_proof(m: &Manifest, seen: &LibrarySeen) -> Proof {
+    let lib = &m.library;
+    let (holds, text) = match seen {
+        LibrarySeen::NoInterpreter => (false, format!("no interpreter for {} yet", lib.name)),
+        LibrarySeen::ImportFailed { error } => (false, format!("import {} failed: {error}", lib.name)),
+        LibrarySeen::Present {
+            version,
+            cuda,
+            gpu_visible,
+            ..
+        } => {
+            let version_ok = version.same_release(&lib.version.public());
+            let cuda_ok = cuda
+                .as_ref()
+                .is_some_and(|c| c.major_minor() == lib.cuda.major_minor());
+            let cuda_text = cuda
+                .as_ref()
+                .map_or("no CUDA".to_string(), |c| format!("CUDA {c}"));
+            let gpu_text = if *gpu_visible { "sees the GPU" } else { "sees no GPU" };
+            (
+                version_ok && cuda_ok && *gpu_visible,
+                format!("{} {version} built for {cuda_text}, {gpu_text}", lib.name),
+            )
+        }
+    };
+    Proof {
+        layer: Layer::Library,
+        holds,
+        seen: text,
+        reboot_pending: false,
+    }
+}

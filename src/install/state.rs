@@ -1,0 +1,142 @@
+//! Where an install chain stands, in `<archive>/<name>/state.yaml`: which layers are done,
+//! which failed (with the log), and whether a reboot is pending after the driver. It survives the
+//! reboot, so the next run of the same command continues with the toolkit.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::manifest::Layer;
+
+/// The chain's state file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not a stackpin state file; move it away and run again", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_saphyr::Error,
+    },
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Where one layer stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayerStatus {
+    /// Installed and proven on the host.
+    Done,
+    /// Installed; proof waits for a reboot.
+    RebootPending,
+    /// The installer or its proof failed; the next run retries from here.
+    Failed,
+}
+
+/// The record of one layer's last step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayerState {
+    pub status: LayerStatus,
+    pub at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// The whole chain's state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChainState {
+    #[serde(default)]
+    pub layers: BTreeMap<Layer, LayerState>,
+    /// Set when the chain stopped because Ctrl-C was pressed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_at: Option<Layer>,
+}
+
+impl ChainState {
+    /// Reads the state, or an empty one when the file does not exist yet.
+    pub fn load(path: &Path) -> Result<Self, StateError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => serde_saphyr::from_str(&text).map_err(|source| StateError::Parse {
+                path: path.to_path_buf(),
+                source,
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(source) => Err(StateError::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    /// Writes the state atomically.
+    pub fn save(&self, path: &Path) -> Result<(), StateError> {
+        let text = serde_saphyr::to_string(self).map_err(|e| StateError::Write {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        crate::fsutil::write_atomic(path, text.as_bytes()).map_err(|source| StateError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Records a layer's new status, stamped now.
+    pub fn mark(&mut self, layer: Layer, status: LayerStatus, log: Option<PathBuf>, detail: Option<String>) {
+        self.layers.insert(
+            layer,
+            LayerState {
+                status,
+                at: jiff::Timestamp::now().to_string(),
+                log,
+                detail,
+            },
+        );
+    }
+
+    /// The status of a layer, if it ran before.
+    pub fn status(&self, layer: Layer) -> Option<LayerStatus> {
+        self.layers.get(&layer).map(|s| s.status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_round_trips_and_a_missing_file_is_empty() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("state.yaml");
+        assert_eq!(ChainState::load(&path).expect("empty"), ChainState::default());
+        let mut state = ChainState::default();
+        state.mark(Layer::Driver, LayerStatus::RebootPending, None, Some("595.71.05".into()));
+        state.mark(Layer::Toolkit, LayerStatus::Failed, Some(dir.path().join("t.log")), None);
+        state.save(&path).expect("save");
+        let back = ChainState::load(&path).expect("load");
+        assert_eq!(back, state);
+        assert_eq!(back.status(Layer::Driver), Some(LayerStatus::RebootPending));
+        assert_eq!(back.status(Layer::Library), None);
+    }
+
+    #[test]
+    fn a_garbled_state_file_names_itself() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("state.yaml");
+        std::fs::write(&path, "layers: [1, 2").expect("write");
+        let err = ChainState::load(&path).expect_err("garbled");
+        assert!(err.to_string().contains("state.yaml"));
+    }
+}
