@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::host::{
-    self, DriverState, HostReport, LibraryKind, LibraryProbe, ProbeOptions, RealSystem,
-    ToolkitInfo,
+    self, DriverState, HostReport, LibraryKind, LibraryProbe, ProbeOptions, RealSystem, ToolkitInfo,
 };
 
 pub const EXAMPLES: &str = "\
@@ -106,7 +105,10 @@ fn print_driver(report: &HostReport) {
                      not an installed toolkit)",
                     ""
                 ),
-                None => println!("{:<10}driver does not report the newest CUDA it supports", ""),
+                None => println!(
+                    "{:<10}driver does not report the newest CUDA it supports",
+                    ""
+                ),
             }
         }
         other => {
@@ -127,14 +129,27 @@ fn print_gpus(report: &HostReport) {
         println!(
             "{:<10}none: no NVIDIA GPU is usable on this machine{}",
             "gpus",
-            if report.driver.state == DriverState::Ok { "" } else { " (see driver above)" }
+            if report.driver.state == DriverState::Ok {
+                ""
+            } else {
+                " (see driver above)"
+            }
         );
         return;
     }
-    println!("{:<10}{} found, using {}", "gpus", gpus.len(), selection(report));
+    println!(
+        "{:<10}{} found, using {}",
+        "gpus",
+        gpus.len(),
+        selection(report)
+    );
     let width = gpus.iter().map(|g| g.name.len()).max().unwrap_or(0);
     for gpu in gpus {
-        let mark = if report.selected_gpu.index == Some(gpu.index) { '*' } else { ' ' };
+        let mark = if report.selected_gpu.index == Some(gpu.index) {
+            '*'
+        } else {
+            ' '
+        };
         let vram = gpu.memory_total_mib.map_or("? MiB".to_string(), |m| {
             format!("{m} MiB ({:.1} GiB)", m as f64 / 1024.0)
         });
@@ -160,10 +175,17 @@ fn print_toolkits(toolkits: &[ToolkitInfo]) {
         return;
     }
     println!("{:<10}{} found (* = default)", "toolkits", toolkits.len());
-    let width = toolkits.iter().map(|t| t.root.display().to_string().len()).max().unwrap_or(0);
+    let width = toolkits
+        .iter()
+        .map(|t| t.root.display().to_string().len())
+        .max()
+        .unwrap_or(0);
     for tk in toolkits {
         let mark = if tk.default { '*' } else { ' ' };
-        let mut version = tk.version.as_ref().map_or("unknown".to_string(), |v| v.to_string());
+        let mut version = tk
+            .version
+            .as_ref()
+            .map_or("unknown".to_string(), |v| v.to_string());
         if tk.version.is_some() && !tk.exact_update_known {
             version.push_str(" (exact update unknown)");
         }
@@ -173,7 +195,11 @@ fn print_toolkits(toolkits: &[ToolkitInfo]) {
             host::toolkits::VersionSource::Nvcc => "nvcc --version",
             host::toolkits::VersionSource::Unknown => "no version file, no nvcc",
         };
-        let build = tk.build.as_ref().map(|b| format!(", build {b}")).unwrap_or_default();
+        let build = tk
+            .build
+            .as_ref()
+            .map(|b| format!(", build {b}"))
+            .unwrap_or_default();
         println!(
             "  {mark} {:<width$}  {version}  from {source}{build}",
             tk.root.display().to_string()
@@ -187,7 +213,9 @@ fn print_library(probe: &LibraryProbe) {
             let cuda = info
                 .cuda
                 .as_deref()
-                .map_or("a CPU-only build".to_string(), |c| format!("built for CUDA {c}"));
+                .map_or("a CPU-only build".to_string(), |c| {
+                    format!("built for CUDA {c}")
+                });
             println!(
                 "{:<10}{} {} ({}), {cuda}, cuDNN {}",
                 "library",

@@ -53,17 +53,14 @@ pub fn choose(
         });
     };
     let reason = format!("CUDA_VISIBLE_DEVICES={visible}");
-    for entry in visible.split(',').map(str::trim) {
-        match match_entry(gpus, entry) {
-            Some(g) => {
-                return Ok(GpuChoice {
-                    index: Some(g.index),
-                    reason,
-                });
-            }
-            // CUDA ignores everything after an entry it cannot match.
-            None => break,
-        }
+    // CUDA's device 0 is the list's first entry; an entry it cannot match ends the list, so
+    // when the first one matches nothing, no GPU is visible at all.
+    let first = visible.split(',').map(str::trim).next().unwrap_or_default();
+    if let Some(g) = match_entry(gpus, first) {
+        return Ok(GpuChoice {
+            index: Some(g.index),
+            reason,
+        });
     }
     Ok(GpuChoice {
         index: None,
@@ -103,7 +100,11 @@ mod tests {
     }
 
     fn three() -> Vec<Gpu> {
-        vec![gpu(0, "GPU-aaaa-1"), gpu(1, "GPU-bbbb-2"), gpu(2, "GPU-bbbc-3")]
+        vec![
+            gpu(0, "GPU-aaaa-1"),
+            gpu(1, "GPU-bbbb-2"),
+            gpu(2, "GPU-bbbc-3"),
+        ]
     }
 
     #[test]
@@ -121,9 +122,15 @@ mod tests {
 
     #[test]
     fn uuids_and_unique_prefixes_select_a_gpu() {
-        assert_eq!(choose(&three(), None, Some("GPU-bbbc")).expect("ok").index, Some(2));
+        assert_eq!(
+            choose(&three(), None, Some("GPU-bbbc")).expect("ok").index,
+            Some(2)
+        );
         // `GPU-bbb` matches two GPUs: ambiguous, so nothing is visible.
-        assert_eq!(choose(&three(), None, Some("GPU-bbb")).expect("ok").index, None);
+        assert_eq!(
+            choose(&three(), None, Some("GPU-bbb")).expect("ok").index,
+            None
+        );
     }
 
     #[test]
@@ -135,7 +142,10 @@ mod tests {
 
     #[test]
     fn gpu_flag_overrides_the_variable_and_must_exist() {
-        assert_eq!(choose(&three(), Some(1), Some("2")).expect("ok").index, Some(1));
+        assert_eq!(
+            choose(&three(), Some(1), Some("2")).expect("ok").index,
+            Some(1)
+        );
         let err = choose(&three(), Some(5), None).expect_err("no GPU 5");
         assert!(err.to_string().contains("0, 1, 2"), "{err}");
     }

@@ -126,7 +126,10 @@ pub fn probe(
 }
 
 fn last_line(text: &str) -> &str {
-    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("(empty)")
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(empty)")
 }
 
 /// Turns the script's JSON line into a [`LibraryProbe`].
@@ -195,8 +198,18 @@ mod tests {
     fn probe_runs_the_embedded_script_and_skips_noise_before_the_json() {
         let mut sys = FakeSystem::new(Os::Linux);
         let stdout = format!("a warning printed by torch\n{TORCH_LINE}\n");
-        sys.answer("/venv/bin/python", &["-c", PROBE_SCRIPT, "torch"], 0, &stdout);
-        let result = probe(&sys, Path::new("/venv/bin/python"), LibraryKind::Torch, PROBE_TIMEOUT);
+        sys.answer(
+            "/venv/bin/python",
+            &["-c", PROBE_SCRIPT, "torch"],
+            0,
+            &stdout,
+        );
+        let result = probe(
+            &sys,
+            Path::new("/venv/bin/python"),
+            LibraryKind::Torch,
+            PROBE_TIMEOUT,
+        );
         assert!(matches!(result, Ok(LibraryProbe::Found(_))), "{result:?}");
     }
 
@@ -204,8 +217,13 @@ mod tests {
     fn an_interpreter_that_prints_no_json_is_an_error_naming_it() {
         let mut sys = FakeSystem::new(Os::Linux);
         sys.answer("/venv/bin/python", &[], 1, "");
-        let err = probe(&sys, Path::new("/venv/bin/python"), LibraryKind::Torch, PROBE_TIMEOUT)
-            .expect_err("no JSON");
+        let err = probe(
+            &sys,
+            Path::new("/venv/bin/python"),
+            LibraryKind::Torch,
+            PROBE_TIMEOUT,
+        )
+        .expect_err("no JSON");
         assert!(err.to_string().contains("/venv/bin/python"), "{err}");
     }
 

@@ -40,7 +40,10 @@ pub enum HostError {
         line: String,
         expected: String,
     },
-    #[error("--gpu {requested}: no such GPU; nvidia-smi lists {}", list_or_none(available))]
+    #[error(
+        "--gpu {requested}: no such GPU; nvidia-smi lists {}",
+        list_or_none(available)
+    )]
     NoSuchGpu { requested: u32, available: Vec<u32> },
     #[error("the library probe run with `{}` failed: {detail}; check that this is the stack's Python interpreter", python.display())]
     Probe { python: PathBuf, detail: String },
@@ -136,7 +139,10 @@ mod tests {
     #[test]
     fn a_host_without_nvidia_smi_still_reports_os_and_toolkits() {
         let mut sys = FakeSystem::new(Os::Linux);
-        sys.file("/usr/local/cuda-12.4/version.json", r#"{"cuda":{"version":"12.4.1"}}"#);
+        sys.file(
+            "/usr/local/cuda-12.4/version.json",
+            r#"{"cuda":{"version":"12.4.1"}}"#,
+        );
         let report = probe(&sys, &ProbeOptions::default()).expect("probes");
         assert!(matches!(report.driver.state, DriverState::NoSmi { .. }));
         assert_eq!(report.selected_gpu.index, None);
@@ -152,13 +158,17 @@ mod tests {
             ..ProbeOptions::default()
         };
         let err = probe(&sys, &options).expect_err("no GPU 0");
-        assert_eq!(err.to_string(), "--gpu 0: no such GPU; nvidia-smi lists no GPU");
+        assert_eq!(
+            err.to_string(),
+            "--gpu 0: no such GPU; nvidia-smi lists no GPU"
+        );
     }
 
     #[test]
     fn cuda_visible_devices_from_the_system_picks_the_gpu() {
         let mut sys = FakeSystem::new(Os::Linux);
-        sys.on_path.insert("nvidia-smi".into(), "/bin/nvidia-smi".into());
+        sys.on_path
+            .insert("nvidia-smi".into(), "/bin/nvidia-smi".into());
         sys.env.insert("CUDA_VISIBLE_DEVICES".into(), "1".into());
         sys.answer(
             "/bin/nvidia-smi",

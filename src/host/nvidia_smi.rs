@@ -279,7 +279,9 @@ pub fn parse_gpus(text: &str, with_cap: bool) -> Result<Vec<Gpu>, HostError> {
 }
 
 fn looks_like_cap(field: &str) -> bool {
-    field.split_once('.').is_some_and(|(a, b)| is_number(a) && is_number(b))
+    field
+        .split_once('.')
+        .is_some_and(|(a, b)| is_number(a) && is_number(b))
 }
 
 fn is_number(text: &str) -> bool {
@@ -287,7 +289,10 @@ fn is_number(text: &str) -> bool {
 }
 
 fn is_unavailable(field: &str) -> bool {
-    matches!(field.trim(), "[N/A]" | "N/A" | "[Not Supported]" | "Not available in WDDM driver model")
+    matches!(
+        field.trim(),
+        "[N/A]" | "N/A" | "[Not Supported]" | "Not available in WDDM driver model"
+    )
 }
 
 fn parse_mib(field: &str) -> Option<u64> {
@@ -379,8 +384,15 @@ pub fn parse_gpu_memory(text: &str) -> Result<Vec<GpuMemory>, HostError> {
                 .split_once(',')
                 .ok_or_else(|| bad_row("--query-gpu=memory.used,memory.total", line, expected))?;
             match (parse_mib(used), parse_mib(total)) {
-                (Some(used_mib), Some(total_mib)) => Ok(GpuMemory { used_mib, total_mib }),
-                _ => Err(bad_row("--query-gpu=memory.used,memory.total", line, expected)),
+                (Some(used_mib), Some(total_mib)) => Ok(GpuMemory {
+                    used_mib,
+                    total_mib,
+                }),
+                _ => Err(bad_row(
+                    "--query-gpu=memory.used,memory.total",
+                    line,
+                    expected,
+                )),
             }
         })
         .collect()
@@ -431,7 +443,10 @@ mod tests {
 
     #[test]
     fn driver_version_comes_from_header_and_q() {
-        assert_eq!(parse_driver_version(HEADER_570).as_deref(), Some("570.133.20"));
+        assert_eq!(
+            parse_driver_version(HEADER_570).as_deref(),
+            Some("570.133.20")
+        );
         assert_eq!(parse_driver_version(Q_440).as_deref(), Some("440.82"));
     }
 
@@ -463,7 +478,10 @@ mod tests {
 
     #[test]
     fn the_real_error_texts_map_to_typed_states() {
-        assert!(matches!(failure_state(NO_DRIVER), Some(DriverState::NoDriver { .. })));
+        assert!(matches!(
+            failure_state(NO_DRIVER),
+            Some(DriverState::NoDriver { .. })
+        ));
         assert_eq!(
             failure_state(MISMATCH),
             Some(DriverState::Mismatch {
@@ -502,8 +520,10 @@ mod tests {
 
     fn smi_host() -> FakeSystem {
         let mut sys = FakeSystem::new(Os::Linux);
-        sys.on_path
-            .insert("nvidia-smi".to_string(), PathBuf::from("/usr/bin/nvidia-smi"));
+        sys.on_path.insert(
+            "nvidia-smi".to_string(),
+            PathBuf::from("/usr/bin/nvidia-smi"),
+        );
         sys
     }
 
@@ -549,7 +569,10 @@ mod tests {
     fn probe_classifies_no_driver_mismatch_and_hang() {
         let mut sys = smi_host();
         sys.answer("/usr/bin/nvidia-smi", &[], 9, NO_DRIVER);
-        assert!(matches!(probe(&sys, false, DEFAULT_TIMEOUT).state, DriverState::NoDriver { .. }));
+        assert!(matches!(
+            probe(&sys, false, DEFAULT_TIMEOUT).state,
+            DriverState::NoDriver { .. }
+        ));
 
         let mut sys = smi_host();
         sys.answer("/usr/bin/nvidia-smi", &[], 18, MISMATCH);

@@ -135,8 +135,14 @@ mod tests {
             "/etc/os-release",
             "NAME=\"Ubuntu\"\nVERSION_ID=\"22.04\"\nPRETTY_NAME=\"Ubuntu 22.04.4 LTS\"\n",
         )
-        .file("/proc/sys/kernel/osrelease", "5.15.153.1-microsoft-standard-WSL2\n")
-        .file("/proc/self/status", "Name:\tstackpin\nUid:\t1000\t0\t0\t0\n");
+        .file(
+            "/proc/sys/kernel/osrelease",
+            "5.15.153.1-microsoft-standard-WSL2\n",
+        )
+        .file(
+            "/proc/self/status",
+            "Name:\tstackpin\nUid:\t1000\t0\t0\t0\n",
+        );
         let info = probe(&sys);
         assert_eq!(info.name.as_deref(), Some("Ubuntu 22.04.4 LTS"));
         assert_eq!(info.version.as_deref(), Some("22.04"));

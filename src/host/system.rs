@@ -39,8 +39,12 @@ impl RunOutput {
 /// Everything the host probes need from the machine.
 pub trait System {
     /// Runs `program` with `args` (never through a shell), killing it after `timeout`.
-    fn run(&self, program: &Path, args: &[String], timeout: Duration)
-    -> Result<RunOutput, HostError>;
+    fn run(
+        &self,
+        program: &Path,
+        args: &[String],
+        timeout: Duration,
+    ) -> Result<RunOutput, HostError>;
     /// Finds `program` on `PATH` (with `.exe` on Windows).
     fn which(&self, program: &str) -> Option<PathBuf>;
     /// One environment variable, `None` when unset or not UTF-8.
@@ -199,12 +203,16 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> thread::JoinHandle<String
     })
 }
 
+/// One canned answer: an argv prefix and what the program does (`Err`: it hangs).
+#[cfg(test)]
+pub type FakeAnswer = (Vec<String>, Result<RunOutput, Duration>);
+
 /// An in-memory host for unit tests: programs answer from a table keyed by program and argv.
 #[cfg(test)]
 #[derive(Debug, Default, Clone)]
 pub struct FakeSystem {
     pub os: Option<Os>,
-    pub programs: std::collections::BTreeMap<PathBuf, Vec<(Vec<String>, Result<RunOutput, Duration>)>>,
+    pub programs: std::collections::BTreeMap<PathBuf, Vec<FakeAnswer>>,
     pub on_path: std::collections::BTreeMap<String, PathBuf>,
     pub env: std::collections::BTreeMap<String, String>,
     pub files: std::collections::BTreeMap<PathBuf, String>,
@@ -310,7 +318,9 @@ impl System for FakeSystem {
     }
 
     fn exists(&self, path: &Path) -> bool {
-        self.files.contains_key(path) || self.dirs.contains_key(path) || self.links.contains_key(path)
+        self.files.contains_key(path)
+            || self.dirs.contains_key(path)
+            || self.links.contains_key(path)
     }
 
     fn is_dir(&self, path: &Path) -> bool {
@@ -319,9 +329,16 @@ impl System for FakeSystem {
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
         if !self.is_dir(path) {
-            return Err(io::Error::new(io::ErrorKind::NotFound, "no such fake folder"));
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "no such fake folder",
+            ));
         }
-        let children = self.files.keys().chain(self.dirs.keys()).chain(self.links.keys());
+        let children = self
+            .files
+            .keys()
+            .chain(self.dirs.keys())
+            .chain(self.links.keys());
         let mut entries: Vec<PathBuf> = children
             .filter(|p| p.parent() == Some(path))
             .filter(|p| p.file_name().is_some_and(|n| n != ".keep"))
@@ -375,7 +392,11 @@ mod tests {
     #[test]
     fn real_run_of_a_missing_program_is_a_spawn_error_naming_it() {
         let err = RealSystem
-            .run(Path::new("/no/such/stackpin-prog"), &[], Duration::from_secs(1))
+            .run(
+                Path::new("/no/such/stackpin-prog"),
+                &[],
+                Duration::from_secs(1),
+            )
             .expect_err("missing");
         assert!(err.to_string().contains("/no/such/stackpin-prog"), "{err}");
     }
@@ -383,7 +404,8 @@ mod tests {
     #[test]
     fn fake_read_dir_lists_direct_children_only() {
         let mut sys = FakeSystem::new(Os::Linux);
-        sys.dir("/usr/local/cuda-12.4/bin").dir("/usr/local/cuda-11.8");
+        sys.dir("/usr/local/cuda-12.4/bin")
+            .dir("/usr/local/cuda-11.8");
         let entries = sys.read_dir(Path::new("/usr/local")).expect("dir");
         assert_eq!(
             entries,

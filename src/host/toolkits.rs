@@ -78,7 +78,12 @@ pub fn find_toolkit(system: &dyn System, root: &Path) -> Option<ToolkitInfo> {
     } else if let Some(full) = version_txt(system, root) {
         (line_of(&full), VersionSource::VersionTxt, false, Some(full))
     } else if let Some((_, release, build)) = &nvcc {
-        (Some(release.clone()), VersionSource::Nvcc, false, build.clone())
+        (
+            Some(release.clone()),
+            VersionSource::Nvcc,
+            false,
+            build.clone(),
+        )
     } else {
         (None, VersionSource::Unknown, false, None)
     };
@@ -129,19 +134,38 @@ pub fn find_toolkits(system: &dyn System, extra_roots: &[PathBuf]) -> Vec<Toolki
 }
 
 fn linux_candidates(system: &dyn System, found: &mut Vec<(PathBuf, String, bool)>) {
-    let prefix = PathBuf::from(system.env(PREFIX_VAR).unwrap_or_else(|| "/usr/local".into()));
+    let prefix = PathBuf::from(
+        system
+            .env(PREFIX_VAR)
+            .unwrap_or_else(|| "/usr/local".into()),
+    );
     versioned_children(system, &prefix, found);
     let link = prefix.join("cuda");
-    match system.read_link(&link) {
-        Ok(target) => {
-            // A relative link (`cuda -> cuda-12.4`) is relative to the folder holding it.
-            let target = if target.is_absolute() { target } else { prefix.join(target) };
-            found.push((target, format!("{} link", link.display()), true));
-        }
+    match resolve_link(system, &link) {
+        Some(target) => found.push((target, format!("{} link", link.display()), true)),
         // Not a link but a real folder: a toolkit installed straight into `cuda`.
-        Err(_) if system.is_dir(&link) => found.push((link, "cuda folder".to_string(), true)),
-        Err(_) => {}
+        None if system.is_dir(&link) => found.push((link, "cuda folder".to_string(), true)),
+        None => {}
     }
+}
+
+/// Follows a chain of links to its end: deb installs go `/usr/local/cuda` →
+/// `/etc/alternatives/cuda` → `/usr/local/cuda-12.4`. `None` when `link` is not a link.
+fn resolve_link(system: &dyn System, link: &Path) -> Option<PathBuf> {
+    let mut current = link.to_path_buf();
+    let mut hops = 0;
+    while let Ok(target) = system.read_link(&current) {
+        // A relative target (`cuda -> cuda-12.4`) is relative to the folder holding the link.
+        current = match current.parent() {
+            Some(dir) if target.is_relative() => dir.join(target),
+            _ => target,
+        };
+        hops += 1;
+        if hops > 8 {
+            break; // a loop; stop where we are
+        }
+    }
+    (hops > 0).then_some(current)
 }
 
 fn windows_candidates(system: &dyn System, found: &mut Vec<(PathBuf, String, bool)>) {
@@ -172,7 +196,9 @@ fn versioned_children(system: &dyn System, dir: &Path, found: &mut Vec<(PathBuf,
         let Some(name) = entry.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        let version = name.strip_prefix("cuda-").or_else(|| name.strip_prefix('v'));
+        let version = name
+            .strip_prefix("cuda-")
+            .or_else(|| name.strip_prefix('v'));
         if version.is_some_and(|v| Version::parse(v).is_ok()) && system.is_dir(&entry) {
             let how = entry.display().to_string();
             found.push((entry, how, false));
@@ -199,7 +225,11 @@ fn line_of(version: &Version) -> Option<Version> {
 
 /// Runs `root/bin/nvcc --version`: (the release line, `12.4`, the build `12.4.131`).
 fn nvcc_release(system: &dyn System, root: &Path) -> Option<(String, Version, Option<Version>)> {
-    let exe = if system.os() == Os::Windows { "nvcc.exe" } else { "nvcc" };
+    let exe = if system.os() == Os::Windows {
+        "nvcc.exe"
+    } else {
+        "nvcc"
+    };
     let nvcc = root.join("bin").join(exe);
     if !system.exists(&nvcc) {
         return None;
@@ -278,8 +308,12 @@ mod tests {
     #[test]
     fn nvcc_only_toolkit_reports_its_line_and_matches_any_update_of_it() {
         let mut sys = FakeSystem::new(Os::Linux);
-        sys.file("/opt/cuda-12.4/bin/nvcc", "")
-            .answer("/opt/cuda-12.4/bin/nvcc", &["--version"], 0, NVCC_124);
+        sys.file("/opt/cuda-12.4/bin/nvcc", "").answer(
+            "/opt/cuda-12.4/bin/nvcc",
+            &["--version"],
+            0,
+            NVCC_124,
+        );
         let info = find_toolkit(&sys, Path::new("/opt/cuda-12.4")).expect("found");
         assert_eq!(info.source, VersionSource::Nvcc);
         assert!(!info.exact_update_known);
@@ -298,19 +332,47 @@ mod tests {
     fn prefix_variable_and_manifest_root_parent_are_searched() {
         let mut sys = FakeSystem::new(Os::Linux);
         sys.env.insert(PREFIX_VAR.into(), "/tmp/p".into());
-        sys.file("/tmp/p/cuda-12.6/version.json", r#"{"cuda":{"version":"12.6.3"}}"#)
-            .file("/opt/tk/cuda-12.1/version.json", r#"{"cuda":{"version":"12.1.1"}}"#);
+        sys.file(
+            "/tmp/p/cuda-12.6/version.json",
+            r#"{"cuda":{"version":"12.6.3"}}"#,
+        )
+        .file(
+            "/opt/tk/cuda-12.1/version.json",
+            r#"{"cuda":{"version":"12.1.1"}}"#,
+        );
         let toolkits = find_toolkits(&sys, &[PathBuf::from("/opt/tk/cuda-12.4")]);
         let roots: Vec<_> = toolkits.iter().map(|t| t.root.clone()).collect();
         assert_eq!(
             roots,
-            vec![PathBuf::from("/opt/tk/cuda-12.1"), PathBuf::from("/tmp/p/cuda-12.6")]
+            vec![
+                PathBuf::from("/opt/tk/cuda-12.1"),
+                PathBuf::from("/tmp/p/cuda-12.6")
+            ]
         );
     }
 
     #[test]
+    fn the_cuda_link_is_followed_through_update_alternatives() {
+        let mut sys = two_toolkits();
+        sys.links.insert(
+            PathBuf::from("/usr/local/cuda"),
+            PathBuf::from("/etc/alternatives/cuda"),
+        );
+        sys.links.insert(
+            PathBuf::from("/etc/alternatives/cuda"),
+            PathBuf::from("/usr/local/cuda-12.4"),
+        );
+        let toolkits = find_toolkits(&sys, &[]);
+        assert_eq!(toolkits.len(), 2, "{toolkits:#?}");
+        assert!(toolkits[1].default);
+    }
+
+    #[test]
     fn missing_root_is_none() {
-        assert_eq!(find_toolkit(&two_toolkits(), Path::new("/usr/local/cuda-9.0")), None);
+        assert_eq!(
+            find_toolkit(&two_toolkits(), Path::new("/usr/local/cuda-9.0")),
+            None
+        );
     }
 
     #[test]
@@ -319,10 +381,18 @@ mod tests {
         let mut sys = FakeSystem::new(Os::Windows);
         sys.env.insert("ProgramFiles".into(), "C:/PF".into());
         sys.env.insert("CUDA_PATH".into(), format!("{base}/v12.4"));
-        sys.env.insert("CUDA_PATH_V12_4".into(), format!("{base}/v12.4"));
-        sys.env.insert("CUDA_PATH_V11_8".into(), "D:/cuda118".into());
-        sys.file(&format!("{base}/v12.4/version.json"), r#"{"cuda":{"version":"12.4.1"}}"#)
-            .file("D:/cuda118/version.json", r#"{"cuda":{"version":"11.8.0"}}"#);
+        sys.env
+            .insert("CUDA_PATH_V12_4".into(), format!("{base}/v12.4"));
+        sys.env
+            .insert("CUDA_PATH_V11_8".into(), "D:/cuda118".into());
+        sys.file(
+            &format!("{base}/v12.4/version.json"),
+            r#"{"cuda":{"version":"12.4.1"}}"#,
+        )
+        .file(
+            "D:/cuda118/version.json",
+            r#"{"cuda":{"version":"11.8.0"}}"#,
+        );
         let toolkits = find_toolkits(&sys, &[]);
         assert_eq!(toolkits.len(), 2, "{toolkits:#?}");
         assert_eq!(toolkits[0].found_by, vec!["CUDA_PATH_V11_8".to_string()]);
