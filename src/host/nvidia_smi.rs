@@ -192,11 +192,15 @@ pub fn probe(system: &dyn System, wsl: bool, timeout: Duration) -> DriverProbe {
             return not_running(Some(smi), state);
         }
     };
-    // The header is a second call; if only it fails we still know the GPUs.
-    let cuda_supported = system
-        .run(&smi, &[], timeout)
-        .ok()
-        .and_then(|out| parse_cuda_version(&out.stdout));
+    // The header is a second call; if only it fails we still know the GPUs. `-q` is asked
+    // only when the header lacks the field (it is long and slow on many-GPU hosts).
+    let supported = |args: &[String]| {
+        system
+            .run(&smi, args, timeout)
+            .ok()
+            .and_then(|out| parse_cuda_version(&out.stdout))
+    };
+    let cuda_supported = supported(&[]).or_else(|| supported(&["-q".to_string()]));
     DriverProbe {
         nvidia_smi: Some(smi),
         state: DriverState::Ok,
@@ -587,7 +591,7 @@ mod tests {
     }
 
     #[test]
-    fn old_drivers_without_compute_cap_are_asked_again_without_it() {
+    fn old_drivers_are_asked_without_compute_cap_and_for_cuda_through_q() {
         let mut sys = smi_host();
         sys.answer(
             "/usr/bin/nvidia-smi",
@@ -601,8 +605,14 @@ mod tests {
             0,
             "0, Tesla V100-SXM2-16GB, GPU-1, 440.82, 16160",
         )
-        .answer("/usr/bin/nvidia-smi", &[], 0, HEADER_440);
+        .answer("/usr/bin/nvidia-smi", &[], 0, HEADER_410)
+        .answer("/usr/bin/nvidia-smi", &["-q"], 0, Q_440);
         let probe = probe(&sys, false, DEFAULT_TIMEOUT);
+        assert_eq!(
+            probe.cuda_supported,
+            Some(v("10.2")),
+            "from -q when the header lacks it"
+        );
         assert_eq!(probe.gpus[0].name, "Tesla V100-SXM2-16GB");
         assert_eq!(probe.gpus[0].compute_cap, None);
     }

@@ -283,7 +283,8 @@ impl FakeHost {
         self
     }
 
-    fn write_package(&self, name: &str, init: &str) {
+    /// Writes any fake package `name` with `init` as its `__init__.py`.
+    pub fn write_package(&self, name: &str, init: &str) {
         let dir = self.python_path().join(name);
         fs::create_dir_all(&dir).expect("package folder");
         fs::write(dir.join("__init__.py"), init).expect("__init__.py");

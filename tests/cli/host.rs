@@ -301,3 +301,40 @@ fn an_interpreter_that_cannot_run_is_an_input_error_naming_it() {
         stderr(&out)
     );
 }
+
+#[test]
+fn tensorflow_is_probed_through_its_build_info() {
+    let host = FakeHost::new();
+    host.write_package(
+        "tensorflow",
+        "import types\n__version__ = '2.18.0'\n\
+         sysconfig = types.SimpleNamespace(get_build_info=lambda: {'cuda_version': '12.5.1', \
+         'cudnn_version': '9', 'cuda_compute_capabilities': ['sm_60', 'sm_90', 'compute_90']})\n\
+         config = types.SimpleNamespace(\n\
+         \x20   list_physical_devices=lambda kind: ['/physical_device:GPU:0'],\n\
+         \x20   experimental=types.SimpleNamespace(get_device_details=lambda d: \
+         {'compute_capability': (8, 9), 'device_name': 'NVIDIA L4'}))\n",
+    );
+    let python = python3();
+    let python = python.to_str().expect("utf-8 path");
+    let out = run(
+        &host,
+        &[
+            "host",
+            "--json",
+            "--python",
+            python,
+            "--library",
+            "tensorflow",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let library = &json(&out)["library"];
+    assert_eq!(library["state"], "found", "{library}");
+    assert_eq!(library["library"], "tensorflow");
+    assert_eq!(library["cuda"], "12.5.1");
+    assert_eq!(library["cudnn"], "9");
+    assert_eq!(library["device_count"], 1);
+    assert_eq!(library["arch_list"][1], "sm_90");
+    assert_eq!(library["device_capability"], "8.9");
+}
