@@ -8,6 +8,7 @@ pub mod check;
 pub mod cli;
 pub mod compat;
 pub mod fsutil;
+pub mod host;
 pub mod manifest;
 pub mod pin;
 pub mod version;

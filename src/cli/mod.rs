@@ -5,6 +5,7 @@
 //! 0 ok · 1 the check found a problem · 2 usage or input error · 3 an external step failed.
 
 mod check_cmd;
+mod host_cmd;
 mod pin_cmd;
 
 use std::io::Write;
@@ -118,6 +119,9 @@ pub enum Command {
     /// Write a complete, checked manifest for a library release from the release data.
     #[command(after_help = pin_cmd::EXAMPLES)]
     Pin(pin_cmd::PinArgs),
+    /// Print what this machine has: OS, GPUs and driver, CUDA toolkits, the training library.
+    #[command(after_help = host_cmd::EXAMPLES)]
+    Host(host_cmd::HostArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -126,6 +130,7 @@ pub fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Check(args) => check_cmd::run(args, &cli.global),
         Command::Pin(args) => pin_cmd::run(args, &cli.global),
+        Command::Host(args) => host_cmd::run(args, &cli.global),
     };
     match result {
         Ok(exit) => exit.into(),

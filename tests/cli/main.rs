@@ -2,4 +2,6 @@
 
 mod check;
 mod common;
+mod fakes;
+mod host;
 mod pin;

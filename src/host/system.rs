@@ -1,0 +1,418 @@
+//! The narrow seam between stackpin and the machine it runs on: run a program with a timeout,
+//! find a program, read an environment variable, read files and folders.
+//!
+//! [`RealSystem`] talks to the OS; unit tests use the in-memory [`FakeSystem`]. Everything that
+//! probes the host takes `&dyn System`, so no probe ever reads the real environment behind a
+//! test's back (rustup's `Process` is the model). What the answers mean is left to the probes.
+
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::compat::Os;
+
+use super::HostError;
+
+/// What a finished child process left behind.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunOutput {
+    /// The exit code; `None` when a signal ended the process.
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl RunOutput {
+    /// True when the process exited with code 0.
+    pub fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+
+    /// stdout and stderr together, for matching error texts that tools print on either pipe.
+    pub fn combined(&self) -> String {
+        format!("{}\n{}", self.stdout, self.stderr)
+    }
+}
+
+/// Everything the host probes need from the machine.
+pub trait System {
+    /// Runs `program` with `args` (never through a shell), killing it after `timeout`.
+    fn run(
+        &self,
+        program: &Path,
+        args: &[String],
+        timeout: Duration,
+    ) -> Result<RunOutput, HostError>;
+    /// Finds `program` on `PATH` (with `.exe` on Windows).
+    fn which(&self, program: &str) -> Option<PathBuf>;
+    /// One environment variable, `None` when unset or not UTF-8.
+    fn env(&self, key: &str) -> Option<String>;
+    /// Every environment variable (for `CUDA_PATH_V*` style families).
+    fn env_vars(&self) -> Vec<(String, String)>;
+    fn read_to_string(&self, path: &Path) -> io::Result<String>;
+    fn exists(&self, path: &Path) -> bool;
+    fn is_dir(&self, path: &Path) -> bool;
+    /// The entries of a folder, as full paths.
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
+    /// Where a symbolic link points (as stored in the link).
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
+    /// The operating system family.
+    fn os(&self) -> Os;
+}
+
+/// The machine stackpin actually runs on.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RealSystem;
+
+impl System for RealSystem {
+    fn run(
+        &self,
+        program: &Path,
+        args: &[String],
+        timeout: Duration,
+    ) -> Result<RunOutput, HostError> {
+        run_with_timeout(program, args, timeout)
+    }
+
+    fn which(&self, program: &str) -> Option<PathBuf> {
+        let path = std::env::var_os("PATH")?;
+        let names: Vec<String> = if cfg!(windows) && !program.ends_with(".exe") {
+            vec![format!("{program}.exe"), program.to_string()]
+        } else {
+            vec![program.to_string()]
+        };
+        std::env::split_paths(&path)
+            .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
+            .find(|candidate| is_executable(candidate))
+    }
+
+    fn env(&self, key: &str) -> Option<String> {
+        std::env::var(key).ok()
+    }
+
+    fn env_vars(&self) -> Vec<(String, String)> {
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect()
+    }
+
+    fn read_to_string(&self, path: &Path) -> io::Result<String> {
+        std::fs::read_to_string(path)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        let mut entries = std::fs::read_dir(path)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<io::Result<Vec<_>>>()?;
+        entries.sort();
+        Ok(entries)
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::read_link(path)
+    }
+
+    fn os(&self) -> Os {
+        Os::current()
+    }
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    path.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
+}
+
+/// How often a running child is polled; short enough that a quick `nvidia-smi` costs nothing.
+const POLL: Duration = Duration::from_millis(10);
+
+fn run_with_timeout(
+    program: &Path,
+    args: &[String],
+    timeout: Duration,
+) -> Result<RunOutput, HostError> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| HostError::Spawn {
+            program: program.to_path_buf(),
+            source,
+        })?;
+    // Both pipes are drained on their own threads so a child that fills one pipe while we wait
+    // on the other cannot deadlock.
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                // The reader threads are left behind on purpose: a grandchild (a shell script's
+                // `sleep`) may still hold the pipes open, and joining would hang like the child.
+                return Err(HostError::TimedOut {
+                    program: program.to_path_buf(),
+                    after: timeout,
+                });
+            }
+            Ok(None) => thread::sleep(POLL),
+            Err(source) => {
+                return Err(HostError::Spawn {
+                    program: program.to_path_buf(),
+                    source,
+                });
+            }
+        }
+    };
+    Ok(RunOutput {
+        code: status.code(),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}
+
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        // nvidia-smi on Windows may print the code page's bytes; lossy keeps the rest readable.
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// One canned answer: an argv prefix and what the program does (`Err`: it hangs).
+#[cfg(test)]
+pub type FakeAnswer = (Vec<String>, Result<RunOutput, Duration>);
+
+/// An in-memory host for unit tests: programs answer from a table keyed by program and argv.
+#[cfg(test)]
+#[derive(Debug, Default, Clone)]
+pub struct FakeSystem {
+    pub os: Option<Os>,
+    pub programs: std::collections::BTreeMap<PathBuf, Vec<FakeAnswer>>,
+    pub on_path: std::collections::BTreeMap<String, PathBuf>,
+    pub env: std::collections::BTreeMap<String, String>,
+    pub files: std::collections::BTreeMap<PathBuf, String>,
+    pub dirs: std::collections::BTreeMap<PathBuf, ()>,
+    pub links: std::collections::BTreeMap<PathBuf, PathBuf>,
+}
+
+#[cfg(test)]
+impl FakeSystem {
+    pub fn new(os: Os) -> Self {
+        Self {
+            os: Some(os),
+            ..Self::default()
+        }
+    }
+
+    /// `program args…` prints `stdout` and exits with `code`; a prefix of args matches too.
+    pub fn answer(&mut self, program: &str, args: &[&str], code: i32, stdout: &str) -> &mut Self {
+        let out = RunOutput {
+            code: Some(code),
+            stdout: stdout.to_string(),
+            stderr: String::new(),
+        };
+        self.programs
+            .entry(PathBuf::from(program))
+            .or_default()
+            .push((args.iter().map(|a| a.to_string()).collect(), Ok(out)));
+        self
+    }
+
+    /// `program` hangs past any timeout.
+    pub fn hang(&mut self, program: &str) -> &mut Self {
+        self.programs
+            .entry(PathBuf::from(program))
+            .or_default()
+            .push((vec![], Err(Duration::ZERO)));
+        self
+    }
+
+    pub fn file(&mut self, path: &str, text: &str) -> &mut Self {
+        let path = PathBuf::from(path);
+        let mut parent = path.parent();
+        while let Some(p) = parent {
+            self.dirs.insert(p.to_path_buf(), ());
+            parent = p.parent();
+        }
+        self.files.insert(path, text.to_string());
+        self
+    }
+
+    pub fn dir(&mut self, path: &str) -> &mut Self {
+        self.file(&format!("{path}/.keep"), "")
+    }
+}
+
+#[cfg(test)]
+impl System for FakeSystem {
+    fn run(
+        &self,
+        program: &Path,
+        args: &[String],
+        timeout: Duration,
+    ) -> Result<RunOutput, HostError> {
+        let answers = self.programs.get(program).ok_or_else(|| HostError::Spawn {
+            program: program.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::NotFound, "not in the fake system"),
+        })?;
+        // The longest matching argv prefix wins, so a specific answer beats a catch-all.
+        let best = answers
+            .iter()
+            .filter(|(want, _)| args.starts_with(want))
+            .max_by_key(|(want, _)| want.len())
+            .ok_or_else(|| HostError::Spawn {
+                program: program.to_path_buf(),
+                source: io::Error::other(format!("no fake answer for {args:?}")),
+            })?;
+        best.1.clone().map_err(|_| HostError::TimedOut {
+            program: program.to_path_buf(),
+            after: timeout,
+        })
+    }
+
+    fn which(&self, program: &str) -> Option<PathBuf> {
+        self.on_path.get(program).cloned()
+    }
+
+    fn env(&self, key: &str) -> Option<String> {
+        self.env.get(key).cloned()
+    }
+
+    fn env_vars(&self) -> Vec<(String, String)> {
+        self.env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    fn read_to_string(&self, path: &Path) -> io::Result<String> {
+        self.files
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such fake file"))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.files.contains_key(path)
+            || self.dirs.contains_key(path)
+            || self.links.contains_key(path)
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        self.dirs.contains_key(path)
+    }
+
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        if !self.is_dir(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "no such fake folder",
+            ));
+        }
+        let children = self
+            .files
+            .keys()
+            .chain(self.dirs.keys())
+            .chain(self.links.keys());
+        let mut entries: Vec<PathBuf> = children
+            .filter(|p| p.parent() == Some(path))
+            .filter(|p| p.file_name().is_some_and(|n| n != ".keep"))
+            .cloned()
+            .collect();
+        entries.sort();
+        entries.dedup();
+        Ok(entries)
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        self.links
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a fake link"))
+    }
+
+    fn os(&self) -> Os {
+        self.os.unwrap_or(Os::Linux)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn real_run_captures_both_pipes_and_the_exit_code() {
+        let args = ["-c", "echo out; echo err >&2; exit 3"].map(String::from);
+        let out = RealSystem
+            .run(Path::new("sh"), &args, Duration::from_secs(10))
+            .expect("sh runs");
+        assert_eq!(out.code, Some(3));
+        assert_eq!(out.stdout.trim(), "out");
+        assert_eq!(out.stderr.trim(), "err");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn real_run_kills_a_hanging_program_at_the_timeout() {
+        let started = Instant::now();
+        let args = ["-c", "sleep 20"].map(String::from);
+        let err = RealSystem
+            .run(Path::new("sh"), &args, Duration::from_millis(200))
+            .expect_err("must time out");
+        assert!(matches!(err, HostError::TimedOut { .. }), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn real_run_of_a_missing_program_is_a_spawn_error_naming_it() {
+        let err = RealSystem
+            .run(
+                Path::new("/no/such/stackpin-prog"),
+                &[],
+                Duration::from_secs(1),
+            )
+            .expect_err("missing");
+        assert!(err.to_string().contains("/no/such/stackpin-prog"), "{err}");
+    }
+
+    #[test]
+    fn fake_read_dir_lists_direct_children_only() {
+        let mut sys = FakeSystem::new(Os::Linux);
+        sys.dir("/usr/local/cuda-12.4/bin")
+            .dir("/usr/local/cuda-11.8");
+        let entries = sys.read_dir(Path::new("/usr/local")).expect("dir");
+        assert_eq!(
+            entries,
+            vec![
+                PathBuf::from("/usr/local/cuda-11.8"),
+                PathBuf::from("/usr/local/cuda-12.4")
+            ]
+        );
+    }
+}
