@@ -128,6 +128,13 @@ pub struct Fit {
     pub max_residual_mib: f64,
 }
 
+/// The one-point rule's largest batch, kept beside a fitted plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BoundPlan {
+    pub largest_raw: f64,
+    pub largest_safe_batch: Option<u32>,
+}
+
 /// The batch planner's answer; `prove` stores it in the proven-stack record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BatchPlan {
@@ -153,6 +160,9 @@ pub struct BatchPlan {
     pub predictions: Vec<Prediction>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fit: Option<Fit>,
+    /// With a fit: where the pessimistic one-point rule would put the largest batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<BoundPlan>,
     /// Things a careful reader must know: disagreements between the rules, shaky fits.
     pub notes: Vec<String>,
 }
@@ -204,11 +214,18 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<BatchPlan, VramError> {
             }
         })
         .collect();
-    let largest_safe_batch = batches
-        .iter()
-        .copied()
-        .filter(|&b| f64::from(b) <= largest_raw * (1.0 + EPSILON))
-        .max();
+    let largest_at_or_below = |raw: f64| {
+        batches
+            .iter()
+            .copied()
+            .filter(|&b| f64::from(b) <= raw * (1.0 + EPSILON))
+            .max()
+    };
+    let largest_safe_batch = largest_at_or_below(largest_raw);
+    let bound = fit.as_ref().map(|_| BoundPlan {
+        largest_raw: one_point_raw,
+        largest_safe_batch: largest_at_or_below(one_point_raw),
+    });
 
     let mut notes = Vec::new();
     if let Some(f) = &fit {
@@ -242,6 +259,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<BatchPlan, VramError> {
             .map(|d| slot_point.peak_mib / d),
         predictions,
         fit,
+        bound,
         notes,
     })
 }
@@ -519,6 +537,10 @@ mod tests {
         // (4096 − 300) / 34.375 = 110.43 → 96 is the largest configured batch under it.
         assert!((plan.largest_raw - 110.429).abs() < 0.001, "{}", plan.largest_raw);
         assert_eq!(plan.largest_safe_batch, Some(96));
+        // The bound: 4096 / 43.75 = 93.6 → 64.
+        let bound = plan.bound.as_ref().expect("bound plan kept");
+        assert!((bound.largest_raw - 93.623).abs() < 0.001, "{}", bound.largest_raw);
+        assert_eq!(bound.largest_safe_batch, Some(64));
         let b128 = prediction(&plan, 128);
         assert_eq!(b128.peak_mib, 300.0 + 34.375 * 128.0);
         let bound = b128.bound.as_ref().expect("bound kept");

@@ -4,8 +4,10 @@
 //! the result into text or JSON. Exit codes (documented in README):
 //! 0 ok · 1 the check found a problem · 2 usage or input error · 3 an external step failed.
 
+mod budget_cmd;
 mod check_cmd;
 mod pin_cmd;
+mod vram_cmd;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -118,6 +120,12 @@ pub enum Command {
     /// Write a complete, checked manifest for a library release from the release data.
     #[command(after_help = pin_cmd::EXAMPLES)]
     Pin(pin_cmd::PinArgs),
+    /// Predict peak GPU memory per batch size from a measured peak, and the largest safe batch.
+    #[command(after_help = vram_cmd::EXAMPLES)]
+    Vram(vram_cmd::VramArgs),
+    /// Inference memory budget: per-process fixed costs, models, merging, the card to plan for.
+    #[command(after_help = budget_cmd::EXAMPLES)]
+    Budget(budget_cmd::BudgetArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -126,6 +134,8 @@ pub fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Check(args) => check_cmd::run(args, &cli.global),
         Command::Pin(args) => pin_cmd::run(args, &cli.global),
+        Command::Vram(args) => vram_cmd::run(args, &cli.global),
+        Command::Budget(args) => budget_cmd::run(args, &cli.global),
     };
     match result {
         Ok(exit) => exit.into(),
