@@ -18,8 +18,8 @@ use crate::size::{Mib, ParamCount};
 
 /// CUDA context per process, MiB. With lazy module loading (CUDA ≥ 11.7, PyTorch ≥ 1.13's
 /// default) measured contexts are 287 MB (pytorch/pytorch PR #86509), "~300MB" (ptrblck in
-/// pytorch/pytorch#107667) and a flat 256 MiB (invoke-ai/InvokeAI#9413, RTX 3090, torch 2.7.1
-/// + cu128); see reference/vram-measurement.md §3. Eager loading or older CUDA costs 0.6–1.7 GB:
+/// pytorch/pytorch#107667) and a flat 256 MiB (invoke-ai/InvokeAI#9413, RTX 3090,
+/// torch 2.7.1+cu128); see reference/vram-measurement.md §3. Eager loading or older CUDA costs 0.6–1.7 GB:
 /// override `context_mib` with a measured value there.
 pub const DEFAULT_CONTEXT_MIB: f64 = 300.0;
 
@@ -459,7 +459,8 @@ mod tests {
     fn quarter_of_the_input_side_divides_activations_by_16() {
         let b = one_model("params: 5M, activations_mib: 80, reference_input: 640, input: 160");
         assert_eq!(b.processes[0].models[0].activations_mib, 5.0);
-        let b = one_model("params: 5M, activations_mib: 80, reference_input: 640x480, input: 320x240");
+        let b =
+            one_model("params: 5M, activations_mib: 80, reference_input: 640x480, input: 320x240");
         assert_eq!(b.processes[0].models[0].activations_mib, 20.0);
     }
 
@@ -470,7 +471,11 @@ mod tests {
         assert_eq!(b.processes.len(), 2);
         assert!(b.processes.iter().all(|p| p.fixed_mib == fixed));
         let second = &b.processes[1].models[0];
-        assert!((second.weights_mib - 9.5).abs() < 0.05, "{}", second.weights_mib);
+        assert!(
+            (second.weights_mib - 9.5).abs() < 0.05,
+            "{}",
+            second.weights_mib
+        );
         assert_eq!(second.activations_mib, 20.0);
         let models = 2.0 * 10_000_000.0 / BYTES_PER_MIB + 80.0 + 20.0;
         assert!((b.total_mib - (2.0 * fixed + models)).abs() < 1e-9);
@@ -514,7 +519,10 @@ mod tests {
         )
         .expect("parses");
         let err = compute(&spec, path).expect_err("no weights").to_string();
-        assert!(err.starts_with("cams.yaml: processes[0] (a).models[0] (det)"), "{err}");
+        assert!(
+            err.starts_with("cams.yaml: processes[0] (a).models[0] (det)"),
+            "{err}"
+        );
         let err = parse("processes:\n  - name: a\n    modles: []\n", path)
             .expect_err("typo")
             .to_string();

@@ -37,13 +37,7 @@ const MEMORY_UNITS: &[(&str, f64)] = &[
 ];
 
 /// Parameters per unit, decimal as model cards count them.
-const PARAM_UNITS: &[(&str, f64)] = &[
-    ("k", 1e3),
-    ("m", 1e6),
-    ("b", 1e9),
-    ("g", 1e9),
-    ("t", 1e12),
-];
+const PARAM_UNITS: &[(&str, f64)] = &[("k", 1e3), ("m", 1e6), ("b", 1e9), ("g", 1e9), ("t", 1e12)];
 
 /// Parses a memory size into MiB. Accepts `KB/KiB`, `MB/MiB`, `GB/GiB`, `TB/TiB` (any case,
 /// optional space) and bare numbers, which are MiB.
@@ -186,7 +180,17 @@ mod tests {
 
     #[test]
     fn unknown_units_and_junk_are_refused_with_the_text() {
-        for bad in ["", "GB", "2.5 parsecs", "-3GB", "1e3", "inf", "NaN", "2,560MB", "1.2.3"] {
+        for bad in [
+            "",
+            "GB",
+            "2.5 parsecs",
+            "-3GB",
+            "1e3",
+            "inf",
+            "NaN",
+            "2,560MB",
+            "1.2.3",
+        ] {
             let err = parse_mib(bad).expect_err(bad);
             assert!(err.to_string().contains(&format!("`{bad}`")), "{err}");
         }

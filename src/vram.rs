@@ -28,11 +28,15 @@ pub enum VramError {
     NoMeasurement,
     #[error("measured batch {batch}: the batch size must be at least 1")]
     ZeroBatch { batch: u32 },
-    #[error("measured batch {batch}: a peak of {peak_mib} MiB is not a memory size; it must be above 0")]
+    #[error(
+        "measured batch {batch}: a peak of {peak_mib} MiB is not a memory size; it must be above 0"
+    )]
     BadPeak { batch: u32, peak_mib: f64 },
     #[error("VRAM of {vram_mib} MiB is not a card size; it must be above 0")]
     BadVram { vram_mib: f64 },
-    #[error("line {line} is not a share of the card; give a fraction above 0 and at most 1, e.g. 0.8")]
+    #[error(
+        "line {line} is not a share of the card; give a fraction above 0 and at most 1, e.g. 0.8"
+    )]
     BadLine { line: f64 },
     #[error("configured batch 0 cannot be predicted; batch sizes start at 1")]
     ZeroConfiguredBatch,
@@ -229,9 +233,18 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<BatchPlan, VramError> {
 
     let mut notes = Vec::new();
     if let Some(f) = &fit {
-        notes.extend(fit_notes(f, request.measurements, &predictions, largest_safe_batch));
+        notes.extend(fit_notes(
+            f,
+            request.measurements,
+            &predictions,
+            largest_safe_batch,
+        ));
     }
-    if request.measurements.iter().any(|m| m.peak_mib >= request.vram_mib) {
+    if request
+        .measurements
+        .iter()
+        .any(|m| m.peak_mib >= request.vram_mib)
+    {
         notes.push(
             "a measured peak is at or above the card's VRAM: on Windows the driver may have \
              spilled into system RAM (CUDA sysmem fallback), so the measurement is not a real fit"
@@ -442,7 +455,10 @@ mod tests {
         assert_eq!(plan.largest_safe_batch, Some(96));
         assert_eq!(plan.inflation.map(f64::round), Some(38.0));
         let b96 = prediction(&plan, 96);
-        assert_eq!((b96.peak_mib, b96.percent, b96.verdict), (3840.0, 75.0, Verdict::Fits));
+        assert_eq!(
+            (b96.peak_mib, b96.percent, b96.verdict),
+            (3840.0, 75.0, Verdict::Fits)
+        );
         let b128 = prediction(&plan, 128);
         assert_eq!(
             (b128.peak_mib, b128.percent, b128.verdict),
@@ -506,7 +522,10 @@ mod tests {
             })
             .collect();
         let fit = least_squares(&points).expect("fits");
-        assert!((fit.per_sample_mib / 1024.0 - 0.189).abs() < 0.001, "{fit:?}");
+        assert!(
+            (fit.per_sample_mib / 1024.0 - 0.189).abs() < 0.001,
+            "{fit:?}"
+        );
         assert!((fit.fixed_mib / 1024.0 - 0.265).abs() < 0.01, "{fit:?}");
         assert!(fit.max_residual_mib < 0.021 * 1024.0, "{fit:?}");
     }
@@ -535,11 +554,19 @@ mod tests {
         // The slot comes from batch 32: 1400 / 32 = 43.75 MiB beats 2500 / 64 = 39.06.
         assert_eq!((plan.slot_batch, plan.per_sample_mib), (32, 43.75));
         // (4096 − 300) / 34.375 = 110.43 → 96 is the largest configured batch under it.
-        assert!((plan.largest_raw - 110.429).abs() < 0.001, "{}", plan.largest_raw);
+        assert!(
+            (plan.largest_raw - 110.429).abs() < 0.001,
+            "{}",
+            plan.largest_raw
+        );
         assert_eq!(plan.largest_safe_batch, Some(96));
         // The bound: 4096 / 43.75 = 93.6 → 64.
         let bound = plan.bound.as_ref().expect("bound plan kept");
-        assert!((bound.largest_raw - 93.623).abs() < 0.001, "{}", bound.largest_raw);
+        assert!(
+            (bound.largest_raw - 93.623).abs() < 0.001,
+            "{}",
+            bound.largest_raw
+        );
         assert_eq!(bound.largest_safe_batch, Some(64));
         let b128 = prediction(&plan, 128);
         assert_eq!(b128.peak_mib, 300.0 + 34.375 * 128.0);

@@ -190,8 +190,10 @@ fn card(budget: &Budget) -> String {
     if let Some(card) = &budget.gpu {
         let verdict = match (card.fits, card.meets_recommendation) {
             (false, _) => "does NOT fit: the processes need more than the card has",
-            (true, false) => "fits, but below the card to plan for: little room for the \
-                              allocator's growth or anything else on the card",
+            (true, false) => {
+                "fits, but below the card to plan for: little room for the \
+                              allocator's growth or anything else on the card"
+            }
             (true, true) => "fits, with the recommended headroom",
         };
         out.push_str(&format!(

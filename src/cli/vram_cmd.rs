@@ -86,7 +86,7 @@ pub fn run(args: &VramArgs, global: &GlobalArgs) -> CmdResult {
     if global.json {
         print_json(&plan)?;
     } else {
-        super::vram_cmd::print_report(&render(&plan));
+        print_report(&render(&plan));
     }
     Ok(if plan.largest_safe_batch.is_some() {
         Exit::Ok
@@ -277,7 +277,9 @@ fn bar_legend(line: f64) -> String {
 
 fn cells(fraction: f64) -> usize {
     // Clamped, so a negative or absurd share still draws a bar of the right width.
-    (fraction * BAR_CELLS as f64).round().clamp(0.0, BAR_CELLS as f64) as usize
+    (fraction * BAR_CELLS as f64)
+        .round()
+        .clamp(0.0, BAR_CELLS as f64) as usize
 }
 
 fn percent(value: f64) -> String {

@@ -1,5 +1,7 @@
 //! The CLI end to end: one integration-test binary, one module per area.
 
+mod budget;
 mod check;
 mod common;
 mod pin;
+mod vram;
