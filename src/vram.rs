@@ -13,8 +13,8 @@
 
 use serde::Serialize;
 
-/// Relative slack for comparisons, so that 102.4 computed as 64 × 4096 / 2560 still admits 102
-/// and a peak of exactly the line counts as under it despite rounding in the last bit.
+/// Relative slack for comparisons, so that a peak of exactly the line counts as under it, and one
+/// of exactly the card as out of memory, despite rounding in the last bit.
 const EPSILON: f64 = 1e-9;
 
 /// Below this batch size fixed workspaces and allocator rounding dominate the peak, so a line
@@ -154,7 +154,8 @@ pub struct BatchPlan {
     pub slot_batch: u32,
     /// The batch that would reach the line exactly, by the rule used; may be fractional.
     pub largest_raw: f64,
-    /// The largest configured batch at or below `largest_raw`; `None` when none is.
+    /// The largest configured batch at or below `largest_raw` whose prediction fits; `None` when
+    /// no configured batch does.
     pub largest_safe_batch: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dataset_mib: Option<f64>,
@@ -218,19 +219,21 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<BatchPlan, VramError> {
             }
         })
         .collect();
-    let largest_at_or_below = |raw: f64| {
-        batches
-            .iter()
-            .copied()
-            .filter(|&b| f64::from(b) <= raw * (1.0 + EPSILON))
-            .max()
-    };
-    let largest_safe_batch = largest_at_or_below(largest_raw);
+    // "Safe" is the verdict, not the raw quotient alone: with the line at the whole card, a
+    // batch that lands exactly on it reaches the line but is out of memory.
+    let largest_safe_batch = predictions
+        .iter()
+        .filter(|p| p.verdict == Verdict::Fits)
+        .map(|p| p.batch)
+        .max();
     let bound = fit.as_ref().map(|_| BoundPlan {
         largest_raw: one_point_raw,
-        largest_safe_batch: largest_at_or_below(one_point_raw),
+        largest_safe_batch: predictions
+            .iter()
+            .filter(|p| p.bound.as_ref().is_some_and(|b| b.verdict == Verdict::Fits))
+            .map(|p| p.batch)
+            .max(),
     });
-
     let mut notes = Vec::new();
     if let Some(f) = &fit {
         notes.extend(fit_notes(
@@ -660,5 +663,83 @@ mod tests {
         .expect("plans");
         let batches: Vec<u32> = plan.predictions.iter().map(|p| p.batch).collect();
         assert_eq!(batches, vec![32, 64, 128]);
+    }
+
+    #[test]
+    fn a_batch_that_fills_the_whole_card_is_never_safe_even_with_the_line_at_100_percent() {
+        let plan = plan(&PlanRequest {
+            line: 1.0,
+            batches: &[32, 64],
+            measurements: &[Measurement {
+                batch: 64,
+                peak_mib: 5120.0,
+            }],
+            ..guide_request()
+        })
+        .expect("plans");
+        assert_eq!(plan.largest_raw, 64.0);
+        assert_eq!(plan.largest_safe_batch, Some(32));
+    }
+
+    #[test]
+    fn a_recommended_batch_the_bound_puts_out_of_memory_is_called_out() {
+        // A large fixed cost: the fit allows batch 256, the one-point slot from batch 32
+        // (31.25 MiB) puts it at 8,000 MiB on a 5,120 MiB card.
+        let measurements = [
+            Measurement {
+                batch: 32,
+                peak_mib: 1000.0,
+            },
+            Measurement {
+                batch: 64,
+                peak_mib: 1400.0,
+            },
+        ];
+        let plan = plan(&PlanRequest {
+            measurements: &measurements,
+            batches: &[64, 128, 256],
+            ..guide_request()
+        })
+        .expect("plans");
+        assert_eq!(plan.largest_safe_batch, Some(256));
+        assert_eq!(prediction(&plan, 256).verdict, Verdict::Fits);
+        assert!(
+            plan.notes
+                .iter()
+                .any(|n| n.starts_with("batch 256:") && n.contains("out of memory")),
+            "{:?}",
+            plan.notes
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_largest_safe_batch_always_fits_and_verdicts_worsen_with_the_batch(
+            batch in 1u32..512,
+            peak in 1.0f64..100_000.0,
+            vram in 1.0f64..200_000.0,
+            line in 0.05f64..=1.0,
+            batches in proptest::collection::vec(1u32..1024, 0..8),
+        ) {
+            let plan = plan(&PlanRequest {
+                measurements: &[Measurement { batch, peak_mib: peak }],
+                vram_mib: vram,
+                line,
+                batches: &batches,
+                dataset_mib: None,
+            }).expect("valid input plans");
+            if let Some(safe) = plan.largest_safe_batch {
+                let p = plan.predictions.iter().find(|p| p.batch == safe).expect("predicted");
+                proptest::prop_assert_eq!(p.verdict, Verdict::Fits);
+            }
+            let rank = |v: Verdict| match v {
+                Verdict::Fits => 0,
+                Verdict::OverTheLine => 1,
+                Verdict::OutOfMemory => 2,
+            };
+            for pair in plan.predictions.windows(2) {
+                proptest::prop_assert!(rank(pair[0].verdict) <= rank(pair[1].verdict));
+            }
+        }
     }
 }

@@ -216,7 +216,7 @@ fn table(plan: &BatchPlan) -> String {
 
 fn answer(plan: &BatchPlan) -> String {
     let chosen = |safe: Option<u32>| match safe {
-        Some(b) => format!("{b}, the largest configured batch at or below it"),
+        Some(b) => format!("{b}, the largest configured batch that fits"),
         None => "no configured batch is that small".to_string(),
     };
     let how = match &plan.fit {
