@@ -275,8 +275,7 @@ pub fn parse(text: &str, file: &Path) -> Result<BudgetFile, BudgetError> {
     })
     .map_err(|e: serde_saphyr::Error| {
         let location = e.location().filter(|l| l.line() > 0);
-        let message = e.without_snippet().to_string();
-        let message = message.lines().next().unwrap_or_default().to_string();
+        let message = bare_message(&e.without_snippet().to_string());
         BudgetError::Syntax {
             file: file.to_path_buf(),
             line: location.map(|l| l.line()),
@@ -285,6 +284,21 @@ pub fn parse(text: &str, file: &Path) -> Result<BudgetFile, BudgetError> {
             message,
         }
     })
+}
+
+/// serde-saphyr puts the location into the message, before or after it; the error prints the
+/// location once, as `file:line:column`, so the message drops it.
+fn bare_message(message: &str) -> String {
+    let first = message.lines().next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let first = match first.strip_prefix("line ").and_then(|r| r.split_once(": ")) {
+        Some((location, rest)) if location.contains("column") => rest,
+        _ => first,
+    };
+    match first.rsplit_once(" at line ") {
+        Some((rest, location)) if location.contains(", column ") => rest.to_string(),
+        _ => first.to_string(),
+    }
 }
 
 /// Computes the budget; `file` only names the file in errors.
@@ -528,6 +542,26 @@ mod tests {
             .to_string();
         assert!(err.starts_with("cams.yaml:3:"), "{err}");
         assert!(err.contains("modles"), "{err}");
+    }
+
+    #[test]
+    fn parse_errors_print_the_location_once() {
+        assert_eq!(
+            bare_message("unknown variant `fp8` at line 6, column 20"),
+            "unknown variant `fp8`"
+        );
+        assert_eq!(
+            bare_message("line 3 column 5: invalid type"),
+            "invalid type"
+        );
+        assert_eq!(bare_message("plain"), "plain");
+        let err = parse(
+            "processes:\n  - name: a\n    models: [{name: m, precision: fp8}]\n",
+            Path::new("p.yaml"),
+        )
+        .expect_err("bad precision")
+        .to_string();
+        assert_eq!(err.matches("line").count(), 0, "{err}");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //!
 //! Pure arithmetic: measuring the peaks is `prove`'s job, printing the table is the CLI's.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Relative slack for comparisons, so that a peak of exactly the line counts as under it, and one
 /// of exactly the card as out of memory, despite rounding in the last bit.
@@ -52,7 +52,7 @@ pub enum VramError {
 }
 
 /// One measured peak: the batch size and the peak GPU memory it reached, in MiB.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
     pub batch: u32,
     pub peak_mib: f64,
@@ -70,7 +70,7 @@ pub struct PlanRequest<'a> {
 }
 
 /// Which rule produced the predictions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
     /// `peak × b / batch` from a single point (the guide's rule).
@@ -80,7 +80,7 @@ pub enum Rule {
 }
 
 /// How a predicted peak compares with the card.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// At or below the line.
@@ -103,7 +103,7 @@ impl Verdict {
 }
 
 /// A predicted peak at one batch size.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Prediction {
     pub batch: u32,
     pub peak_mib: f64,
@@ -111,12 +111,12 @@ pub struct Prediction {
     pub percent: f64,
     pub verdict: Verdict,
     /// With a fit: what the pessimistic one-point rule predicts for the same batch.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound: Option<Bound>,
 }
 
 /// The one-point rule's prediction, kept beside a fitted one.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bound {
     pub peak_mib: f64,
     pub percent: f64,
@@ -124,7 +124,7 @@ pub struct Bound {
 }
 
 /// The fitted line `fixed_mib + per_sample_mib × batch`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fit {
     pub fixed_mib: f64,
     pub per_sample_mib: f64,
@@ -133,14 +133,14 @@ pub struct Fit {
 }
 
 /// The one-point rule's largest batch, kept beside a fitted plan.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BoundPlan {
     pub largest_raw: f64,
     pub largest_safe_batch: Option<u32>,
 }
 
-/// The batch planner's answer; `prove` stores it in the proven-stack record.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The batch planner's answer; `prove` stores it in the proven-stack record and reads it back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatchPlan {
     pub rule: Rule,
     pub measurements: Vec<Measurement>,
@@ -157,16 +157,16 @@ pub struct BatchPlan {
     /// The largest configured batch at or below `largest_raw` whose prediction fits; `None` when
     /// no configured batch does.
     pub largest_safe_batch: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_mib: Option<f64>,
     /// Peak ÷ dataset size (the guide's "≈38×"), from the point the slot comes from.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inflation: Option<f64>,
     pub predictions: Vec<Prediction>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fit: Option<Fit>,
     /// With a fit: where the pessimistic one-point rule would put the largest batch.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bound: Option<BoundPlan>,
     /// Things a careful reader must know: disagreements between the rules, shaky fits.
     pub notes: Vec<String>,
@@ -710,6 +710,32 @@ mod tests {
             "{:?}",
             plan.notes
         );
+    }
+
+    #[test]
+    fn a_plan_round_trips_through_yaml_as_the_record_stores_it() {
+        let measurements = [
+            Measurement {
+                batch: 32,
+                peak_mib: 1400.0,
+            },
+            Measurement {
+                batch: 64,
+                peak_mib: 2500.0,
+            },
+        ];
+        for plan in [
+            guide_plan(),
+            plan(&PlanRequest {
+                measurements: &measurements,
+                ..guide_request()
+            })
+            .expect("plans"),
+        ] {
+            let yaml = serde_saphyr::to_string(&plan).expect("serializes");
+            let back: BatchPlan = serde_saphyr::from_str(&yaml).expect("reads back");
+            assert_eq!(back, plan, "{yaml}");
+        }
     }
 
     proptest::proptest! {
