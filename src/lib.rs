@@ -4,6 +4,7 @@
 //! Data flows one way: [`manifest`] → [`compat`] checks → plan → archive → install → prove → record.
 //! The CLI layer ([`cli`]) is the only place that prints, draws progress bars or picks exit codes.
 
+pub mod budget;
 pub mod check;
 pub mod cli;
 pub mod compat;
@@ -11,4 +12,6 @@ pub mod fsutil;
 pub mod host;
 pub mod manifest;
 pub mod pin;
+pub mod size;
 pub mod version;
+pub mod vram;

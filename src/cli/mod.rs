@@ -4,9 +4,11 @@
 //! the result into text or JSON. Exit codes (documented in README):
 //! 0 ok · 1 the check found a problem · 2 usage or input error · 3 an external step failed.
 
+mod budget_cmd;
 mod check_cmd;
 mod host_cmd;
 mod pin_cmd;
+mod vram_cmd;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -122,6 +124,12 @@ pub enum Command {
     /// Print what this machine has: OS, GPUs and driver, CUDA toolkits, the training library.
     #[command(after_help = host_cmd::EXAMPLES)]
     Host(host_cmd::HostArgs),
+    /// Predict peak GPU memory per batch size from a measured peak, and the largest safe batch.
+    #[command(after_help = vram_cmd::EXAMPLES)]
+    Vram(vram_cmd::VramArgs),
+    /// Inference memory budget: per-process fixed costs, models, merging, the card to plan for.
+    #[command(after_help = budget_cmd::EXAMPLES)]
+    Budget(budget_cmd::BudgetArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -131,6 +139,8 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check_cmd::run(args, &cli.global),
         Command::Pin(args) => pin_cmd::run(args, &cli.global),
         Command::Host(args) => host_cmd::run(args, &cli.global),
+        Command::Vram(args) => vram_cmd::run(args, &cli.global),
+        Command::Budget(args) => budget_cmd::run(args, &cli.global),
     };
     match result {
         Ok(exit) => exit.into(),

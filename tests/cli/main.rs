@@ -1,7 +1,9 @@
 //! The CLI end to end: one integration-test binary, one module per area.
 
+mod budget;
 mod check;
 mod common;
 mod fakes;
 mod host;
 mod pin;
+mod vram;
