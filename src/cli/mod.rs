@@ -164,6 +164,7 @@ pub fn print_error(error: &anyhow::Error) {
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| Failure::external(anyhow::Error::new(e).context("encoding JSON output")))?;
-    println!("{text}");
+    // `writeln!` instead of `println!`: a closed pipe (`| head`) is not worth a panic.
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
     Ok(())
 }
