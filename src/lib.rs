@@ -7,6 +7,7 @@
 pub mod check;
 pub mod cli;
 pub mod compat;
+pub mod diagnose;
 pub mod fsutil;
 pub mod manifest;
 pub mod pin;

@@ -5,6 +5,7 @@
 //! 0 ok · 1 the check found a problem · 2 usage or input error · 3 an external step failed.
 
 mod check_cmd;
+mod diagnose_cmd;
 mod pin_cmd;
 
 use std::io::Write;
@@ -116,6 +117,9 @@ pub enum Command {
     /// Write a complete, checked manifest for a library release from the release data.
     #[command(after_help = pin_cmd::EXAMPLES)]
     Pin(pin_cmd::PinArgs),
+    /// Name the layer, cause and fix of a failure log (example, installer, traceback).
+    #[command(after_help = diagnose_cmd::EXAMPLES)]
+    Diagnose(diagnose_cmd::DiagnoseArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -124,6 +128,7 @@ pub fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Check(args) => check_cmd::run(args, &cli.global),
         Command::Pin(args) => pin_cmd::run(args, &cli.global),
+        Command::Diagnose(args) => diagnose_cmd::run(args, &cli.global),
     };
     match result {
         Ok(exit) => exit.into(),
