@@ -48,8 +48,9 @@ fn score(name: &str) -> (usize, usize) {
 }
 
 #[test]
-fn holdout_round1_measured_against_the_frozen_catalogue() {
+fn holdout_round1_is_now_a_regression_set_and_all_placed_right() {
+    // Measured 3/12 against the frozen catalogue (README.md); the catalogue was extended after.
     let (right, total) = score("holdout-round1.yaml");
     assert!(total >= 12);
-    let _ = right;
+    assert_eq!(right, total);
 }

@@ -25,6 +25,25 @@ pub(super) const ENTRIES: &[Entry] = &[
         source: "https://github.com/ci-for-research/self-hosted-runners/issues/40",
     },
     Entry {
+        id: "drv-nvml-library-missing",
+        layer: Driver,
+        specificity: Specific,
+        patterns: &[
+            "couldn't find libnvidia-ml.so",
+            "libnvidia-ml.so.1: cannot open shared object file",
+        ],
+        cause: "The driver's management library (libnvidia-ml) is missing or not on the loader \
+                path: the driver is not installed, half removed, or (in a container) not \
+                mounted in.",
+        fix: "On the host: reinstall the pinned driver from the archive (`stackpin repair \
+              MANIFEST`) and reboot. In a container: `nvidia-smi` must work on the host first; \
+              run `ldconfig` in the container or start it with the NVIDIA runtime.",
+        example: "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make \
+                  sure that the NVIDIA Display Driver is properly installed and present in your \
+                  system.",
+        source: "https://github.com/NVIDIA/nvidia-docker/issues/1163",
+    },
+    Entry {
         id: "drv-nvml-version-mismatch",
         layer: Driver,
         specificity: Specific,
@@ -267,7 +286,11 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "drv-no-cuda-device",
         layer: Driver,
         specificity: Specific,
-        patterns: &["no cuda-capable device is detected", "cuda_error_no_device"],
+        patterns: &[
+            "no cuda-capable device is detected",
+            "cuda_error_no_device",
+            "no cuda gpus are available",
+        ],
         cause: "CUDA sees no GPU: the GPU vanished from the driver's view, typically after a \
                 Windows feature or cumulative update replaced the NVIDIA driver, or a kernel \
                 update without a reboot or DKMS rebuild (also: CUDA_VISIBLE_DEVICES hides it).",
@@ -275,7 +298,8 @@ pub(super) const ENTRIES: &[Entry] = &[
         example: "E tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:267] failed call \
                   to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected",
         source: "https://github.com/microsoft/WSL/issues/9272 ; \
-                 https://github.com/tensorflow/tensorflow/issues/44869",
+                 https://github.com/tensorflow/tensorflow/issues/44869 ; \
+                 https://github.com/lllyasviel/Fooocus/issues/1189",
     },
     Entry {
         id: "drv-kernel-driver-not-running",
@@ -304,6 +328,23 @@ pub(super) const ENTRIES: &[Entry] = &[
         example: "modprobe: FATAL: Module nvidia not found.",
         source: "https://github.com/NVIDIA/nvidia-docker/issues/365 ; \
                  https://github.com/Witko/nvidia-xrun/issues/144",
+    },
+    Entry {
+        id: "drv-dkms-build-failed",
+        layer: Driver,
+        specificity: Specific,
+        patterns: &[
+            "bad return status for module build on kernel",
+            "dkms autoinstall*failed for nvidia",
+        ],
+        cause: "DKMS could not build the NVIDIA module for the new kernel (this driver branch \
+                does not support it, or its headers are missing): after the next reboot there \
+                is no driver.",
+        fix: "Read the make.log the message names. Install the headers for the new kernel, or \
+              pin a driver release that supports it and reinstall from the archive; until then \
+              boot the previous kernel.",
+        example: "Error! Bad return status for module build on kernel: 6.4.1-zen1-1-zen (x86_64)",
+        source: "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/526",
     },
     Entry {
         id: "drv-container-driver-not-loaded",

@@ -143,6 +143,19 @@ pub(super) const ENTRIES: &[Entry] = &[
         source: "https://github.com/evo-design/evo/issues/136",
     },
     Entry {
+        id: "lib-device-side-assert",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["device-side assert triggered"],
+        cause: "A check inside a GPU kernel failed, almost always an index out of range (a \
+                label >= the number of classes, a token id beyond the embedding).",
+        fix: "Run the same step on the CPU (or with CUDA_LAUNCH_BLOCKING=1) to get the real \
+              message, then fix the data or the model's sizes; the stack itself is fine.",
+        example: "RuntimeError: CUDA error: device-side assert triggered",
+        source: "https://github.com/WangYueFt/dcp/issues/30 ; \
+                 https://github.com/pytorch/pytorch/issues/74079",
+    },
+    Entry {
         id: "lib-async-cuda-error",
         layer: Library,
         specificity: Generic,

@@ -28,14 +28,20 @@ pub(super) const MEMORY: &[Entry] = &[
         id: "mem-torch-oom",
         layer: Memory,
         specificity: Specific,
-        patterns: &["cuda out of memory", "outofmemoryerror"],
+        patterns: &[
+            "cuda out of memory",
+            "outofmemoryerror",
+            "cuda error: out of memory",
+            "cudaerrormemoryallocation",
+        ],
         cause: "The GPU ran out of memory: the batch is too large for this card (or memory \
                 fragmented after earlier steps).",
         fix: OOM_FIX,
         example: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. \
                   GPU 0 has a total capacity of 23.65 GiB of which 11.06 MiB is free.",
         source: "https://github.com/pytorch/pytorch/issues/16417 ; \
-                 https://github.com/murong-xu/CADS/issues/4",
+                 https://github.com/murong-xu/CADS/issues/4 ; \
+                 https://github.com/taohan10200/IIM/issues/28",
     },
     Entry {
         id: "mem-tf-oom",
@@ -95,12 +101,18 @@ pub(super) const HARDWARE: &[Entry] = &[
         id: "hw-gpu-lost",
         layer: Hardware,
         specificity: Specific,
-        patterns: &["gpu is lost", "reboot the system to recover this gpu"],
-        cause: "The driver lost contact with the GPU; only a reboot recovers it.",
+        patterns: &[
+            "gpu is lost",
+            "reboot the system to recover this gpu",
+            "unable to determine the device handle for gpu*unknown error",
+        ],
+        cause: "The driver lost contact with the GPU (it stopped answering under load); only a \
+                reboot recovers it.",
         fix: "Reboot and prove again; if it repeats, check power, cooling and seating of the \
-              card.",
+              card (reseat it), and look for Xid errors in `dmesg`.",
         example: "Unable to determine the device handle for GPU 0000:03:00.0: GPU is lost.  \
                   Reboot the system to recover this GPU",
-        source: "https://github.com/AlexeyAB/darknet/issues/86",
+        source: "https://github.com/AlexeyAB/darknet/issues/86 ; \
+                 https://github.com/NVIDIA/open-gpu-kernel-modules/issues/387",
     },
 ];

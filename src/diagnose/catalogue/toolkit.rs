@@ -53,6 +53,15 @@ pub(super) const ENTRIES: &[Entry] = &[
             "could not load dynamic library 'libcusolver",
             "could not load dynamic library 'libcusparse",
             "could not load dynamic library 'cublas64_",
+            "libcublas*cannot open shared object file",
+            "libcufft*cannot open shared object file",
+            "libcurand*cannot open shared object file",
+            "libcusolver*cannot open shared object file",
+            "libcusparse*cannot open shared object file",
+            "libnvrtc*cannot open shared object file",
+            "cublas64_*not found",
+            "cublas64_*cannot be loaded",
+            "cublaslt64_*not found",
         ],
         cause: "The library cannot load a CUDA math library (cuBLAS, cuFFT, ...) of the toolkit \
                 it was built for.",
@@ -60,7 +69,9 @@ pub(super) const ENTRIES: &[Entry] = &[
         example: "W tensorflow/stream_executor/platform/default/dso_loader.cc:59] Could not load \
                   dynamic library 'libcublas.so.10'; dlerror: libcublas.so.10:cannot open shared \
                   object file: No such file or directory",
-        source: "https://github.com/tensorflow/tensorflow/issues/44312",
+        source: "https://github.com/tensorflow/tensorflow/issues/44312 ; \
+                 https://github.com/NVIDIA-AI-IOT/torch2trt/issues/785 ; \
+                 https://github.com/jianchang512/stt/issues/52",
     },
     Entry {
         id: "tk-cudnn-not-loaded",
@@ -85,7 +96,11 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "tk-cudnn-version-mismatch",
         layer: Toolkit,
         specificity: Specific,
-        patterns: &["loaded runtime cudnn library*but source was compiled with"],
+        patterns: &[
+            "loaded runtime cudnn library*but source was compiled with",
+            "cudnn version incompatibility",
+            "cudnn version mismatch",
+        ],
         cause: "The cuDNN found at run time is older than the one the library was compiled with.",
         fix: "Install the cuDNN version the library's release notes name (equal major, equal or \
               newer minor) and remove older copies from the library path.",
@@ -93,7 +108,8 @@ pub(super) const ENTRIES: &[Entry] = &[
                   CuDNN library: 8.7.0 but source was compiled with: 8.9.4.  CuDNN library needs \
                   to have matching major version and equal or higher minor version.",
         source: "https://github.com/bmaltais/kohya_ss/issues/2787 ; \
-                 https://github.com/tensorflow/tensorflow/issues/39842",
+                 https://github.com/tensorflow/tensorflow/issues/39842 ; \
+                 https://github.com/bmaltais/kohya_ss/issues/1096",
     },
     Entry {
         id: "tk-cudnn-handle-failed",
@@ -122,6 +138,20 @@ pub(super) const ENTRIES: &[Entry] = &[
                   libraries. Please make sure the missing libraries mentioned above are \
                   installed properly if you would like to use GPU.",
         source: "https://github.com/tensorflow/tensorflow/issues/60646",
+    },
+    Entry {
+        id: "tk-cuda-home-mismatch",
+        layer: Toolkit,
+        specificity: Specific,
+        patterns: &["detected cuda version*mismatches the version that was used to compile"],
+        cause: "An extension build found a toolkit (CUDA_HOME / nvcc on PATH) of another \
+                version than the one the library was built for.",
+        fix: "Install the toolkit the library's release notes name side by side, and point \
+              CUDA_HOME and PATH at its folder for the build; do not switch the library to fit \
+              whatever toolkit is first on PATH.",
+        example: "The detected CUDA version (11.8) mismatches the version that was used to \
+                  compile PyTorch (12.4). Please make sure to use the same CUDA versions.",
+        source: "https://github.com/icip-cas/AutoAlign/issues/25",
     },
     Entry {
         id: "tk-nvcc-unsupported-arch",
