@@ -285,4 +285,17 @@ mod tests {
         }
         assert_eq!(v["layer"], "driver");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC*") {
+            let d = diagnose_or_unknown(&text);
+            proptest::prop_assert!(!d.cause.is_empty());
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            let _ = diagnose_or_unknown(&decode_log(&bytes));
+        }
+    }
 }

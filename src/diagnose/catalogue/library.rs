@@ -156,21 +156,6 @@ pub(super) const ENTRIES: &[Entry] = &[
                  https://github.com/pytorch/pytorch/issues/74079",
     },
     Entry {
-        id: "lib-async-cuda-error",
-        layer: Library,
-        specificity: Generic,
-        patterns: &[
-            "cuda kernel errors might be asynchronously reported",
-            "compile with `torch_use_cuda_dsa`",
-        ],
-        cause: "A CUDA error surfaced in the library; the line above this trailer names it.",
-        fix: "Rerun with CUDA_LAUNCH_BLOCKING=1 and send the first 'CUDA error:' line to \
-              `stackpin diagnose`.",
-        example: "CUDA kernel errors might be asynchronously reported at some other API call, so \
-                  the stacktrace below might be incorrect.",
-        source: "https://github.com/evo-design/evo/issues/136",
-    },
-    Entry {
         id: "lib-segfault",
         layer: Library,
         specificity: Generic,

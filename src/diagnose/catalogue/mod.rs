@@ -21,6 +21,10 @@ mod toolkit;
 use super::FailureLayer;
 
 /// How much a match says about the cause.
+///
+/// PyTorch's trailer "CUDA kernel errors might be asynchronously reported" is deliberately not
+/// an entry at all: it follows every CUDA error, names none, and filing it under a layer would
+/// be a guess (it sent `unspecified launch failure` crashes, often hardware, to "library").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Specificity {
     /// The message names its cause (a version mismatch, a missing library, an OOM).
