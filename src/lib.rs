@@ -8,6 +8,7 @@ pub mod budget;
 pub mod check;
 pub mod cli;
 pub mod compat;
+pub mod diagnose;
 pub mod fsutil;
 pub mod host;
 pub mod manifest;

@@ -7,6 +7,7 @@
 mod budget_cmd;
 mod check_cmd;
 mod host_cmd;
+mod diagnose_cmd;
 mod pin_cmd;
 mod vram_cmd;
 
@@ -130,6 +131,9 @@ pub enum Command {
     /// Inference memory budget: per-process fixed costs, models, merging, the card to plan for.
     #[command(after_help = budget_cmd::EXAMPLES)]
     Budget(budget_cmd::BudgetArgs),
+    /// Name the layer, cause and fix of a failure log (example, installer, traceback).
+    #[command(after_help = diagnose_cmd::EXAMPLES)]
+    Diagnose(diagnose_cmd::DiagnoseArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -141,6 +145,7 @@ pub fn main() -> ExitCode {
         Command::Host(args) => host_cmd::run(args, &cli.global),
         Command::Vram(args) => vram_cmd::run(args, &cli.global),
         Command::Budget(args) => budget_cmd::run(args, &cli.global),
+        Command::Diagnose(args) => diagnose_cmd::run(args, &cli.global),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -3,6 +3,7 @@
 mod budget;
 mod check;
 mod common;
+mod diagnose;
 mod fakes;
 mod host;
 mod pin;

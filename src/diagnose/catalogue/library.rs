@@ -1,0 +1,172 @@
+//! Library-layer failures: the wrong build of the training library (CPU-only, ROCm on an NVIDIA
+//! machine, missing the GPU's architecture), pip finding no wheel, Windows DLL loading, and
+//! errors raised inside the library's own kernels.
+
+use super::{Entry, Specificity::*};
+use crate::diagnose::FailureLayer::Library;
+
+pub(super) const ENTRIES: &[Entry] = &[
+    Entry {
+        id: "lib-no-kernel-image",
+        layer: Library,
+        specificity: Specific,
+        patterns: &[
+            "no kernel image is available for execution on the device",
+            "cudaerrornokernelimagefordevice",
+        ],
+        cause: "The library build carries no kernels for this GPU's architecture (a new card \
+                with an old build, or an old card dropped by a new build).",
+        fix: "Install the library build whose release notes list this GPU's compute capability \
+              (for new GPUs, the build for the newer CUDA line); check with \
+              `torch.cuda.get_arch_list()`.",
+        example: "RuntimeError: CUDA error: no kernel image is available for execution on the \
+                  device",
+        source: "https://github.com/pytorch/pytorch/issues/81883",
+    },
+    Entry {
+        id: "lib-gpu-arch-not-in-build",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["is not compatible with the current pytorch installation"],
+        cause: "The installed PyTorch build was not compiled for this GPU's compute capability.",
+        fix: "Pin the PyTorch build for the CUDA line that supports this GPU (`stackpin pin \
+              --library torch==VERSION --toolkit X.Y`), fetch and install it.",
+        example: "NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not compatible with the \
+                  current PyTorch installation.",
+        source: "https://github.com/Turoad/CLRNet/issues/83",
+    },
+    Entry {
+        id: "lib-cpu-only-build",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["torch not compiled with cuda enabled"],
+        cause: "A CPU-only PyTorch wheel is installed (pip's default index, or a dependency \
+                pulled the CPU build over the CUDA one).",
+        fix: "Reinstall from the CUDA wheel index the manifest pins (library.pip.index_url, e.g. \
+              .../whl/cu124) with the exact `+cuXYZ` versions; check `torch.version.cuda` is \
+              not None.",
+        example: "AssertionError: Torch not compiled with CUDA enabled",
+        source: "https://github.com/facebookresearch/detectron2/issues/460",
+    },
+    Entry {
+        id: "lib-rocm-build-on-nvidia",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["no hip gpus are available", "hiperrornodevice"],
+        cause: "A ROCm (AMD) build of the library is installed, so it looks for AMD GPUs; on an \
+                NVIDIA machine the CUDA wheel is needed.",
+        fix: "Uninstall the +rocm wheels and install the +cuXYZ builds from the CUDA index the \
+              manifest pins; never mix rocm and cu wheels of torch/torchvision/torchaudio.",
+        example: "RuntimeError: No HIP GPUs are available",
+        source: "https://github.com/modal-labs/modal-examples/issues/681",
+    },
+    Entry {
+        id: "lib-python-version-no-wheel",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["ignored the following versions that require a different python version"],
+        cause: "The pinned release publishes no wheels for this Python version.",
+        fix: "Create the venv with a Python the release supports (library.python in the \
+              manifest; `stackpin pin --python X.Y`), or pin a release that has wheels for it.",
+        example: "ERROR: Ignored the following versions that require a different python version: \
+                  1.21.2 Requires-Python >=3.7,<3.11",
+        source: "https://github.com/SEN1221TUD/Q2_2024/issues/7",
+    },
+    Entry {
+        id: "lib-pip-no-matching-distribution",
+        layer: Library,
+        specificity: Specific,
+        patterns: &[
+            "could not find a version that satisfies the requirement",
+            "no matching distribution found for",
+        ],
+        cause: "pip found no wheel for this version on this index, platform and Python (a +cuXYZ \
+                version needs the CUDA index; new Pythons lag behind releases).",
+        fix: "Check the manifest's index_url serves this `+cuXYZ` build, and that the venv's \
+              Python has wheels for it; `stackpin pin` picks a consistent set.",
+        example: "ERROR: Could not find a version that satisfies the requirement \
+                  torch==1.12.1+cu113 (from versions: none)",
+        source: "https://github.com/runwayml/stable-diffusion/issues/14",
+    },
+    Entry {
+        id: "lib-wheel-wrong-platform",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["is not a supported wheel on this platform"],
+        cause: "The wheel was built for another Python version or platform (its cpXY / \
+                win_amd64 / manylinux tags do not match this interpreter).",
+        fix: "Fetch the wheels with the venv's own Python (`stackpin fetch` runs `pip download` \
+              for the manifest's python), or create the venv with the Python the wheel's cpXY \
+              tag names.",
+        example: "ERROR: torchao-0.6.1+git-cp312-cp312-win_amd64.whl is not a supported wheel on \
+                  this platform.",
+        source: "https://github.com/kijai/ComfyUI-CogVideoXWrapper/issues/294",
+    },
+    Entry {
+        id: "lib-windows-dll-load",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["winerror 126*error loading", "importerror: dll load failed"],
+        cause: "Windows could not load one of the library's DLLs or a dependency of it (missing \
+                Visual C++ runtime, a broken or mixed install).",
+        fix: "Install the current Microsoft Visual C++ Redistributable, then recreate the venv \
+              and reinstall the library from the archive; do not copy DLLs by hand.",
+        example: "OSError: [WinError 126] The specified module could not be found. Error loading \
+                  \"\\.venv\\Lib\\site-packages\\torch\\lib\\fbgemm.dll\" or one of its \
+                  dependencies.",
+        source: "https://github.com/pytorch/pytorch/issues/129568 ; \
+                 https://github.com/pytorch/pytorch/issues/28363",
+    },
+    Entry {
+        id: "lib-nccl-system-error",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["unhandled system error"],
+        cause: "NCCL failed a system call: most often too little shared memory (/dev/shm) in a \
+                container, or a network interface it cannot use.",
+        fix: "Run containers with --ipc=host (or a larger --shm-size); rerun with NCCL_DEBUG=INFO \
+              to see the failing call; for one GPU, the example needs no NCCL at all.",
+        example: "RuntimeError: NCCL Error 2: unhandled system error",
+        source: "https://github.com/NVIDIA/nccl/issues/473",
+    },
+    Entry {
+        id: "lib-illegal-memory-access",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["an illegal memory access was encountered"],
+        cause: "A GPU kernel read or wrote outside its memory: a bug in the library or a custom \
+                op, or extensions built for another toolkit than the library.",
+        fix: "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the real call; rebuild custom extensions \
+              against the pinned toolkit. If it appears at random places, look for Xid errors in \
+              `dmesg` / the Windows event log (hardware).",
+        example: "RuntimeError: CUDA error: an illegal memory access was encountered",
+        source: "https://github.com/evo-design/evo/issues/136",
+    },
+    Entry {
+        id: "lib-device-side-assert",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["device-side assert triggered"],
+        cause: "A check inside a GPU kernel failed, almost always an index out of range (a \
+                label >= the number of classes, a token id beyond the embedding).",
+        fix: "Run the same step on the CPU (or with CUDA_LAUNCH_BLOCKING=1) to get the real \
+              message, then fix the data or the model's sizes; the stack itself is fine.",
+        example: "RuntimeError: CUDA error: device-side assert triggered",
+        source: "https://github.com/WangYueFt/dcp/issues/30 ; \
+                 https://github.com/pytorch/pytorch/issues/74079",
+    },
+    Entry {
+        id: "lib-segfault",
+        layer: Library,
+        specificity: Generic,
+        patterns: &["segmentation fault (core dumped)", "segmentation fault"],
+        cause: "The process crashed in native code; with nothing else in the log the usual cause \
+                is mixed builds (torch, torchvision, torchaudio for different CUDA/ROCm lines, or \
+                a cuDNN that does not match).",
+        fix: "Reinstall all library packages from one index with matching +cuXYZ tags (`pip \
+              list | grep -i -e torch -e nvidia`), then prove again.",
+        example: ">>> from segmentation_models_pytorch import utils\nSegmentation fault (core \
+                  dumped)",
+        source: "https://github.com/qubvel-org/segmentation_models.pytorch/issues/904",
+    },
+];

@@ -1,0 +1,135 @@
+//! The failure catalogue: real messages from public issue trackers, each mapped to the layer of
+//! the stack that failed, with the cause and the fix a user can act on.
+//!
+//! This module is data only. Matching and ranking live in [`super::matcher`]; the entries are
+//! split by layer into sibling files so each stays readable. Every entry names its source (an
+//! issue thread or the upstream source file the text comes from) and carries one real example
+//! message, which the tests feed back through the matcher.
+//!
+//! Pattern syntax (kept deliberately small so no regex engine is needed): a pattern is lowercase
+//! text matched case-insensitively against one line of the log; `*` separates pieces that must
+//! appear in that order on the same line. Patterns target the stable middle of a message, never
+//! the log prefix (TensorFlow moved `tensorflow/stream_executor/...` to
+//! `external/local_xla/xla/stream_executor/...`) or the exception class (PyTorch's OOM went
+//! `RuntimeError` → `torch.cuda.OutOfMemoryError` → `torch.OutOfMemoryError`).
+
+mod driver;
+mod library;
+mod memory;
+mod toolkit;
+
+use super::FailureLayer;
+
+/// How much a match says about the cause.
+///
+/// PyTorch's trailer "CUDA kernel errors might be asynchronously reported" is deliberately not
+/// an entry at all: it follows every CUDA error, names none, and filing it under a layer would
+/// be a guess (it sent `unspecified launch failure` crashes, often hardware, to "library").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Specificity {
+    /// The message names its cause (a version mismatch, a missing library, an OOM).
+    Specific,
+    /// A symptom many causes share ("Installation has failed", "Segmentation fault", a
+    /// warning that is often harmless): it only wins when nothing specific matched.
+    Generic,
+}
+
+/// One known failure.
+#[derive(Debug)]
+pub struct Entry {
+    /// Stable identifier, `<layer>-<what>`, shown to users and used by tests.
+    pub id: &'static str,
+    /// The layer of the stack that failed.
+    pub layer: FailureLayer,
+    /// Whether the message names its cause or is a shared symptom.
+    pub specificity: Specificity,
+    /// Any one of these matching a line is a hit (syntax in the module docs).
+    pub patterns: &'static [&'static str],
+    /// What went wrong, in one sentence.
+    pub cause: &'static str,
+    /// What to do next, in the order to do it.
+    pub fix: &'static str,
+    /// A real message this entry must recognise (verbatim excerpt from the source).
+    pub example: &'static str,
+    /// Where the message was seen: issue thread(s) or upstream source file.
+    pub source: &'static str,
+}
+
+/// Every entry, in catalogue order (the last tie-breaker when two entries match the same line).
+pub fn entries() -> impl Iterator<Item = &'static Entry> {
+    memory::HARDWARE
+        .iter()
+        .chain(driver::ENTRIES)
+        .chain(toolkit::ENTRIES)
+        .chain(library::ENTRIES)
+        .chain(memory::MEMORY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn catalogue_holds_at_least_45_entries() {
+        assert!(
+            entries().count() >= 45,
+            "only {} entries",
+            entries().count()
+        );
+    }
+
+    #[test]
+    fn ids_are_unique_and_prefixed_by_their_layer() {
+        let mut seen = HashSet::new();
+        for e in entries() {
+            assert!(seen.insert(e.id), "duplicate id {}", e.id);
+            let prefix = match e.layer {
+                FailureLayer::Driver => "drv-",
+                FailureLayer::Toolkit => "tk-",
+                FailureLayer::Library => "lib-",
+                FailureLayer::Memory => "mem-",
+                FailureLayer::Hardware => "hw-",
+                FailureLayer::Unknown => panic!("{} is filed under unknown", e.id),
+            };
+            assert!(
+                e.id.starts_with(prefix),
+                "{} should start with {prefix}",
+                e.id
+            );
+        }
+    }
+
+    #[test]
+    fn patterns_are_lowercase_with_no_empty_pieces() {
+        for e in entries() {
+            assert!(!e.patterns.is_empty(), "{} has no pattern", e.id);
+            for p in e.patterns {
+                assert_eq!(
+                    *p,
+                    p.to_lowercase(),
+                    "{}: pattern {p:?} must be lowercase",
+                    e.id
+                );
+                assert!(
+                    p.split('*').all(|piece| !piece.trim().is_empty()),
+                    "{}: pattern {p:?} has an empty piece",
+                    e.id
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_entry_names_a_public_source_and_says_what_to_do() {
+        for e in entries() {
+            assert!(e.source.contains("https://"), "{} has no source URL", e.id);
+            assert!(
+                !e.cause.is_empty() && !e.fix.is_empty(),
+                "{} lacks cause or fix",
+                e.id
+            );
+            assert!(!e.example.is_empty(), "{} has no example", e.id);
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! Toolkit-layer failures: the CUDA toolkit installer, nvcc, and a library that cannot load the
+//! CUDA runtime or cuDNN it was built for (the guide's "library cannot load its CUDA runtime").
+
+use super::{Entry, Specificity::*};
+use crate::diagnose::FailureLayer::Toolkit;
+
+/// The fix for every "the library cannot find the runtime it was built for" entry.
+const INSTALL_NAMED_TOOLKIT: &str = "Toolkit and library disagree. Install the toolkit \
+version the library's release notes name (the manifest's toolkit pin) side by side in its own \
+folder and put its bin/lib on the path; do not upgrade the toolkit to the newest. `stackpin \
+doctor` shows what the host has.";
+
+pub(super) const ENTRIES: &[Entry] = &[
+    Entry {
+        id: "tk-cudart-not-loaded",
+        layer: Toolkit,
+        specificity: Specific,
+        patterns: &[
+            "could not load dynamic library 'libcudart",
+            "could not load dynamic library 'cudart64_",
+            "cudart64_*.dll not found",
+        ],
+        cause: "The library cannot load its CUDA runtime (cudart): the toolkit it was built for \
+                is not installed or not on the library path.",
+        fix: INSTALL_NAMED_TOOLKIT,
+        example: "W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load \
+                  dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open \
+                  shared object file: No such file or directory",
+        source: "https://github.com/jax-ml/jax/issues/3746 ; \
+                 https://github.com/tensorflow/tensorflow/issues/45930 ; \
+                 https://github.com/tensorflow/tensorflow/issues/57103",
+    },
+    Entry {
+        id: "tk-cudart-import-error",
+        layer: Toolkit,
+        specificity: Specific,
+        patterns: &["libcudart.so*cannot open shared object file"],
+        cause: "A compiled extension cannot load the CUDA runtime it was linked against: that \
+                toolkit version is missing from the library path.",
+        fix: INSTALL_NAMED_TOOLKIT,
+        example: "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or \
+                  directory",
+        source: "https://github.com/CannyLab/tsne-cuda/issues/126",
+    },
+    Entry {
+        id: "tk-cuda-libs-not-loaded",
+        layer: Toolkit,
+        specificity: Specific,
+        patterns: &[
+            "could not load dynamic library 'libcublas",
+            "could not load dynamic library 'libcufft",
+            "could not load dynamic library 'libcurand",
+            "could not load dynamic library 'libcusolver",
+            "could not load dynamic library 'libcusparse",
+            "could not load dynamic library 'cublas64_",
+            "libcublas*cannot open shared object file",
+            "libcufft*cannot open shared object file",
+            "libcurand*cannot open shared object file",
+            "libcusolver*cannot open shared object file",
+            "libcusparse*cannot open shared object file",
+            "libnvrtc*cannot open shared object file",
+            "cublas64_*not found",
+            "cublas64_*cannot be loaded",
+            "cublaslt64_*not found",
+        ],
+        cause: "The library cannot load a CUDA math library (cuBLAS, cuFFT, ...) of the toolkit \
+                it was built for.",
+        fix: INSTALL_NAMED_TOOLKIT,
+        example: "W tensorflow/stream_executor/platform/default/dso_loader.cc:59] Could not load \
+                  dynamic library 'libcublas.so.10'; dlerror: libcublas.so.10:cannot open shared \
+                  object file: No such file or directory",
+        source: "https://github.com/tensorflow/tensorflow/issues/44312 ; \
+                 https://github.com/NVIDIA-AI-IOT/torch2trt/issues/785 ; \
+                 https://github.com/jianchang512/stt/issues/52",
+    },
+    Entry {
+        id: "tk-cudnn-not-loaded",
+        layer: Toolkit,
+        specificity: Specific,
+        patterns: &[
+            "could not load library libcudnn",
+            "please make sure libcudnn*is in your library path",
+            "could not load dynamic library 'libcudnn",
+            "could not load dynamic library 'cudnn64_",
+        ],
+        cause: "cuDNN is missing or the wrong major version: the library was built for a cuDNN \
+                that is not on the library path.",
+        fix: "Install the cuDNN release the library's release notes name for this toolkit (for \
+              pip libraries, the nvidia-cudnn wheel the library pins) and put it on the library \
+              path; do not mix cuDNN majors.",
+        example: "Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: \
+                  cannot open shared object file: No such file or directory",
+        source: "https://github.com/jhj0517/Whisper-WebUI/issues/294",
+    },
+    Entry {
+        id: "tk-cudnn-version-mismatch",
+        layer: Toolkit,
+        specificity: Specific,
+        patterns: &[
+            "loaded runtime cudnn library*but source was compiled with",
+            "cudnn version incompatibility",
+            "cudnn version mismatch",
+        ],
+        cause: "The cuDNN found at run time is older than the one the library was compiled with.",
+        fix: "Install the cuDNN version the library's release notes name (equal major, equal or \
+              newer minor) and remove older copies from the library path.",
+        example: "E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:447] Loaded runtime \
+                  CuDNN library: 8.7.0 but source was compiled with: 8.9.4.  CuDNN library needs \
+                  to have matching major version and equal or higher minor version.",
+        source: "https://github.com/bmaltais/kohya_ss/issues/2787 ; \
+                 https://github.com/tensorflow/tensorflow/issues/39842 ; \
+                 https://github.com/bmaltais/kohya_ss/issues/1096",
+    },
+    Entry {
+        id: "tk-cudnn-handle-failed",
+        layer: Toolkit,
+        specificity: Generic,
+        patterns: &["could not create cudnn handle"],
+        cause: "cuDNN failed to start: a cuDNN/toolkit mismatch, a driver too old, or the GPU \
+                already full (TensorFlow reserves nearly all memory by default).",
+        fix: "Check the lines above for a driver or cuDNN version message; otherwise enable \
+              memory growth (TF_FORCE_GPU_ALLOW_GROWTH=true), close other GPU programs and \
+              install the cuDNN the release notes name.",
+        example: "E tensorflow/stream_executor/cuda/cuda_dnn.cc:352] Could not create cudnn \
+                  handle: CUDNN_STATUS_NOT_INITIALIZED",
+        source: "https://github.com/thtrieu/darkflow/issues/930",
+    },
+    Entry {
+        id: "tk-tf-cannot-dlopen-gpu-libraries",
+        layer: Toolkit,
+        specificity: Generic,
+        patterns: &["cannot dlopen some gpu libraries"],
+        cause: "TensorFlow could not load one or more CUDA/cuDNN libraries and fell back to the \
+                CPU.",
+        fix: "Run `stackpin diagnose` on the full log: the 'Could not load dynamic library' lines \
+              above name the missing file. Install the toolkit and cuDNN the release notes name.",
+        example: "W tensorflow/core/common_runtime/gpu/gpu_device.cc:1956] Cannot dlopen some GPU \
+                  libraries. Please make sure the missing libraries mentioned above are \
+                  installed properly if you would like to use GPU.",
+        source: "https://github.com/tensorflow/tensorflow/issues/60646",
+    },
+    Entry {
+        id: "tk-cuda-home-mismatch",
+        layer: Toolkit,
+        specificity: Specific,
+        patterns: &["detected cuda version*mismatches the version that was used to compile"],
+        cause: "An extension build found a toolkit (CUDA_HOME / nvcc on PATH) of another \
+                version than the one the library was built for.",
+        fix: "Install the toolkit the library's release notes name side by side, and point \
+              CUDA_HOME and PATH at its folder for the build; do not switch the library to fit \
+              whatever toolkit is first on PATH.",
+        example: "The detected CUDA version (11.8) mismatches the version that was used to \
+                  compile PyTorch (12.4). Please make sure to use the same CUDA versions.",
+        source: "https://github.com/icip-cas/AutoAlign/issues/25",
+    },
+    Entry {
+        id: "tk-nvcc-unsupported-arch",
+        layer: Toolkit,
+        specificity: Specific,
+        patterns: &["unsupported gpu architecture"],
+        cause: "nvcc does not know the requested GPU architecture: the toolkit is too old for a \
+                new GPU (compute_120 needs CUDA 12.8+) or too new for an old one (CUDA 12 \
+                dropped sm_35).",
+        fix: "Build with the toolkit the library's release notes name for this GPU generation, or \
+              drop the unsupported arch from TORCH_CUDA_ARCH_LIST / CMAKE_CUDA_ARCHITECTURES.",
+        example: "nvcc fatal   : Unsupported gpu architecture 'compute_120'",
+        source: "https://github.com/ggml-org/llama.cpp/issues/13271 ; \
+                 https://github.com/lisa-analysis-tools/GBGPU/issues/7",
+    },
+    Entry {
+        id: "tk-gcc-unsupported",
+        layer: Toolkit,
+        specificity: Specific,
+        patterns: &["unsupported gnu version! gcc versions later than"],
+        cause: "The host gcc is newer than this CUDA toolkit supports.",
+        fix: "Install the gcc the toolkit supports and point nvcc at it (-ccbin, \
+              CUDAHOSTCXX), or use the newer toolkit the library's release notes allow; avoid \
+              -allow-unsupported-compiler.",
+        example: "#error -- unsupported GNU version! gcc versions later than 12 are not \
+                  supported! The nvcc flag '-allow-unsupported-compiler' can be used to override \
+                  this version check",
+        source: "https://github.com/NVlabs/instant-ngp/issues/1562",
+    },
+    Entry {
+        id: "tk-inst-windows-failed",
+        layer: Toolkit,
+        specificity: Specific,
+        patterns: &["cuda installer failed"],
+        cause: "The Windows CUDA installer failed, most often in its Visual Studio Integration \
+                component.",
+        fix: "Run the archived toolkit installer again with only the toolkit components (clear \
+              Visual Studio Integration, and never the bundled driver), then verify `nvcc \
+              --version` in the toolkit's folder.",
+        example: "CUDA Installer Failed",
+        source: "https://github.com/philferriere/dlwin/issues/47",
+    },
+];

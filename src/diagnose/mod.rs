@@ -1,0 +1,301 @@
+//! Reads a failure (an example log, an installer log, a pasted traceback) and names the layer
+//! of the stack that failed, the cause, and the fix.
+//!
+//! [`diagnose`] is what `prove`, `install` and the `diagnose` command call. It matches the text
+//! against a catalogue of real messages ([`catalogue`]) and ranks the hits ([`matcher`] documents
+//! the rule: specific before generic, then the causal order hardware → driver → toolkit →
+//! library → memory, then the first line in the log). When nothing matches it returns `None`
+//! and [`Diagnosis::unknown`] says so plainly: it never guesses.
+//!
+//! This module knows nothing about manifests, the host or the archive; it reads text.
+
+pub mod catalogue;
+pub mod matcher;
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// The layer of the stack a failure belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailureLayer {
+    /// The GPU driver, its installer, NVML, or a driver too old for the runtime.
+    Driver,
+    /// The CUDA toolkit, its installer, nvcc, cuDNN, or the runtime the library cannot load.
+    Toolkit,
+    /// The training library: wrong build, missing wheel, its own kernels.
+    Library,
+    /// GPU memory: the batch (or another process) does not fit.
+    Memory,
+    /// The card itself: off the bus, ECC, lost.
+    Hardware,
+    /// No known failure matched.
+    Unknown,
+}
+
+impl FailureLayer {
+    /// The lowercase name used in JSON and human output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Driver => "driver",
+            Self::Toolkit => "toolkit",
+            Self::Library => "library",
+            Self::Memory => "memory",
+            Self::Hardware => "hardware",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for FailureLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What went wrong, where, and what to do. JSON keys `layer`, `cause`, `fix`, `evidence` are the
+/// contract; `id`, `line` and `source` are extra.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnosis {
+    /// The layer that failed, or `unknown`.
+    pub layer: FailureLayer,
+    /// One sentence naming the cause.
+    pub cause: String,
+    /// What to do next.
+    pub fix: String,
+    /// The log line that matched (`null` when nothing matched).
+    pub evidence: Option<String>,
+    /// The catalogue entry (`unknown` when nothing matched).
+    pub id: String,
+    /// 1-based line of the evidence in the input.
+    pub line: Option<usize>,
+    /// Where this failure was seen in public (issue thread or upstream source).
+    pub source: Option<String>,
+}
+
+impl Diagnosis {
+    /// The plain "nothing matched" answer: no layer, no guess, and what to look at instead.
+    pub fn unknown() -> Self {
+        Self {
+            layer: FailureLayer::Unknown,
+            cause: "no known failure matched".to_string(),
+            fix: "Look for the first line that says error, failed or fatal: the first error \
+                  usually causes the rest. Send the whole log (not only its last line) with the \
+                  output of `nvidia-smi` and `stackpin doctor --json`; the example and installer \
+                  logs are under the stack's logs/ folder in the archive."
+                .to_string(),
+            evidence: None,
+            id: "unknown".to_string(),
+            line: None,
+            source: None,
+        }
+    }
+}
+
+/// Names the layer, cause and fix of the failure in `text`; `None` when no catalogue entry
+/// matches (see [`Diagnosis::unknown`]).
+pub fn diagnose(text: &str) -> Option<Diagnosis> {
+    let hit = matcher::best(text)?;
+    let entry = hit.entry;
+    let mut fix = entry.fix.to_string();
+    if entry.layer == FailureLayer::Memory
+        && let Some(batch) = last_batch_size(text.get(..hit.before_len).unwrap_or(text))
+    {
+        // "Runs at 32, dies at 64": the batch the log names is the one to shrink.
+        fix.push_str(&format!(
+            " This run used batch {batch}: try {} or the largest batch `stackpin vram` names.",
+            (batch / 2).max(1)
+        ));
+    }
+    Some(Diagnosis {
+        layer: entry.layer,
+        cause: entry.cause.to_string(),
+        fix,
+        evidence: Some(hit.evidence),
+        id: entry.id.to_string(),
+        line: Some(hit.line_number),
+        source: Some(entry.source.to_string()),
+    })
+}
+
+/// [`diagnose`], or the plain unknown answer.
+pub fn diagnose_or_unknown(text: &str) -> Diagnosis {
+    diagnose(text).unwrap_or_else(Diagnosis::unknown)
+}
+
+/// The last batch size the text mentions (`--batch-size 64`, `batch_size=64`, `batch 64`,
+/// `Batch size: 64`), if any.
+fn last_batch_size(text: &str) -> Option<u32> {
+    let lower = text.to_lowercase();
+    let mut found = None;
+    for (at, _) in lower.match_indices("batch") {
+        let rest = lower[at + "batch".len()..].trim_start_matches(['_', '-', ' ', '=', ':', '\t']);
+        let rest = rest.strip_prefix("size").unwrap_or(rest);
+        let rest = rest.trim_start_matches(['_', '-', ' ', '=', ':', '\t']);
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if let Ok(n) = digits.parse::<u32>()
+            && n > 0
+        {
+            found = Some(n);
+        }
+    }
+    found
+}
+
+/// Errors reading the log to diagnose.
+#[derive(Debug, thiserror::Error)]
+pub enum DiagnoseError {
+    /// The log file could not be read.
+    #[error("cannot read the log {path}: {source}; check the path, or pipe the log in with `-`")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Standard input could not be read.
+    #[error("cannot read the log from standard input: {0}")]
+    Stdin(#[source] std::io::Error),
+    /// No file was given and nothing is piped in.
+    #[error(
+        "no log given: name a log file, or pipe one in (`python train.py 2>&1 | stackpin diagnose -`)"
+    )]
+    NoInput,
+}
+
+/// Reads the log from `path`, or from standard input when `path` is `None` or `-`.
+pub fn read_log(path: Option<&Path>) -> Result<String, DiagnoseError> {
+    let bytes = match path {
+        Some(p) if p != Path::new("-") => {
+            std::fs::read(p).map_err(|source| DiagnoseError::Read {
+                path: p.to_path_buf(),
+                source,
+            })?
+        }
+        given => {
+            let stdin = std::io::stdin();
+            // Waiting on a terminal would look like a hang; only a bare `diagnose` gets this
+            // help, an explicit `-` still reads what the user types.
+            if given.is_none() && stdin.is_terminal() {
+                return Err(DiagnoseError::NoInput);
+            }
+            let mut bytes = Vec::new();
+            stdin
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(DiagnoseError::Stdin)?;
+            bytes
+        }
+    };
+    Ok(decode_log(&bytes))
+}
+
+/// Turns log bytes into text: UTF-16 with a byte-order mark (Windows installer logs, PowerShell
+/// redirection) is decoded; anything else is read as UTF-8, replacing invalid bytes.
+pub fn decode_log(bytes: &[u8]) -> String {
+    let utf16 = |units: &mut dyn Iterator<Item = u16>| {
+        char::decode_utf16(units)
+            .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+            .collect::<String>()
+    };
+    match bytes {
+        [0xFF, 0xFE, rest @ ..] => utf16(
+            &mut rest
+                .chunks_exact(2)
+                .map(|p| u16::from_le_bytes([p[0], p[1]])),
+        ),
+        [0xFE, 0xFF, rest @ ..] => utf16(
+            &mut rest
+                .chunks_exact(2)
+                .map(|p| u16::from_be_bytes([p[0], p[1]])),
+        ),
+        [0xEF, 0xBB, 0xBF, rest @ ..] => String::from_utf8_lossy(rest).into_owned(),
+        _ => String::from_utf8_lossy(bytes).into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_catalogue_example_is_placed_on_its_own_entry_and_layer() {
+        for entry in catalogue::entries() {
+            let d = diagnose(entry.example)
+                .unwrap_or_else(|| panic!("{}: its example matched nothing", entry.id));
+            assert_eq!(
+                d.layer, entry.layer,
+                "{}: example went to {}",
+                entry.id, d.id
+            );
+            assert_eq!(d.id, entry.id, "{}: example went to {}", entry.id, d.id);
+        }
+    }
+
+    #[test]
+    fn nothing_matched_says_unknown_and_does_not_guess() {
+        let d = diagnose_or_unknown("epoch 3/10 loss 0.412 acc 0.88\nsaved checkpoint\n");
+        assert_eq!(d.layer, FailureLayer::Unknown);
+        assert_eq!(d.cause, "no known failure matched");
+        assert_eq!(d.evidence, None);
+    }
+
+    #[test]
+    fn oom_fix_names_the_batch_the_log_used_and_points_at_vram() {
+        let log = "running example --batch-size 32: ok\nrunning example --batch-size 64\n\
+                   torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB.";
+        let d = diagnose(log).expect("an OOM");
+        assert_eq!(d.layer, FailureLayer::Memory);
+        assert!(d.fix.contains("batch 64: try 32"), "{}", d.fix);
+        assert!(d.fix.contains("stackpin vram"), "{}", d.fix);
+    }
+
+    #[test]
+    fn batch_sizes_are_read_in_their_usual_spellings() {
+        assert_eq!(last_batch_size("--batch-size 64"), Some(64));
+        assert_eq!(
+            last_batch_size("batch_size=16 then Batch size: 48"),
+            Some(48)
+        );
+        assert_eq!(last_batch_size("batches done"), None);
+    }
+
+    #[test]
+    fn utf16_windows_logs_are_decoded() {
+        let text = "CUDA Installer Failed\r\n";
+        let mut bytes = vec![0xFF, 0xFE];
+        for unit in text.encode_utf16() {
+            bytes.extend_from_slice(&unit.to_le_bytes());
+        }
+        assert_eq!(decode_log(&bytes), text);
+        assert_eq!(
+            diagnose(&decode_log(&bytes)).expect("a hit").layer,
+            FailureLayer::Toolkit
+        );
+    }
+
+    #[test]
+    fn json_carries_the_contract_keys() {
+        let d =
+            diagnose("Failed to initialize NVML: Driver/library version mismatch").expect("hit");
+        let v = serde_json::to_value(&d).expect("json");
+        for key in ["layer", "cause", "fix", "evidence"] {
+            assert!(v.get(key).is_some(), "missing {key}");
+        }
+        assert_eq!(v["layer"], "driver");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC*") {
+            let d = diagnose_or_unknown(&text);
+            proptest::prop_assert!(!d.cause.is_empty());
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            let _ = diagnose_or_unknown(&decode_log(&bytes));
+        }
+    }
+}
