@@ -1,0 +1,112 @@
+//! The live host behind [`HostView`]: the `host` module's probes, asked fresh on every call so a
+//! proof after an installer sees what the installer changed.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::proof::{DriverSeen, HostView, LibrarySeen, ToolkitSeen};
+use crate::compat::Os;
+use crate::host::{self, DriverState, LibraryKind, LibraryProbe, RealSystem, System};
+use crate::manifest::Manifest;
+use crate::version::Version;
+
+/// The machine stackpin runs on.
+pub struct LiveHost {
+    system: RealSystem,
+    gpu: Option<u32>,
+    wsl: bool,
+    smi_timeout: Duration,
+}
+
+impl LiveHost {
+    /// Probes this machine for `m`'s stack, with `--gpu` when given.
+    pub fn new(gpu: Option<u32>, _m: &Manifest) -> Self {
+        let system = RealSystem;
+        let wsl = host::os_info::probe(&system).wsl;
+        let smi_timeout = system
+            .env("STACKPIN_NVIDIA_SMI_TIMEOUT")
+            .and_then(|s| s.parse::<u64>().ok())
+            .map(Duration::from_secs)
+            .unwrap_or(host::nvidia_smi::DEFAULT_TIMEOUT);
+        Self {
+            system,
+            gpu,
+            wsl,
+            smi_timeout,
+        }
+    }
+}
+
+impl HostView for LiveHost {
+    fn os(&self) -> Os {
+        self.system.os()
+    }
+
+    fn is_admin(&self) -> bool {
+        host::os_info::probe(&self.system).admin.unwrap_or(false)
+    }
+
+    fn driver(&self) -> DriverSeen {
+        let probe = host::nvidia_smi::probe(&self.system, self.wsl, self.smi_timeout);
+        let version = match probe.state {
+            DriverState::Ok => probe
+                .gpus
+                .first()
+                .and_then(|g| Version::parse(&g.driver_version).ok()),
+            _ => None,
+        };
+        DriverSeen {
+            version,
+            cuda: probe.cuda_supported.clone(),
+            problem: probe.state.fix().map(|fix| format!("{}: {fix}", probe.state.label())),
+            reboot_pending: matches!(probe.state, DriverState::Mismatch { .. }),
+        }
+    }
+
+    fn toolkit(&self, root: &Path) -> Option<ToolkitSeen> {
+        let info = host::find_toolkit(&self.system, root)?;
+        let (version, nvcc_release) = if info.exact_update_known {
+            (info.version.clone(), None)
+        } else {
+            (None, info.version.clone())
+        };
+        Some(ToolkitSeen {
+            root: info.root,
+            version,
+            nvcc_release,
+        })
+    }
+
+    fn library(&self, python: &Path, library: &str) -> LibrarySeen {
+        if !self.system.exists(python) && python.components().count() > 1 {
+            return LibrarySeen::NoInterpreter;
+        }
+        let kind = if library == "tensorflow" {
+            LibraryKind::Tensorflow
+        } else {
+            LibraryKind::Torch
+        };
+        match host::library_probe::probe(&self.system, python, kind, host::library_probe::PROBE_TIMEOUT) {
+            Ok(LibraryProbe::Found(info)) => LibrarySeen::Present {
+                version: info.version,
+                cuda: info.cuda.as_deref().and_then(|c| Version::parse(c).ok()),
+                gpu_visible: info.cuda_available && info.device_count > 0,
+                arch_list: info.arch_list,
+            },
+            Ok(LibraryProbe::ImportFailed { error, .. }) => LibrarySeen::ImportFailed { error },
+            Err(_) => LibrarySeen::NoInterpreter,
+        }
+    }
+
+    fn compute_capability(&self) -> Option<String> {
+        let probe = host::nvidia_smi::probe(&self.system, self.wsl, self.smi_timeout);
+        let visible = self.system.env("CUDA_VISIBLE_DEVICES");
+        let choice = host::gpu_select::choose(&probe.gpus, self.gpu, visible.as_deref()).ok()?;
+        let index = choice.index?;
+        probe
+            .gpus
+            .iter()
+            .find(|g| g.index == index)
+            .and_then(|g| g.compute_cap.clone())
+    }
+}
