@@ -119,7 +119,7 @@ fn print_plan(plan: &plan::Plan, no_archive: bool) {
             let state = c
                 .installer
                 .as_ref()
-                .map(|f| format!("   [{}: {:?}]", f.file, f.state).to_lowercase())
+                .map(|f| format!("   [{}: {}]", f.file, f.state.as_str()))
                 .unwrap_or_default();
             println!("    {n}. {}{state}", shell_words(&c.argv));
         }

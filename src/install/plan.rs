@@ -22,6 +22,17 @@ pub enum FileState {
     Corrupt,
 }
 
+impl FileState {
+    /// The word users see.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileState::Verified => "verified",
+            FileState::Missing => "missing",
+            FileState::Corrupt => "corrupt",
+        }
+    }
+}
+
 /// One archived file of a layer, in lock order.
 #[derive(Debug, Clone, Serialize)]
 pub struct ArchivedFile {
@@ -189,7 +200,7 @@ pub fn plan(
                     "archive not ready: {} — run `stackpin fetch`",
                     missing
                         .iter()
-                        .map(|f| format!("{} {:?}", f.file, f.state).to_lowercase())
+                        .map(|f| format!("{} {}", f.file, f.state.as_str()))
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),

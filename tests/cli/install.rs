@@ -1,0 +1,269 @@
+//! `plan` and `install` on a fake host: fake installers served over loopback and archived with
+//! `stackpin fetch` as usual, a fake `nvidia-smi` whose driver state the fake driver installer
+//! changes (active only after the test "reboots"), a fake toolkit installer that writes a toolkit
+//! folder, and a library installer that writes a fake `torch` for the real `python3`.
+//! Every fake installer appends its layer to `order.log`, so the tests assert the real order.
+#![cfg(unix)]
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use crate::fakes::{DriverMode, FakeHost};
+use crate::server::TestServer;
+
+const DRIVER: &str = "595.71.05";
+
+/// A fake host with one GPU and no driver yet, a loopback server with the fake installers, and
+/// a fetched archive.
+struct Lab {
+    host: FakeHost,
+    _server: TestServer,
+    manifest: PathBuf,
+}
+
+fn order_log(host: &FakeHost) -> PathBuf {
+    host.root().join("order.log")
+}
+
+/// `sh {installer} …` scripts; each logs its layer and honours `fail-<layer>` marker files.
+fn driver_script(host: &FakeHost) -> String {
+    format!(
+        "#!/bin/sh\necho driver >> '{log}'\n[ -e '{root}/fail-driver' ] && {{ echo 'ERROR: An NVIDIA kernel module nvidia-drm appears to already be loaded in your kernel.' >&2; exit 1; }}\n\
+         # The new driver is on disk; the running module is the old one until the reboot.\n\
+         printf 'mode=mismatch\\ndriver={DRIVER}\\ncuda=12.8\\n' > '{state}'\n",
+        log = order_log(host).display(),
+        root = host.root().display(),
+        state = host.driver_state_file().display(),
+    )
+}
+
+fn toolkit_script(host: &FakeHost) -> String {
+    format!(
+        "#!/bin/sh\necho toolkit >> '{log}'\n[ -e '{root}/fail-toolkit' ] && {{ echo 'Installation failed. See log at /var/log/cuda-installer.log for details.' >&2; exit 1; }}\n\
+         for a in \"$@\"; do case \"$a\" in --toolkitpath=*) dir=\"${{a#--toolkitpath=}}\";; esac; done\n\
+         mkdir -p \"$dir/bin\"\nprintf '{{\"cuda\": {{\"name\": \"CUDA SDK\", \"version\": \"12.4.1\"}}}}' > \"$dir/version.json\"\n",
+        log = order_log(host).display(),
+        root = host.root().display(),
+    )
+}
+
+fn library_script(host: &FakeHost) -> String {
+    // Writes the fake torch the way `FakeHost::torch` does, but only when the installer runs.
+    let torch = format!(
+        "import types\n__version__ = '2.5.1+cu124'\nversion = types.SimpleNamespace(cuda='12.4')\n\
+         backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 90100))\n\
+         cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1, \
+         get_arch_list=lambda: ['sm_80', 'sm_86', 'sm_89', 'sm_90'], \
+         get_device_capability=lambda i=0: (8, 9), get_device_name=lambda i=0: 'NVIDIA L4')\n"
+    );
+    format!(
+        "#!/bin/sh\necho library >> '{log}'\nmkdir -p '{py}/torch'\ncat > '{py}/torch/__init__.py' <<'EOF'\n{torch}EOF\n",
+        log = order_log(host).display(),
+        py = host.python_path().display(),
+    )
+}
+
+impl Lab {
+    fn new() -> Self {
+        let host = FakeHost::new().gpu("NVIDIA L4", 23034, "8.9");
+        host.set_driver_state(DriverMode::NoDriver, "", "");
+        let server = TestServer::start();
+        server.file("NVIDIA-Linux-x86_64-595.71.05.run", driver_script(&host).as_bytes());
+        server.file("cuda_12.4.1_550.54.15_linux.run", toolkit_script(&host).as_bytes());
+        server.file("install-torch.sh", library_script(&host).as_bytes());
+        let toolkit_root = host.cuda_prefix().join("cuda-12.4");
+        let manifest = host.root().join("stack.yaml");
+        let text = format!(
+            "schema: 1\nname: fake-torch-stack\nos: linux\n\
+             driver:\n  version: \"{DRIVER}\"\n  installer:\n    url: {d}\n  run: [\"sh\", \"{{installer}}\", \"--silent\", \"--dkms\"]\n\
+             toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{root}\"\n  run: [\"sh\", \"{{installer}}\", \"--silent\", \"--toolkit\", \"--toolkitpath={{root}}\"]\n\
+             library:\n  name: torch\n  version: \"2.5.1\"\n  cuda: \"12.4\"\n  python: python3\n  installers:\n    - url: {l}\n  run: [\"sh\", \"{{installer}}\"]\n\
+             example:\n  run: [\"{{python}}\", \"{{examples}}/classify.py\", \"--batch-size\", \"{{batch}}\"]\n",
+            d = server.url("NVIDIA-Linux-x86_64-595.71.05.run"),
+            t = server.url("cuda_12.4.1_550.54.15_linux.run"),
+            l = server.url("install-torch.sh"),
+            root = toolkit_root.display(),
+        );
+        std::fs::write(&manifest, text).expect("manifest");
+        let lab = Self {
+            host,
+            _server: server,
+            manifest,
+        };
+        let fetched = lab.run(&["fetch"]);
+        assert!(fetched.status.success(), "fetch: {}", String::from_utf8_lossy(&fetched.stderr));
+        lab
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = self.host.stackpin(args.iter().copied().chain([self.manifest.to_str().expect("utf-8 path")]));
+        cmd.env("STACKPIN_ARCHIVE", self.host.root().join("installers"))
+            .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
+            .env("STACKPIN_RETRY_BASE_MS", "0");
+        cmd.output().expect("stackpin runs")
+    }
+
+    fn order(&self) -> Vec<String> {
+        std::fs::read_to_string(order_log(&self.host))
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    fn clear_order(&self) {
+        let _ = std::fs::remove_file(order_log(&self.host));
+    }
+
+    /// The machine restarts: the new driver's module is the one running now.
+    fn reboot(&self) {
+        self.host.set_driver_state(DriverMode::Ok, DRIVER, "12.8");
+    }
+
+    fn archived(&self, layer: &str, file: &str) -> PathBuf {
+        self.host
+            .root()
+            .join("installers/fake-torch-stack")
+            .join(layer)
+            .join(file)
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn plan_on_an_empty_host_lists_every_layer_in_order_and_runs_nothing() {
+    let lab = Lab::new();
+    let out = lab.run(&["plan"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let (d, t, l) = (
+        all.find("1. sh").expect("driver command"),
+        all.find("2. sh").expect("toolkit command"),
+        all.find("3. sh").expect("library command"),
+    );
+    assert!(d < t && t < l, "{all}");
+    assert!(all.contains("[NVIDIA-Linux-x86_64-595.71.05.run: verified]"), "{all}");
+    assert!(all.contains("reboot after the driver"), "{all}");
+    assert!(all.contains("the newest CUDA this driver can run") || all.contains("newest CUDA a driver can run"), "{all}");
+    assert!(lab.order().is_empty(), "plan must run nothing");
+}
+
+#[test]
+fn dry_run_runs_nothing() {
+    let lab = Lab::new();
+    let out = lab.run(&["install", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("dry run: nothing was run"));
+    assert!(lab.order().is_empty());
+}
+
+#[test]
+fn full_chain_in_order_with_a_reboot_after_the_driver() {
+    let lab = Lab::new();
+    let first = lab.run(&["install", "--yes"]);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    assert!(text(&first).contains("reboot, then run the same command again"), "{}", text(&first));
+    assert_eq!(lab.order(), ["driver"]);
+
+    // Running again before the reboot does not rerun the driver installer.
+    let again = lab.run(&["install", "--yes"]);
+    assert!(text(&again).contains("reboot"), "{}", text(&again));
+    assert_eq!(lab.order(), ["driver"]);
+
+    lab.reboot();
+    let second = lab.run(&["install", "--yes"]);
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second));
+    assert_eq!(lab.order(), ["driver", "toolkit", "library"]);
+    assert!(text(&second).contains("all three layers are in place"), "{}", text(&second));
+
+    lab.clear_order();
+    let third = lab.run(&["install", "--yes"]);
+    assert_eq!(third.status.code(), Some(0), "{}", text(&third));
+    assert!(lab.order().is_empty(), "a complete host runs nothing");
+    assert!(text(&third).contains("already in place"));
+}
+
+#[test]
+fn a_failing_toolkit_stops_the_chain_and_the_rerun_resumes_at_the_toolkit() {
+    let lab = Lab::new();
+    std::fs::write(lab.host.root().join("fail-toolkit"), "").expect("marker");
+    lab.run(&["install", "--yes"]);
+    lab.reboot();
+    let failed = lab.run(&["install", "--yes"]);
+    let all = text(&failed);
+    assert_eq!(failed.status.code(), Some(3), "{all}");
+    assert!(all.contains("toolkit"), "{all}");
+    assert!(all.contains("Installation failed"), "the last lines are shown: {all}");
+    assert!(all.contains("logs/toolkit-"), "the log path is shown: {all}");
+    assert_eq!(lab.order(), ["driver", "toolkit"]);
+
+    std::fs::remove_file(lab.host.root().join("fail-toolkit")).expect("unmark");
+    lab.clear_order();
+    let rerun = lab.run(&["install", "--yes"]);
+    assert_eq!(rerun.status.code(), Some(0), "{}", text(&rerun));
+    assert_eq!(lab.order(), ["toolkit", "library"]);
+    let state = std::fs::read_to_string(lab.host.root().join("installers/fake-torch-stack/state.yaml"))
+        .expect("state.yaml");
+    assert!(!state.contains("failed"), "{state}");
+}
+
+#[test]
+fn a_tampered_archived_installer_is_refused_and_never_executed() {
+    let lab = Lab::new();
+    lab.run(&["install", "--yes"]);
+    lab.reboot();
+    let toolkit = lab.archived("toolkit", "cuda_12.4.1_550.54.15_linux.run");
+    let mut perms = std::fs::metadata(&toolkit).expect("meta").permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&toolkit, perms).expect("writable");
+    std::fs::write(&toolkit, format!("#!/bin/sh\necho pwned >> '{}'\n", order_log(&lab.host).display()))
+        .expect("tamper");
+    lab.clear_order();
+    let out = lab.run(&["install", "--yes"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("refused"), "{all}");
+    assert!(lab.order().is_empty(), "the tampered file must never run: {:?}", lab.order());
+}
+
+#[test]
+fn force_reinstalls_one_layer_only() {
+    let lab = Lab::new();
+    lab.run(&["install", "--yes"]);
+    lab.reboot();
+    lab.run(&["install", "--yes"]);
+    lab.clear_order();
+    let out = lab.run(&["install", "--yes", "--force", "toolkit"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(lab.order(), ["toolkit"]);
+}
+
+#[test]
+fn plan_without_a_gpu_exits_0_and_explains_the_driver_layer() {
+    let lab = Lab::new();
+    lab.host.set_driver_state(DriverMode::NoDriver, "", "");
+    let out = lab.run(&["plan"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("no working NVIDIA driver"), "{all}");
+    assert!(all.contains("driver version: none running yet"), "{all}");
+}
+
+#[test]
+fn plan_json_has_every_layer_with_a_verdict() {
+    let lab = Lab::new();
+    let out = lab.run(&["plan", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let layers = doc["layers"].as_array().expect("layers");
+    let names: Vec<&str> = layers.iter().filter_map(|l| l["layer"].as_str()).collect();
+    assert_eq!(names, ["driver", "toolkit", "library"]);
+    assert!(layers.iter().all(|l| l["verdict"] == "to-install"), "{doc}");
+}
