@@ -7,7 +7,10 @@
 pub mod check;
 pub mod cli;
 pub mod compat;
+pub mod examples;
 pub mod fsutil;
 pub mod manifest;
 pub mod pin;
+pub mod prove;
+pub mod record;
 pub mod version;
