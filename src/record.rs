@@ -356,3 +356,231 @@ impl ProvenStack {
         Ok(record)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record as a GTX-class 5 GiB card would produce it for the guide's example.
+    fn sample() -> ProvenStack {
+        let mut env = CollectEnv::default();
+        for (k, v) in [
+            ("PyTorch version", "2.5.1+cu124"),
+            ("CUDA used to build PyTorch", "12.4"),
+            ("Nvidia driver version", "565.57.01"),
+            ("Python version", "3.11.7"),
+            ("cuDNN version", "90100"),
+            ("Extra fact", "kept"),
+        ] {
+            env.facts.insert(k.to_string(), v.to_string());
+        }
+        ProvenStack {
+            record: RECORD_SCHEMA,
+            stack: "torch-2.5.1-cu124-linux".into(),
+            proven_at: "2026-12-01T10:00:00Z".into(),
+            host: HostFacts {
+                hostname: "ws-01".into(),
+                os: "linux".into(),
+                os_version: Some("Ubuntu 24.04.1 LTS".into()),
+                kernel: Some("6.8.0-49-generic".into()),
+                cpu: None,
+            },
+            gpus: vec![GpuFacts {
+                index: 0,
+                name: "NVIDIA GeForce RTX 3050".into(),
+                vram_mib: 5120,
+                compute_capability: Some("8.6".into()),
+                driver: "565.57.01".into(),
+                driver_cuda: Some("12.7".into()),
+            }],
+            toolkit: ToolkitFacts {
+                version: "12.4.1".into(),
+                root: PathBuf::from("/usr/local/cuda-12.4"),
+                nvcc: Some("Cuda compilation tools, release 12.4, V12.4.131".into()),
+            },
+            library: LibraryFacts {
+                name: "torch".into(),
+                version: "2.5.1".into(),
+                cuda_build: Some("12.4".into()),
+                cudnn: Some("90100".into()),
+                architectures: vec!["sm_80".into(), "sm_86".into(), "sm_90".into()],
+            },
+            installers: vec![InstallerFact {
+                layer: "driver".into(),
+                file: "NVIDIA-Linux-x86_64-565.57.01.run".into(),
+                sha256: "a".repeat(64),
+                size: Some(383_000_000),
+            }],
+            example: ExampleRun {
+                argv: vec![
+                    "/opt/stackpin/venv/bin/python".into(),
+                    "examples/classify.py".into(),
+                    "--batch-size".into(),
+                    "64".into(),
+                ],
+                batch: 64,
+                gpu_index: 0,
+                duration_s: 41.5,
+                exit_code: 0,
+                samples_per_s: Some(410.25),
+                log: PathBuf::from("installers/torch/logs/example-64.log"),
+            },
+            peak: PeakVram {
+                outside_mib: Some(2560),
+                outside_source: MemorySource::PerProcess,
+                baseline_mib: Some(310),
+                framework_mib: Some(2304.0),
+                framework_counter: Some(FrameworkCounter::Reserved),
+                allocated_mib: Some(1890.5),
+                context_mib: Some(256.0),
+                authority: PeakAuthority::Outside,
+                mib: 2560.0,
+                notes: vec![],
+            },
+            per_sample_mib: 40.0,
+            line: VramLine {
+                share: 0.8,
+                mib: 4096.0,
+                vram_mib: 5120,
+            },
+            predictions: serde_json::json!([
+                {"batch": 96, "peak_mib": 3840.0, "percent": 75.0, "verdict": "fits"},
+                {"batch": 128, "peak_mib": 5120.0, "percent": 100.0, "verdict": "out_of_memory"}
+            ]),
+            largest_safe_batch: Some(96),
+            fit: Some(MeasuredFit {
+                fixed_mib: 300.0,
+                per_sample_mib: 34.375,
+                points: vec![(32, 1400.0), (64, 2500.0)],
+            }),
+            environment: env,
+        }
+    }
+
+    #[test]
+    fn a_record_reads_back_exactly_as_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(RECORD_FILE);
+        let record = sample();
+        record.write(&path).expect("written");
+        assert_eq!(ProvenStack::read(&path).expect("read back"), record);
+    }
+
+    #[test]
+    fn the_yaml_uses_the_documented_field_names() {
+        let yaml = sample().to_yaml().expect("encodes");
+        for key in [
+            "proven_at:",
+            "kernel:",
+            "compute_capability:",
+            "driver_cuda:",
+            "nvcc:",
+            "cuda_build:",
+            "architectures:",
+            "sha256:",
+            "argv:",
+            "samples_per_s:",
+            "log:",
+            "outside_mib: 2560",
+            "authority: outside",
+            "outside_source: per_process",
+            "per_sample_mib: 40",
+            "largest_safe_batch: 96",
+            "fixed_mib: 300",
+            "PyTorch version: 2.5.1+cu124",
+        ] {
+            assert!(yaml.contains(key), "missing `{key}` in\n{yaml}");
+        }
+    }
+
+    #[test]
+    fn a_record_without_a_fit_omits_it() {
+        let record = ProvenStack {
+            fit: None,
+            ..sample()
+        };
+        let yaml = record.to_yaml().expect("encodes");
+        assert!(!yaml.contains("fit:"));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(RECORD_FILE);
+        record.write(&path).expect("written");
+        assert_eq!(ProvenStack::read(&path).expect("read back").fit, None);
+    }
+
+    #[test]
+    fn a_record_of_another_schema_is_refused_with_what_to_do() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(RECORD_FILE);
+        let yaml = sample()
+            .to_yaml()
+            .expect("encodes")
+            .replacen("record: 1", "record: 9", 1);
+        std::fs::write(&path, yaml).expect("write");
+        let err = ProvenStack::read(&path).expect_err("schema 9");
+        assert!(matches!(err, RecordError::Schema { found: 9, .. }));
+        assert!(err.to_string().contains("prove again"), "{err}");
+    }
+
+    #[test]
+    fn a_damaged_record_names_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(RECORD_FILE);
+        std::fs::write(&path, "record: 1\nstack: [unclosed\n").expect("write");
+        let err = ProvenStack::read(&path).expect_err("damaged");
+        assert!(
+            err.to_string().contains(&path.display().to_string()),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn collect_env_text_follows_collect_envs_order() {
+        let text = sample().environment.to_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "PyTorch version: 2.5.1+cu124",
+                "CUDA used to build PyTorch: 12.4",
+                "Python version: 3.11.7",
+                "Nvidia driver version: 565.57.01",
+                "cuDNN version: 90100",
+                "Extra fact: kept",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_run_round_trips_and_never_touches_the_record() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let record_path = dir.path().join(RECORD_FILE);
+        sample().write(&record_path).expect("earlier record");
+        let before = std::fs::read(&record_path).expect("read");
+        let failed = FailedRun {
+            record: RECORD_SCHEMA,
+            stack: "torch-2.5.1-cu124-linux".into(),
+            failed_at: now_rfc3339(),
+            argv: vec!["python".into(), "classify.py".into()],
+            batch: 256,
+            exit_code: Some(1),
+            timed_out: false,
+            duration_s: 12.0,
+            log: PathBuf::from("logs/example-256.log"),
+            layer: Some("example".into()),
+            explanation: "CUDA out of memory at batch 256: lower the batch".into(),
+            peak_outside_mib: Some(5050),
+            last_lines: vec!["torch.OutOfMemoryError: CUDA out of memory.".into()],
+        };
+        let path = dir.path().join(FAILED_RUN_FILE);
+        failed.write(&path).expect("written");
+        assert_eq!(FailedRun::read(&path).expect("read back"), failed);
+        assert_eq!(std::fs::read(&record_path).expect("read"), before);
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        let now = now_rfc3339();
+        assert!(now.ends_with('Z'), "{now}");
+        assert!(now.parse::<jiff::Timestamp>().is_ok(), "{now}");
+    }
+}

@@ -373,3 +373,6 @@ fn choose_trace(mut state: State) -> MemoryTrace {
         notes: state.notes,
     }
 }
+
+#[cfg(all(test, unix))]
+mod tests;

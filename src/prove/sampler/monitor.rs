@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use super::SamplerError;
 
@@ -81,12 +82,19 @@ impl Monitor {
         let exited_early = self.child.try_wait().ok().flatten();
         let _ = self.child.kill();
         let _ = self.child.wait();
-        if let Some(reader) = self.stdout_reader.take() {
+        // One deadline for both readers, so a stuck pipe costs the grace once.
+        let deadline = Instant::now() + READER_GRACE;
+        if let Some(reader) = self
+            .stdout_reader
+            .take()
+            .and_then(|r| finished_by(r, deadline))
+        {
             let _ = reader.join();
         }
         let stderr = self
             .stderr_reader
             .take()
+            .and_then(|r| finished_by(r, deadline))
             .and_then(|r| r.join().ok())
             .unwrap_or_default();
         let status = exited_early.filter(|s| !s.success())?;
@@ -100,6 +108,21 @@ impl Monitor {
             self.program.display()
         ))
     }
+}
+
+/// How long a reader may take to see EOF after its child was killed.
+const READER_GRACE: Duration = Duration::from_secs(2);
+
+/// The reader, once it has finished; `None` (and the thread left to end on its own) when a
+/// grandchild the monitor started still holds the pipe open after the kill.
+fn finished_by<T>(reader: JoinHandle<T>, deadline: Instant) -> Option<JoinHandle<T>> {
+    while !reader.is_finished() {
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Some(reader)
 }
 
 fn tail(text: &str, max: usize) -> &str {
@@ -130,7 +153,7 @@ mod tests {
         let lines = Lines::default();
         let monitor = Monitor::spawn(
             Path::new("sh"),
-            &["-c".into(), "echo 1; echo 2; sleep 30".into()],
+            &["-c".into(), "echo 1; echo 2; exec sleep 30".into()],
             "test",
             collect(&lines),
         )
@@ -173,6 +196,27 @@ mod tests {
             .err()
             .expect("fails");
         assert!(err.to_string().contains("/nonexistent/nvidia-smi"), "{err}");
+    }
+
+    #[test]
+    fn stop_does_not_hang_on_a_grandchild_holding_the_pipe() {
+        use std::time::Duration;
+        // sh forks `sleep`, which inherits stdout and outlives the kill of sh.
+        let monitor = Monitor::spawn(
+            Path::new("sh"),
+            &["-c".into(), "echo 1; sleep 5; echo 2".into()],
+            "test",
+            |_| {},
+        )
+        .expect("sh runs");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let started = std::time::Instant::now();
+        monitor.stop();
+        assert!(
+            started.elapsed() < READER_GRACE + Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]
