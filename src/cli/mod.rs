@@ -6,8 +6,8 @@
 
 mod budget_cmd;
 mod check_cmd;
-mod host_cmd;
 mod diagnose_cmd;
+mod host_cmd;
 mod pin_cmd;
 mod vram_cmd;
 

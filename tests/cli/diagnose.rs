@@ -80,7 +80,9 @@ fn holdout_round2_never_names_a_wrong_layer_and_keeps_its_measured_accuracy() {
         "the hold-out set needs at least 12 messages"
     );
     let (right, total) = score("holdout.yaml");
-    assert!(right >= 9, "only {right}/{total} on the right layer");
+    // Since the round-2 extension it is a regression set: 12/13, r2-13 (TF factory noise)
+    // stays unknown on purpose.
+    assert!(right >= 12, "only {right}/{total} on the right layer");
     for case in &all {
         let got = diagnose::diagnose_or_unknown(&case.message);
         assert!(
@@ -92,6 +94,34 @@ fn holdout_round2_never_names_a_wrong_layer_and_keeps_its_measured_accuracy() {
         );
     }
 }
+
+#[test]
+fn holdout_round3_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
+    // Drawn after the round-2 extension (commit f4d6d5c) by the rule in the fixture's header
+    // and measured once with no catalogue change after: see README.md here for the number.
+    let all = cases("holdout-round3.yaml");
+    assert!(all.len() >= 18, "round 3 needs at least 18 messages");
+    let (right, total) = score("holdout-round3.yaml");
+    println!("round3 measured {right}/{total}");
+    assert!(
+        right >= ROUND3_FLOOR,
+        "only {right}/{total} on the right layer"
+    );
+    for case in &all {
+        let got = diagnose::diagnose_or_unknown(&case.message);
+        assert!(
+            got.layer == FailureLayer::Unknown || got.layer.as_str() == case.expected,
+            "{}: guessed {} for an {} failure",
+            case.id,
+            got.layer,
+            case.expected
+        );
+    }
+}
+
+/// Measured on round 3's first run: 8/18 (44%), 10 unknown, 0 wrong. Below 5 in 6: the floor
+/// keeps what was measured, it is not the target.
+const ROUND3_FLOOR: usize = 8;
 
 fn stackpin(args: &[&str], stdin: Option<&str>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_stackpin"));

@@ -190,6 +190,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         specificity: Specific,
         patterns: &[
             "driver version is insufficient for cuda runtime version",
+            "cuda driver version is insufficient",
             "cudaerrorinsufficientdriver",
         ],
         cause: "The driver is older than the minimum the CUDA runtime needs: the one-way rule \
@@ -289,6 +290,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         patterns: &[
             "no cuda-capable device is detected",
             "cuda_error_no_device",
+            "cudaerrornodevice",
             "no cuda gpus are available",
         ],
         cause: "CUDA sees no GPU: the GPU vanished from the driver's view, typically after a \
@@ -299,7 +301,8 @@ pub(super) const ENTRIES: &[Entry] = &[
                   to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected",
         source: "https://github.com/microsoft/WSL/issues/9272 ; \
                  https://github.com/tensorflow/tensorflow/issues/44869 ; \
-                 https://github.com/lllyasviel/Fooocus/issues/1189",
+                 https://github.com/lllyasviel/Fooocus/issues/1189 ; \
+                 https://github.com/NVIDIA/cuda-samples/issues/34 (cudaErrorNoDevice)",
     },
     Entry {
         id: "drv-kernel-driver-not-running",
@@ -446,5 +449,112 @@ pub(super) const ENTRIES: &[Entry] = &[
               toolkit the release notes name, and prove again.",
         example: "0x00007fffe958f5ca in ?? () from /usr/lib/x86_64-linux-gnu/libcuda.so.1",
         source: "https://github.com/pytorch/pytorch/issues/6449",
+    },
+    Entry {
+        id: "drv-cuinit-failed",
+        layer: Driver,
+        specificity: Specific,
+        patterns: &[
+            "failed call to cuinit",
+            "cuda_error_unknown",
+            "unexpected error from cudagetdevicecount",
+        ],
+        // Round 2 missed `cuInit: CUDA_ERROR_UNKNOWN`. cuInit and cudaGetDeviceCount are the
+        // first calls into the driver, so their failure is the driver's (device nodes missing
+        // for a non-root user, nvidia_uvm not loaded after a suspend, a forward-compatibility
+        // package on an unsupported GPU: "Error 804").
+        cause: "The CUDA driver failed to initialise (cuInit / cudaGetDeviceCount): the driver \
+                is half loaded (nvidia_uvm missing, /dev/nvidia* not accessible to this user) \
+                or does not match its user-space libraries.",
+        fix: "Check `nvidia-smi` works for this user and that /dev/nvidia-uvm exists (`sudo \
+              modprobe nvidia_uvm`); reboot after a driver update or a suspend; if it stays, \
+              reinstall the pinned driver from the archive (`stackpin repair MANIFEST`) and \
+              remove cuda-compat packages.",
+        example: "E tensorflow/stream_executor/cuda/cuda_driver.cc:318] failed call to cuInit: \
+                  CUDA_ERROR_UNKNOWN: unknown error",
+        source: "https://github.com/tensorflow/tensorflow/issues/32623 ; \
+                 https://github.com/PKU-YuanGroup/Video-LLaVA/issues/22 (cudaGetDeviceCount, \
+                 Error 804)",
+    },
+    Entry {
+        id: "drv-smi-no-devices",
+        layer: Driver,
+        specificity: Specific,
+        patterns: &["no devices were found", "rminitadapter failed"],
+        cause: "The NVIDIA driver is loaded but could not initialise the GPU: this driver \
+                release does not support the card, or the firmware settings hide it (Above 4G \
+                decoding / Resizable BAR off), or a passthrough VM hides it.",
+        fix: "Read the NVRM lines in `dmesg` (RmInitAdapter failed names the step): pin a \
+              driver release that lists this card, enable Above 4G decoding in the BIOS, and \
+              reinstall from the archive. If dmesg says the GPU fell off the bus, it is \
+              hardware.",
+        example: "No devices were found",
+        source: "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/862 ; \
+                 https://github.com/JackHack96/dell-xps-9570-ubuntu-respin/issues/125",
+    },
+    Entry {
+        id: "drv-secure-boot-rejects-module",
+        layer: Driver,
+        specificity: Specific,
+        patterns: &[
+            "key was rejected by service",
+            "loading of module with unavailable key is rejected",
+            "required key not available",
+        ],
+        cause: "Secure Boot refused to load the unsigned NVIDIA kernel module.",
+        fix: "Either disable Secure Boot in the firmware, or sign the module: reinstall the \
+              archived driver with DKMS module signing and enrol the key with `mokutil \
+              --import`, reboot and confirm the key in the MOK manager, then prove again.",
+        example: "modprobe: ERROR: could not insert 'xpad': Key was rejected by service",
+        source: "https://github.com/paroj/xpad/issues/312 ; \
+                 https://github.com/JafarAkhondali/acer-predator-turbo-and-rgb-keyboard-linux-module/issues/113",
+    },
+    Entry {
+        id: "drv-module-compiler-mismatch",
+        layer: Driver,
+        specificity: Specific,
+        patterns: &[
+            "failed cc version check",
+            "cc version check failed",
+            "compiler version check failed",
+        ],
+        cause: "The NVIDIA kernel module is being built with another gcc than the one that \
+                built the running kernel, and the installer's compiler check stopped.",
+        fix: "Install the gcc the kernel was built with (the version /proc/version names) and \
+              point CC at it, or update the kernel and its headers together so they match; \
+              then run the archived driver installer again. Avoid IGNORE_CC_MISMATCH.",
+        example: "*** Failed CC version check. Bailing out! ***",
+        source: "https://github.com/GoogleCloudPlatform/compute-gpu-installation/issues/15 ; \
+                 https://github.com/Bumblebee-Project/Bumblebee/issues/712",
+    },
+    Entry {
+        id: "drv-inst-windows-failed",
+        layer: Driver,
+        specificity: Generic,
+        patterns: &["nvidia installer failed", "graphics driver: failed"],
+        cause: "The Windows NVIDIA driver installer failed; its own log names the component.",
+        fix: "Run the archived driver installer again with a clean install (`-s -clean \
+              -noreboot`), read %ProgramData%\\NVIDIA Corporation\\Installer2 logs for the \
+              first failed component, and check the package fits this card and Windows build.",
+        example: "NVIDIA Installer Failed",
+        source: "https://github.com/sk1080/nvidia-kvm-patcher/issues/47",
+    },
+    Entry {
+        id: "drv-wsl-libcuda-not-symlink",
+        layer: Driver,
+        specificity: Generic,
+        patterns: &["libcuda.so.1 is not a symbolic link"],
+        // ldconfig prints this on every package install in WSL: the Windows driver mounts
+        // copies instead of links. Harmless on its own, so it only wins when nothing specific
+        // matched.
+        cause: "WSL's driver libraries in /usr/lib/wsl/lib (from the Windows NVIDIA driver) are \
+                copies, not symbolic links; ldconfig warns. Harmless unless libcuda fails to \
+                load.",
+        fix: "Nothing to install inside WSL (never a Linux driver there). If CUDA really fails, \
+              update the Windows NVIDIA driver and add /usr/lib/wsl/lib to LD_LIBRARY_PATH; \
+              the warning alone needs no action.",
+        example: "ldconfig: /usr/lib/wsl/lib/libcuda.so.1 is not a symbolic link",
+        source: "https://github.com/microsoft/WSL/issues/5548 ; \
+                 https://github.com/microsoft/WSL/issues/11229",
     },
 ];

@@ -52,13 +52,29 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "lib-rocm-build-on-nvidia",
         layer: Library,
         specificity: Specific,
-        patterns: &["no hip gpus are available", "hiperrornodevice"],
+        patterns: &[
+            "no hip gpus are available",
+            "hiperrornodevice",
+            "hiperrornobinaryforgpu",
+            "0+rocm",
+            "1+rocm",
+            "2+rocm",
+            "3+rocm",
+            "4+rocm",
+            "5+rocm",
+            "6+rocm",
+            "7+rocm",
+            "8+rocm",
+            "9+rocm",
+        ],
         cause: "A ROCm (AMD) build of the library is installed, so it looks for AMD GPUs; on an \
                 NVIDIA machine the CUDA wheel is needed.",
         fix: "Uninstall the +rocm wheels and install the +cuXYZ builds from the CUDA index the \
               manifest pins; never mix rocm and cu wheels of torch/torchvision/torchaudio.",
         example: "RuntimeError: No HIP GPUs are available",
-        source: "https://github.com/modal-labs/modal-examples/issues/681",
+        source: "https://github.com/modal-labs/modal-examples/issues/681 ; \
+                 https://github.com/easydiffusion/easydiffusion/issues/1477 \
+                 (hipErrorNoBinaryForGpu on an RTX 3050)",
     },
     Entry {
         id: "lib-python-version-no-wheel",
@@ -121,7 +137,12 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "lib-nccl-system-error",
         layer: Library,
         specificity: Specific,
-        patterns: &["unhandled system error"],
+        patterns: &[
+            "unhandled system error",
+            "unhandled cuda error",
+            "ncclsystemerror",
+            "ncclunhandledcudaerror",
+        ],
         cause: "NCCL failed a system call: most often too little shared memory (/dev/shm) in a \
                 container, or a network interface it cannot use.",
         fix: "Run containers with --ipc=host (or a larger --shm-size); rerun with NCCL_DEBUG=INFO \
@@ -168,5 +189,82 @@ pub(super) const ENTRIES: &[Entry] = &[
         example: ">>> from segmentation_models_pytorch import utils\nSegmentation fault (core \
                   dumped)",
         source: "https://github.com/qubvel-org/segmentation_models.pytorch/issues/904",
+    },
+    Entry {
+        id: "lib-cpu-build-version",
+        layer: Library,
+        specificity: Generic,
+        // A version ending in `+cpu` names the CPU-only wheel. Generic because environment
+        // dumps (`collect_env`) paste it into unrelated reports, and on non-NVIDIA
+        // accelerators (Ascend) the CPU wheel is correct; a specific cause in the same log wins.
+        patterns: &[
+            "0+cpu", "1+cpu", "2+cpu", "3+cpu", "4+cpu", "5+cpu", "6+cpu", "7+cpu", "8+cpu",
+            "9+cpu",
+        ],
+        cause: "The CPU-only build of the library is installed (its version ends in +cpu), so \
+                torch.cuda.is_available() is False whatever the driver and toolkit.",
+        fix: "Reinstall from the CUDA wheel index the manifest pins (library.pip.index_url, \
+              e.g. .../whl/cu124) with the exact `+cuXYZ` versions, then check \
+              `torch.version.cuda` is not None.",
+        example: "PyTorch version: 2.5.1+cpu",
+        source: "https://github.com/vllm-project/vllm-ascend/issues/616",
+    },
+    Entry {
+        id: "lib-gpu-kernel-fault-xid",
+        layer: Library,
+        specificity: Specific,
+        patterns: &[
+            "xid*: 13,",
+            "xid*: 31,",
+            "xid*: 43,",
+            "graphics sm warp exception",
+            "mmu fault",
+        ],
+        cause: "The kernel log records a GPU exception raised by a running program (Xid 13 \
+                graphics/SM exception, Xid 31 MMU fault, Xid 43 GPU stopped processing): a \
+                kernel of the library or a custom op faulted, not the stack beneath it.",
+        fix: "Rerun with CUDA_LAUNCH_BLOCKING=1 (or under compute-sanitizer) to find the kernel; \
+              rebuild custom extensions against the pinned toolkit. If the same Xid repeats on \
+              one GPU with known-good programs, test the card (hardware).",
+        example: "NVRM: Xid (PCI:0000:41:00): 13, Graphics SM Warp Exception on (GPC 1, TPC 0, \
+                  SM 0): Illegal Instruction Encoding",
+        source: "https://github.com/3dem/relion/issues/436 ; \
+                 https://github.com/NVIDIA/NVSentinel/issues/271 (Xid 31: check the app)",
+    },
+    Entry {
+        id: "lib-sanitizer-invalid-access",
+        layer: Library,
+        specificity: Specific,
+        // Round 2 missed cuda-memcheck output; compute-sanitizer (its successor) prints the
+        // same lines.
+        patterns: &[
+            "invalid __global__ read",
+            "invalid __global__ write",
+            "invalid __shared__ read",
+            "invalid __shared__ write",
+            "invalid __local__ read",
+            "invalid __local__ write",
+        ],
+        cause: "compute-sanitizer / cuda-memcheck caught a GPU kernel reading or writing outside \
+                its memory: a bug in the library, a custom op, or its input sizes.",
+        fix: "The `at ...` line under the error names the kernel: fix or update that library or \
+              op (or its input shapes); the driver and toolkit are not the cause.",
+        example: "========= Invalid __global__ write of size 8 bytes",
+        source: "https://github.com/ORNL/HeCBench/issues/131 ; \
+                 https://github.com/NVIDIA/cuCollections/issues/539",
+    },
+    Entry {
+        id: "lib-nccl-warn",
+        layer: Library,
+        specificity: Generic,
+        patterns: &["nccl warn"],
+        cause: "NCCL (the library's multi-GPU communication) reported a failure; the rest of \
+                the line names the call.",
+        fix: "Rerun with NCCL_DEBUG=INFO; check CUDA_VISIBLE_DEVICES and the ranks-per-node \
+              match the GPUs, containers run with --ipc=host, and every rank uses the same \
+              NCCL. For one GPU the example needs no NCCL.",
+        example: "transport/p2p.cc:275 NCCL WARN Cuda failure 101 'invalid device ordinal'",
+        source: "https://github.com/NVIDIA/nccl/issues/1948 ; \
+                 https://github.com/NVIDIA/nccl/issues/932",
     },
 ];

@@ -90,12 +90,18 @@ pub(super) const HARDWARE: &[Entry] = &[
         id: "hw-ecc-uncorrectable",
         layer: Hardware,
         specificity: Specific,
-        patterns: &["uncorrectable ecc error", "cuda_error_ecc_uncorrectable"],
+        patterns: &[
+            "uncorrectable ecc error",
+            "cuda_error_ecc_uncorrectable",
+            "xid*: 48,",
+            "double bit error (dbe)",
+        ],
         cause: "The GPU's memory reported an uncorrectable ECC error: a hardware fault.",
         fix: "Reboot (or reset the GPU) and prove again; if it returns, run the vendor memory \
               test and replace the card. No reinstall fixes it.",
         example: "RuntimeError: CUDA error: uncorrectable ECC error encountered",
-        source: "https://github.com/vllm-project/vllm/issues/5222",
+        source: "https://github.com/vllm-project/vllm/issues/5222 ; \
+                 https://github.com/NVIDIA/gpu-operator/issues/1146 (Xid 48, DBE)",
     },
     Entry {
         id: "hw-gpu-lost",

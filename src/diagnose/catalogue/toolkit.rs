@@ -19,6 +19,7 @@ pub(super) const ENTRIES: &[Entry] = &[
             "could not load dynamic library 'libcudart",
             "could not load dynamic library 'cudart64_",
             "cudart64_*.dll not found",
+            "could not locate cudart64_",
         ],
         cause: "The library cannot load its CUDA runtime (cudart): the toolkit it was built for \
                 is not installed or not on the library path.",
@@ -62,16 +63,51 @@ pub(super) const ENTRIES: &[Entry] = &[
             "cublas64_*not found",
             "cublas64_*cannot be loaded",
             "cublaslt64_*not found",
+            // Round 2 missed cusolver64_11.dll: every CUDA library DLL (Windows `name64_NN.dll`)
+            // and shared object (Linux `libname.so.NN`) the toolkit ships is listed here.
+            "could not load dynamic library 'libcublaslt",
+            "could not load dynamic library 'libnvrtc",
+            "could not load dynamic library 'libnvjitlink",
+            "could not load dynamic library 'libnccl",
+            "could not load dynamic library 'cublaslt64_",
+            "could not load dynamic library 'cufft64_",
+            "could not load dynamic library 'curand64_",
+            "could not load dynamic library 'cusolver64_",
+            "could not load dynamic library 'cusolvermg64_",
+            "could not load dynamic library 'cusparse64_",
+            "could not load dynamic library 'nvrtc64_",
+            "could not load dynamic library 'nvjitlink",
+            "cufft64_*not found",
+            "curand64_*not found",
+            "cusolver64_*not found",
+            "cusparse64_*not found",
+            "nvrtc64_*not found",
+            "nvjitlink*.dll*not found",
+            "could not locate cublas",
+            "could not locate cufft",
+            "could not locate curand",
+            "could not locate cusolver",
+            "could not locate cusparse",
+            "could not locate nvrtc",
+            "libnvjitlink*cannot open shared object file",
+            // Not `libnccl-net.so`: NCCL logs that plugin's absence at INFO level, harmless.
+            "libnccl.so*cannot open shared object file",
+            "cannot find libnccl.so",
         ],
-        cause: "The library cannot load a CUDA math library (cuBLAS, cuFFT, ...) of the toolkit \
-                it was built for.",
+        cause: "The library cannot load a CUDA library of the toolkit it was built for (cuBLAS, \
+                cuBLASLt, cuFFT, cuRAND, cuSOLVER, cuSPARSE, NVRTC, nvJitLink or NCCL).",
         fix: INSTALL_NAMED_TOOLKIT,
         example: "W tensorflow/stream_executor/platform/default/dso_loader.cc:59] Could not load \
                   dynamic library 'libcublas.so.10'; dlerror: libcublas.so.10:cannot open shared \
                   object file: No such file or directory",
         source: "https://github.com/tensorflow/tensorflow/issues/44312 ; \
                  https://github.com/NVIDIA-AI-IOT/torch2trt/issues/785 ; \
-                 https://github.com/jianchang512/stt/issues/52",
+                 https://github.com/jianchang512/stt/issues/52 ; \
+                 https://github.com/tensorflow/tensorflow/issues/53054 (cusolver64_11.dll) ; \
+                 https://github.com/opendatalab/MinerU/issues/1907 (libnvJitLink.so.12) ; \
+                 https://github.com/NVIDIA/nccl-tests/issues/85 (libnccl.so.2) ; \
+                 https://github.com/hacksider/Deep-Live-Cam/issues/1063 (Could not locate \
+                 cublas64_10.dll)",
     },
     Entry {
         id: "tk-cudnn-not-loaded",
@@ -82,6 +118,10 @@ pub(super) const ENTRIES: &[Entry] = &[
             "please make sure libcudnn*is in your library path",
             "could not load dynamic library 'libcudnn",
             "could not load dynamic library 'cudnn64_",
+            "cudnn64_*not found",
+            "cudnn_*64_*.dll*not found",
+            "could not locate cudnn",
+            "libcudnn*cannot open shared object file",
         ],
         cause: "cuDNN is missing or the wrong major version: the library was built for a cuDNN \
                 that is not on the library path.",
@@ -90,7 +130,8 @@ pub(super) const ENTRIES: &[Entry] = &[
               path; do not mix cuDNN majors.",
         example: "Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: \
                   cannot open shared object file: No such file or directory",
-        source: "https://github.com/jhj0517/Whisper-WebUI/issues/294",
+        source: "https://github.com/jhj0517/Whisper-WebUI/issues/294 ; \
+                 https://github.com/theislab/scarches/issues/211 (libcudnn.so.8)",
     },
     Entry {
         id: "tk-cudnn-version-mismatch",
