@@ -127,6 +127,23 @@ pub fn substitute(argv: &[String], values: &BTreeMap<&str, String>) -> Result<Ve
 /// waiting, since an installer killed half-way is worse than one that finishes, and the chain
 /// checks its interrupt flag before the next step.
 pub fn run_step(step: &Step) -> Result<StepOutcome, RunnerError> {
+    start_step(step)?.wait()
+}
+
+/// A step whose child is running; its output is being drained into the log.
+pub struct RunningStep {
+    child: std::process::Child,
+    program: String,
+    log: Arc<Mutex<std::fs::File>>,
+    log_path: PathBuf,
+    tail: Arc<Mutex<VecDeque<String>>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+    started: Instant,
+    timeout: Duration,
+}
+
+/// Starts a step's child with its output drained into the log; [`RunningStep::wait`] ends it.
+pub fn start_step(step: &Step) -> Result<RunningStep, RunnerError> {
     let program = step.argv.first().ok_or(RunnerError::EmptyCommand)?.clone();
     if let Some(dir) = step.log.parent() {
         std::fs::create_dir_all(dir).map_err(|source| RunnerError::Log {
@@ -168,56 +185,92 @@ pub fn run_step(step: &Step) -> Result<StepOutcome, RunnerError> {
         std::thread::spawn(move || drain(pipe, &log, &tail))
     })
     .collect();
-
-    let deadline = started + step.timeout;
-    let mut timed_out = false;
-    let exit = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {}
-            Err(source) => {
-                return Err(RunnerError::Wait {
-                    program: program.clone(),
-                    source,
-                });
-            }
-        }
-        if Instant::now() >= deadline {
-            timed_out = true;
-            let _ = child.kill();
-            break child.wait().map_err(|source| RunnerError::Wait {
-                program: program.clone(),
-                source,
-            })?;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    for reader in readers {
-        let _ = reader.join();
-    }
-    let code = exit.code();
-    let status = match (timed_out, code) {
-        (true, _) => StepStatus::TimedOut,
-        (false, Some(c)) => status_for_exit_code(c),
-        (false, None) => StepStatus::Failed,
-    };
-    if let Ok(mut f) = log.lock() {
-        let _ = writeln!(
-            f,
-            "# exit: {}{}",
-            code.map_or("killed".to_string(), |c| c.to_string()),
-            if timed_out { " (timed out)" } else { "" }
-        );
-        let _ = f.sync_all();
-    }
-    let tail = tail.lock().map(|t| t.iter().cloned().collect()).unwrap_or_default();
-    Ok(StepOutcome {
-        status,
-        code,
+    Ok(RunningStep {
+        child,
+        program,
+        log,
+        log_path: step.log.clone(),
         tail,
-        log: step.log.clone(),
-        duration: started.elapsed(),
+        readers,
+        started,
+        timeout: step.timeout,
     })
+}
+
+impl RunningStep {
+    /// The child's process id (the root of the tree whose GPU memory is sampled).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Seconds since the child started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Waits for the child (killing it at its timeout), drains its output and writes the exit
+    /// line into the log. `tick` runs about every 20 ms while waiting (for a spinner).
+    pub fn wait_with(mut self, tick: &mut dyn FnMut(Duration)) -> Result<StepOutcome, RunnerError> {
+        let deadline = self.started + self.timeout;
+        let mut timed_out = false;
+        let exit = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) => {}
+                Err(source) => {
+                    return Err(RunnerError::Wait {
+                        program: self.program.clone(),
+                        source,
+                    });
+                }
+            }
+            if Instant::now() >= deadline {
+                timed_out = true;
+                let _ = self.child.kill();
+                break self.child.wait().map_err(|source| RunnerError::Wait {
+                    program: self.program.clone(),
+                    source,
+                })?;
+            }
+            tick(self.started.elapsed());
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        for reader in self.readers.drain(..) {
+            let _ = reader.join();
+        }
+        let code = exit.code();
+        let status = match (timed_out, code) {
+            (true, _) => StepStatus::TimedOut,
+            (false, Some(c)) => status_for_exit_code(c),
+            (false, None) => StepStatus::Failed,
+        };
+        if let Ok(mut f) = self.log.lock() {
+            let _ = writeln!(
+                f,
+                "# exit: {}{}",
+                code.map_or("killed".to_string(), |c| c.to_string()),
+                if timed_out { " (timed out)" } else { "" }
+            );
+            let _ = f.sync_all();
+        }
+        let tail = self
+            .tail
+            .lock()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default();
+        Ok(StepOutcome {
+            status,
+            code,
+            tail,
+            log: self.log_path.clone(),
+            duration: self.started.elapsed(),
+        })
+    }
+
+    /// Waits without a tick.
+    pub fn wait(self) -> Result<StepOutcome, RunnerError> {
+        self.wait_with(&mut |_| {})
+    }
 }
 
 fn drain(pipe: Box<dyn Read + Send>, log: &Mutex<std::fs::File>, tail: &Mutex<VecDeque<String>>) {
