@@ -4,6 +4,7 @@
 //! Data flows one way: [`manifest`] → [`compat`] checks → plan → archive → install → prove → record.
 //! The CLI layer ([`cli`]) is the only place that prints, draws progress bars or picks exit codes.
 
+pub mod archive;
 pub mod check;
 pub mod cli;
 pub mod compat;
