@@ -234,7 +234,9 @@ impl Downloader {
         progress: &dyn Progress,
         partial: &Path,
     ) -> Result<u64, AttemptError> {
-        let mut out = BufWriter::with_capacity(HASH_BUFFER, file);
+        // A modest buffer: large enough for few syscalls, small enough that a `kill -9` loses
+        // little of what arrived (the partial is what the next run resumes from).
+        let mut out = BufWriter::with_capacity(256 * 1024, file);
         let mut buf = vec![0u8; 256 * 1024];
         let mut written = 0u64;
         loop {
@@ -244,7 +246,12 @@ impl Downloader {
                 Err(e) => {
                     // Keep what arrived: flushed and synced, it is the next attempt's head start.
                     let _ = out.flush().map(|()| out.get_ref().sync_all());
-                    let reason = if e.kind() == std::io::ErrorKind::TimedOut {
+                    // reqwest wraps its timeout inside the io::Error it returns from read().
+                    let timed_out = e.kind() == std::io::ErrorKind::TimedOut
+                        || e.get_ref()
+                            .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
+                            .is_some_and(reqwest::Error::is_timeout);
+                    let reason = if timed_out {
                         format!("no data for {}s (stall timeout) after {written} bytes", self.timeouts.stall.as_secs())
                     } else {
                         format!("connection lost after {written} bytes: {}", chain(&e))

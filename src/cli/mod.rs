@@ -4,7 +4,10 @@
 //! the result into text or JSON. Exit codes (documented in README):
 //! 0 ok · 1 the check found a problem · 2 usage or input error · 3 an external step failed.
 
+mod audit_cmd;
+mod bundle_cmd;
 mod check_cmd;
+mod fetch_cmd;
 mod pin_cmd;
 
 use std::io::Write;
@@ -116,6 +119,18 @@ pub enum Command {
     /// Write a complete, checked manifest for a library release from the release data.
     #[command(after_help = pin_cmd::EXAMPLES)]
     Pin(pin_cmd::PinArgs),
+    /// Download every installer into the archive, verified, with a stack.lock.
+    #[command(after_help = fetch_cmd::EXAMPLES)]
+    Fetch(fetch_cmd::FetchArgs),
+    /// Re-hash archived installers against stack.lock and report each file.
+    #[command(after_help = audit_cmd::EXAMPLES)]
+    Audit(audit_cmd::AuditArgs),
+    /// Pack a stack's manifest, lock, installers and record into one zip.
+    #[command(after_help = bundle_cmd::EXAMPLES)]
+    Bundle(bundle_cmd::BundleArgs),
+    /// Unpack a bundle into the archive (refusing unsafe entries) and audit it.
+    #[command(after_help = bundle_cmd::EXAMPLES)]
+    Unbundle(bundle_cmd::UnbundleArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -124,6 +139,10 @@ pub fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Check(args) => check_cmd::run(args, &cli.global),
         Command::Pin(args) => pin_cmd::run(args, &cli.global),
+        Command::Fetch(args) => fetch_cmd::run(args, &cli.global),
+        Command::Audit(args) => audit_cmd::run(args, &cli.global),
+        Command::Bundle(args) => bundle_cmd::run_bundle(args, &cli.global),
+        Command::Unbundle(args) => bundle_cmd::run_unbundle(args, &cli.global),
     };
     match result {
         Ok(exit) => exit.into(),
