@@ -94,7 +94,9 @@ pub fn audit_stack(
     if let Some(m) = manifest {
         for layer in Layer::ORDER {
             for inst in m.installers(layer) {
-                let Some(name) = inst.file_name() else { continue };
+                let Some(name) = inst.file_name() else {
+                    continue;
+                };
                 let pin = inst.sha256.as_deref().map(str::to_ascii_lowercase);
                 match jobs.iter_mut().find(|j| j.layer == layer && j.file == name) {
                     // The manifest's pin is the stronger claim: a lock that disagrees is wrong.
@@ -257,8 +259,14 @@ mod tests {
         assert_eq!(status_of(&report, "toolkit/a.run"), FileStatus::Ok);
         assert_eq!(status_of(&report, "toolkit/b.run"), FileStatus::Corrupt);
         assert_eq!(status_of(&report, "toolkit/c.run"), FileStatus::Missing);
-        assert_eq!(status_of(&report, "driver/stray.run"), FileStatus::Unexpected);
-        assert_eq!(status_of(&report, "driver/d.run.partial"), FileStatus::Partial);
+        assert_eq!(
+            status_of(&report, "driver/stray.run"),
+            FileStatus::Unexpected
+        );
+        assert_eq!(
+            status_of(&report, "driver/d.run.partial"),
+            FileStatus::Partial
+        );
         assert!(!report.ok());
     }
 
@@ -273,7 +281,8 @@ mod tests {
     #[test]
     fn a_stack_without_a_lock_says_to_fetch_first() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let err = audit_stack(&StackDir::new(dir.path(), "s"), None, 1, &Silent).expect_err("no lock");
+        let err =
+            audit_stack(&StackDir::new(dir.path(), "s"), None, 1, &Silent).expect_err("no lock");
         assert!(err.to_string().contains("stackpin fetch"), "{err}");
     }
 }

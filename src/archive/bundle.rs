@@ -18,7 +18,12 @@ use super::{ArchiveError, Progress, StackDir};
 use crate::manifest::Layer;
 
 /// Files beside the layer folders that travel in a bundle.
-const STACK_FILES: [&str; 4] = ["manifest.yaml", "stack.lock", "proven-stack.yaml", "proven-stack.svg"];
+const STACK_FILES: [&str; 4] = [
+    "manifest.yaml",
+    "stack.lock",
+    "proven-stack.yaml",
+    "proven-stack.svg",
+];
 
 /// What went into a bundle.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -30,7 +35,11 @@ pub struct BundleSummary {
 
 /// Packs `stack` into `output`, verifying every installer against the lock as it is copied.
 /// The zip is written as `<output>.partial` and renamed only when complete.
-pub fn bundle(stack: &StackDir, output: &Path, progress: &dyn Progress) -> Result<BundleSummary, ArchiveError> {
+pub fn bundle(
+    stack: &StackDir,
+    output: &Path,
+    progress: &dyn Progress,
+) -> Result<BundleSummary, ArchiveError> {
     if !stack.lock_path().exists() {
         return Err(ArchiveError::NoLock {
             dir: stack.root().to_path_buf(),
@@ -53,10 +62,15 @@ pub fn bundle(stack: &StackDir, output: &Path, progress: &dyn Progress) -> Resul
         };
         for extra in STACK_FILES {
             let path = stack.root().join(extra);
-            let Ok(bytes) = std::fs::read(&path) else { continue };
-            let options = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
-            zip.start_file(format!("{name}/{extra}"), options).map_err(zip_err)?;
-            zip.write_all(&bytes).map_err(|e| ArchiveError::io("writing", &partial, e))?;
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let options =
+                SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
+            zip.start_file(format!("{name}/{extra}"), options)
+                .map_err(zip_err)?;
+            zip.write_all(&bytes)
+                .map_err(|e| ArchiveError::io("writing", &partial, e))?;
             summary.entries += 1;
         }
         for entry in &lock.files {
@@ -66,7 +80,8 @@ pub fn bundle(stack: &StackDir, output: &Path, progress: &dyn Progress) -> Resul
                 .compression_method(CompressionMethod::Stored)
                 .large_file(entry.size >= u64::from(u32::MAX))
                 .unix_permissions(0o444);
-            zip.start_file(format!("{name}/{label}"), options).map_err(zip_err)?;
+            zip.start_file(format!("{name}/{label}"), options)
+                .map_err(zip_err)?;
             let source = File::open(&path).map_err(|e| ArchiveError::io("reading", &path, e))?;
             progress.started(&label, Some(entry.size));
             let actual = copy_hashing(source, &mut zip, |n| progress.advanced(&label, n))
@@ -86,12 +101,14 @@ pub fn bundle(stack: &StackDir, output: &Path, progress: &dyn Progress) -> Resul
         let file = out
             .into_inner()
             .map_err(|e| ArchiveError::io("writing", &partial, e.into_error()))?;
-        file.sync_all().map_err(|e| ArchiveError::io("syncing", &partial, e))?;
+        file.sync_all()
+            .map_err(|e| ArchiveError::io("syncing", &partial, e))?;
         Ok(summary)
     })();
     match result {
         Ok(summary) => {
-            std::fs::rename(&partial, output).map_err(|e| ArchiveError::io("renaming into place", output, e))?;
+            std::fs::rename(&partial, output)
+                .map_err(|e| ArchiveError::io("renaming into place", output, e))?;
             Ok(summary)
         }
         Err(e) => {
@@ -102,7 +119,11 @@ pub fn bundle(stack: &StackDir, output: &Path, progress: &dyn Progress) -> Resul
 }
 
 /// Streams `source` into `sink`, returning the SHA-256 of what passed.
-fn copy_hashing(mut source: impl Read, sink: &mut impl Write, mut advanced: impl FnMut(u64)) -> std::io::Result<String> {
+fn copy_hashing(
+    mut source: impl Read,
+    sink: &mut impl Write,
+    mut advanced: impl FnMut(u64),
+) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; HASH_BUFFER];
     loop {
@@ -117,7 +138,11 @@ fn copy_hashing(mut source: impl Read, sink: &mut impl Write, mut advanced: impl
 }
 
 /// Where a bundle entry goes inside the stack folder, or why it is refused.
-fn entry_target(name: &str, is_symlink: bool, is_dir: bool) -> Result<Option<(String, PathBuf)>, &'static str> {
+fn entry_target(
+    name: &str,
+    is_symlink: bool,
+    is_dir: bool,
+) -> Result<Option<(String, PathBuf)>, &'static str> {
     if is_symlink {
         return Err("symbolic links are never unpacked");
     }
@@ -128,7 +153,10 @@ fn entry_target(name: &str, is_symlink: bool, is_dir: bool) -> Result<Option<(St
         return Err("it contains a backslash, which Windows reads as a folder separator");
     }
     let path = Path::new(name);
-    if path.components().any(|c| !matches!(c, Component::Normal(_))) {
+    if path
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_)))
+    {
         return Err("it escapes the target folder (`..`, `.` or a root)");
     }
     let parts: Vec<&str> = name.trim_end_matches('/').split('/').collect();
@@ -150,29 +178,38 @@ fn entry_target(name: &str, is_symlink: bool, is_dir: bool) -> Result<Option<(St
 }
 
 /// Unpacks a bundle into `<archive>/<stack>/`, then audits it; only a clean audit keeps it.
-pub fn unbundle(zip_path: &Path, archive: &Path, progress: &dyn Progress) -> Result<(StackDir, AuditReport), ArchiveError> {
+pub fn unbundle(
+    zip_path: &Path,
+    archive: &Path,
+    progress: &dyn Progress,
+) -> Result<(StackDir, AuditReport), ArchiveError> {
     let bad = |reason: String| ArchiveError::Bundle {
         path: zip_path.to_path_buf(),
         reason,
     };
     let file = File::open(zip_path).map_err(|e| ArchiveError::io("opening", zip_path, e))?;
-    let mut zip = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| bad(format!("not a readable zip: {e}")))?;
+    let mut zip = zip::ZipArchive::new(BufReader::new(file))
+        .map_err(|e| bad(format!("not a readable zip: {e}")))?;
     // First pass: judge every name before writing a single byte.
     let mut plan = Vec::new();
     let mut stack_name: Option<String> = None;
     for i in 0..zip.len() {
         let entry = zip.by_index(i).map_err(|e| bad(e.to_string()))?;
         let name = entry.name().map_err(|e| bad(e.to_string()))?.to_string();
-        let target = entry_target(&name, entry.is_symlink(), entry.is_dir()).map_err(|why| ArchiveError::UnsafeEntry {
-            path: zip_path.to_path_buf(),
-            entry: name.clone(),
-            why,
+        let target = entry_target(&name, entry.is_symlink(), entry.is_dir()).map_err(|why| {
+            ArchiveError::UnsafeEntry {
+                path: zip_path.to_path_buf(),
+                entry: name.clone(),
+                why,
+            }
         })?;
         let Some((stack, rel)) = target else { continue };
         match &stack_name {
             None => stack_name = Some(stack),
             Some(s) if *s != stack => {
-                return Err(bad(format!("holds two stacks (`{s}` and `{stack}`); a bundle holds one")));
+                return Err(bad(format!(
+                    "holds two stacks (`{s}` and `{stack}`); a bundle holds one"
+                )));
             }
             Some(_) => {}
         }
@@ -197,8 +234,10 @@ pub fn unbundle(zip_path: &Path, archive: &Path, progress: &dyn Progress) -> Res
         let mut entry = zip.by_index(*i).map_err(|e| bad(e.to_string()))?;
         let dest = staged.root().join(rel);
         let mut out = File::create(&dest).map_err(|e| ArchiveError::io("creating", &dest, e))?;
-        std::io::copy(&mut entry, &mut out).map_err(|e| ArchiveError::io("unpacking into", &dest, e))?;
-        out.sync_all().map_err(|e| ArchiveError::io("syncing", &dest, e))?;
+        std::io::copy(&mut entry, &mut out)
+            .map_err(|e| ArchiveError::io("unpacking into", &dest, e))?;
+        out.sync_all()
+            .map_err(|e| ArchiveError::io("syncing", &dest, e))?;
     }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let report = audit_stack(&staged, None, threads, progress)?;
@@ -209,7 +248,10 @@ pub fn unbundle(zip_path: &Path, archive: &Path, progress: &dyn Progress) -> Res
             .filter(|f| f.status.is_failure())
             .map(|f| format!("{} {:?}", f.path, f.status).to_lowercase())
             .collect();
-        return Err(bad(format!("failed its audit ({}); nothing was kept", failed.join(", "))));
+        return Err(bad(format!(
+            "failed its audit ({}); nothing was kept",
+            failed.join(", ")
+        )));
     }
     for (_, rel) in &plan {
         if rel.components().count() == 2 {
@@ -223,10 +265,14 @@ pub fn unbundle(zip_path: &Path, archive: &Path, progress: &dyn Progress) -> Res
         }
         let _ = std::fs::remove_file(target.root().join(".stackpin-busy"));
         std::fs::remove_dir(target.root()).map_err(|e| {
-            bad(format!("{} exists and is not empty ({e}); move it away first", target.root().display()))
+            bad(format!(
+                "{} exists and is not empty ({e}); move it away first",
+                target.root().display()
+            ))
         })?;
     }
-    std::fs::rename(staged.root(), target.root()).map_err(|e| ArchiveError::io("moving into place", target.root(), e))?;
+    std::fs::rename(staged.root(), target.root())
+        .map_err(|e| ArchiveError::io("moving into place", target.root(), e))?;
     let report = AuditReport {
         stack: target.root().to_path_buf(),
         ..report

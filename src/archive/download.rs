@@ -58,7 +58,8 @@ impl Default for RetryPolicy {
 
 /// True when following a redirect from `from` to `to` would drop from https to plain http.
 pub fn redirect_downgrades(from: &str, to: &str) -> bool {
-    from.to_ascii_lowercase().starts_with("https://") && to.to_ascii_lowercase().starts_with("http://")
+    from.to_ascii_lowercase().starts_with("https://")
+        && to.to_ascii_lowercase().starts_with("http://")
 }
 
 /// What one attempt ended with when it did not succeed.
@@ -104,7 +105,9 @@ impl Downloader {
                 .is_some_and(|from| redirect_downgrades(from.as_str(), attempt.url().as_str()));
             if downgrade {
                 let to = attempt.url().to_string();
-                attempt.error(format!("refused a redirect from https to plain http ({to})"))
+                attempt.error(format!(
+                    "refused a redirect from https to plain http ({to})"
+                ))
             } else if attempt.previous().len() >= 10 {
                 attempt.error("more than 10 redirects")
             } else {
@@ -155,7 +158,10 @@ impl Downloader {
                 });
             }
             let backoff = self.retry.base.saturating_mul(1 << (attempts - 1).min(16));
-            let wait = error.retry_after.unwrap_or(backoff).min(self.retry.max_wait);
+            let wait = error
+                .retry_after
+                .unwrap_or(backoff)
+                .min(self.retry.max_wait);
             progress.note(&format!(
                 "{label}: {}; retrying in {:.1}s (attempt {} of {})",
                 error.reason,
@@ -189,16 +195,20 @@ impl Downloader {
         }
         let response = request.send().map_err(|e| self.classify(&e))?;
         let status = response.status();
-        let resumed = have > 0 && status == StatusCode::PARTIAL_CONTENT && range_starts_at(&response, have);
+        let resumed =
+            have > 0 && status == StatusCode::PARTIAL_CONTENT && range_starts_at(&response, have);
         if !resumed {
-            if status == StatusCode::PARTIAL_CONTENT || status == StatusCode::RANGE_NOT_SATISFIABLE {
+            if status == StatusCode::PARTIAL_CONTENT || status == StatusCode::RANGE_NOT_SATISFIABLE
+            {
                 // A range we cannot use (wrong start, or the partial is stale): start over.
                 if have > 0 {
                     std::fs::remove_file(partial).map_err(|e| io("deleting", e))?;
                 }
                 return Err(AttemptError {
                     transient: true,
-                    reason: format!("the server could not resume (HTTP {status}); restarting from zero"),
+                    reason: format!(
+                        "the server could not resume (HTTP {status}); restarting from zero"
+                    ),
                     retry_after: Some(Duration::ZERO),
                 });
             }
@@ -252,7 +262,10 @@ impl Downloader {
                             .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
                             .is_some_and(reqwest::Error::is_timeout);
                     let reason = if timed_out {
-                        format!("no data for {}s (stall timeout) after {written} bytes", self.timeouts.stall.as_secs())
+                        format!(
+                            "no data for {}s (stall timeout) after {written} bytes",
+                            self.timeouts.stall.as_secs()
+                        )
                     } else {
                         format!("connection lost after {written} bytes: {}", chain(&e))
                     };
@@ -260,15 +273,14 @@ impl Downloader {
                 }
             };
             hasher.update(&buf[..n]);
-            out.write_all(&buf[..n]).map_err(|e| {
-                AttemptError::fatal(format!("writing {}: {e}", partial.display()))
-            })?;
+            out.write_all(&buf[..n])
+                .map_err(|e| AttemptError::fatal(format!("writing {}: {e}", partial.display())))?;
             written += n as u64;
             progress.advanced(label, n as u64);
         }
-        let file = out
-            .into_inner()
-            .map_err(|e| AttemptError::fatal(format!("writing {}: {}", partial.display(), e.error())))?;
+        let file = out.into_inner().map_err(|e| {
+            AttemptError::fatal(format!("writing {}: {}", partial.display(), e.error()))
+        })?;
         file.sync_all()
             .map_err(|e| AttemptError::fatal(format!("syncing {}: {e}", partial.display())))?;
         Ok(written)
@@ -363,7 +375,10 @@ mod tests {
 
     #[test]
     fn redirect_from_https_to_http_is_a_downgrade() {
-        assert!(redirect_downgrades("https://a.test/x.run", "http://a.test/x.run"));
+        assert!(redirect_downgrades(
+            "https://a.test/x.run",
+            "http://a.test/x.run"
+        ));
         assert!(redirect_downgrades("HTTPS://a.test/x", "Http://b.test/x"));
         assert!(!redirect_downgrades("https://a.test/x", "https://b.test/x"));
         assert!(!redirect_downgrades("http://a.test/x", "https://b.test/x"));
@@ -373,7 +388,7 @@ mod tests {
     #[test]
     fn errors_keep_their_causes_once() {
         let inner = std::io::Error::other("reset by peer");
-        let outer = std::io::Error::new(std::io::ErrorKind::Other, inner);
+        let outer = std::io::Error::other(inner);
         assert_eq!(chain(&outer), "reset by peer");
     }
 }

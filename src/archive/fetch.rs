@@ -270,7 +270,9 @@ impl Shared<'_> {
                 done
             }
             None => {
-                let result = self.downloader.download(&want.url, &partial, &label, self.progress);
+                let result = self
+                    .downloader
+                    .download(&want.url, &partial, &label, self.progress);
                 self.progress.finished(&label);
                 result?
             }
@@ -292,7 +294,13 @@ impl Shared<'_> {
         Ok(self.fetched(want, actual, size, outcome))
     }
 
-    fn fetched(&self, want: &Wanted, sha256: String, size: u64, outcome: FileOutcome) -> FetchedFile {
+    fn fetched(
+        &self,
+        want: &Wanted,
+        sha256: String,
+        size: u64,
+        outcome: FileOutcome,
+    ) -> FetchedFile {
         FetchedFile {
             layer: want.layer,
             file: want.file.clone(),
@@ -337,7 +345,13 @@ impl Shared<'_> {
         let existing: Vec<LockEntry> = self
             .lock
             .lock()
-            .map(|l| l.files.iter().filter(|e| e.url == source).cloned().collect())
+            .map(|l| {
+                l.files
+                    .iter()
+                    .filter(|e| e.url == source)
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default();
         let intact = !existing.is_empty()
             && existing
@@ -355,8 +369,10 @@ impl Shared<'_> {
                 })
                 .collect());
         }
-        self.progress
-            .note(&format!("library: pip download {}", target.requirements.join(" ")));
+        self.progress.note(&format!(
+            "library: pip download {}",
+            target.requirements.join(" ")
+        ));
         // pip writes into a scratch folder beside the layer; only hashed files move into place.
         let scratch = tempfile::Builder::new()
             .prefix(".pip-download-")
@@ -408,7 +424,8 @@ impl Shared<'_> {
                 FileOutcome::Downloaded
             };
             remove_file(&to)?;
-            std::fs::rename(&from, &to).map_err(|e| ArchiveError::io("renaming into place", &to, e))?;
+            std::fs::rename(&from, &to)
+                .map_err(|e| ArchiveError::io("renaming into place", &to, e))?;
             make_read_only(&to)?;
             let want = Wanted {
                 layer: Layer::Library,
@@ -453,7 +470,12 @@ mod tests {
     #[test]
     fn mirror_urls_follow_the_archive_layout() {
         assert_eq!(
-            mirror_url("http://lab:8000/", "s", Layer::Library, "torch-2.5.1+cu124.whl"),
+            mirror_url(
+                "http://lab:8000/",
+                "s",
+                Layer::Library,
+                "torch-2.5.1+cu124.whl"
+            ),
             "http://lab:8000/s/library/torch-2.5.1%2Bcu124.whl"
         );
     }

@@ -215,7 +215,9 @@ impl Lockfile {
 
     /// The entry for a layer's file.
     pub fn find(&self, layer: Layer, file: &str) -> Option<&LockEntry> {
-        self.files.iter().find(|e| e.layer == layer && e.file == file)
+        self.files
+            .iter()
+            .find(|e| e.layer == layer && e.file == file)
     }
 
     /// Adds or replaces the entry for the same layer and file, keeping lock order by layer.
@@ -301,8 +303,7 @@ pub(crate) fn make_read_only(path: &Path) -> Result<(), ArchiveError> {
         .map_err(|e| ArchiveError::io("reading permissions of", path, e))?
         .permissions();
     perms.set_readonly(true);
-    std::fs::set_permissions(path, perms)
-        .map_err(|e| ArchiveError::io("making read-only", path, e))
+    std::fs::set_permissions(path, perms).map_err(|e| ArchiveError::io("making read-only", path, e))
 }
 
 /// Deletes an archived file even when it is read-only (Windows refuses otherwise).
@@ -370,12 +371,18 @@ mod tests {
         // sha256("abc")
         let good = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
         let e = entry(Layer::Driver, "a.run", good);
-        assert!(matches!(verify_entry(&stack, &e), Err(ArchiveError::Missing { .. })));
+        assert!(matches!(
+            verify_entry(&stack, &e),
+            Err(ArchiveError::Missing { .. })
+        ));
         std::fs::write(&path, b"abc").expect("write");
         assert_eq!(verify_entry(&stack, &e).expect("ok"), path);
         remove_file(&path).expect("remove");
         std::fs::write(&path, b"abd").expect("write");
-        assert!(matches!(verify_entry(&stack, &e), Err(ArchiveError::Corrupt { .. })));
+        assert!(matches!(
+            verify_entry(&stack, &e),
+            Err(ArchiveError::Corrupt { .. })
+        ));
     }
 
     #[test]

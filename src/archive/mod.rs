@@ -96,11 +96,15 @@ pub enum ArchiveError {
         name: String,
         why: &'static str,
     },
-    #[error("{path}: not a valid stack.lock: {reason}; restore it from a bundle or delete it and fetch again")]
+    #[error(
+        "{path}: not a valid stack.lock: {reason}; restore it from a bundle or delete it and fetch again"
+    )]
     BadLock { path: PathBuf, reason: String },
     #[error("no stack.lock in {dir}; run `stackpin fetch MANIFEST` first")]
     NoLock { dir: PathBuf },
-    #[error("{layer}/{file} is missing from the archive ({path}); run `stackpin fetch` to fetch it again")]
+    #[error(
+        "{layer}/{file} is missing from the archive ({path}); run `stackpin fetch` to fetch it again"
+    )]
     Missing {
         layer: Layer,
         file: String,

@@ -68,7 +68,10 @@ impl PipTarget {
 
     /// What the lock records as these files' source.
     pub fn source(&self) -> String {
-        format!("pip:{}", self.index_url.as_deref().unwrap_or("default-index"))
+        format!(
+            "pip:{}",
+            self.index_url.as_deref().unwrap_or("default-index")
+        )
     }
 }
 
@@ -114,9 +117,15 @@ mod tests {
         assert!(text.contains("--only-binary=:all:"), "{text}");
         assert!(text.contains("--platform manylinux2014_x86_64"), "{text}");
         assert!(text.contains("--platform manylinux_2_28_x86_64"), "{text}");
-        assert!(text.contains("--python-version 3.11 --implementation cp"), "{text}");
+        assert!(
+            text.contains("--python-version 3.11 --implementation cp"),
+            "{text}"
+        );
         assert!(text.contains("-d /a/library"), "{text}");
-        assert!(text.ends_with("--index-url https://wheels.example.test/cu124 torch==2.5.1"), "{text}");
+        assert!(
+            text.ends_with("--index-url https://wheels.example.test/cu124 torch==2.5.1"),
+            "{text}"
+        );
     }
 
     #[test]

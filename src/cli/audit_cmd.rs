@@ -22,7 +22,11 @@ missing or corrupt (run `stackpin fetch MANIFEST` to repair), 2 when there is no
 #[derive(Debug, clap::Args)]
 pub struct AuditArgs {
     /// The manifest whose stack to audit (its pins are checked too).
-    #[arg(value_name = "MANIFEST", required_unless_present = "all", conflicts_with = "all")]
+    #[arg(
+        value_name = "MANIFEST",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
     pub manifest: Option<PathBuf>,
     /// Audit every stack in the archive.
     #[arg(long)]
@@ -50,7 +54,10 @@ pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
         targets.push((StackDir::new(&archive_dir, &m.name), Some(m)));
     } else {
         let entries = std::fs::read_dir(&archive_dir).map_err(|e| {
-            Failure::input(anyhow::Error::new(e).context(format!("listing the archive {}", archive_dir.display())))
+            Failure::input(
+                anyhow::Error::new(e)
+                    .context(format!("listing the archive {}", archive_dir.display())),
+            )
         })?;
         let mut dirs: Vec<PathBuf> = entries
             .filter_map(Result::ok)
@@ -70,10 +77,11 @@ pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
     let bars = Bars::new(global);
     let mut reports = Vec::new();
     for (stack, m) in &targets {
-        let report = archive::audit_stack(stack, m.as_ref(), threads, &bars).map_err(|e| match e {
-            archive::ArchiveError::NoLock { .. } => Failure::input(e),
-            e => failure(e),
-        })?;
+        let report =
+            archive::audit_stack(stack, m.as_ref(), threads, &bars).map_err(|e| match e {
+                archive::ArchiveError::NoLock { .. } => Failure::input(e),
+                e => failure(e),
+            })?;
         reports.push((stack.name(), report));
     }
     bars.clear();
@@ -81,7 +89,12 @@ pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
     if global.json {
         let files = reports
             .iter()
-            .flat_map(|(name, r)| r.files.iter().map(|f| JsonFile { stack: name.clone(), file: f }))
+            .flat_map(|(name, r)| {
+                r.files.iter().map(|f| JsonFile {
+                    stack: name.clone(),
+                    file: f,
+                })
+            })
             .collect();
         print_json(&JsonAudit { ok, files })?;
     } else {
@@ -107,8 +120,12 @@ fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {
                 f.expected.as_deref().unwrap_or("?"),
                 f.actual.as_deref().unwrap_or("?")
             ),
-            FileStatus::Partial => println!("           left by an interrupted download; `stackpin fetch` resumes it"),
-            FileStatus::Unexpected => println!("           not in stack.lock; remove it, or fetch a manifest that names it"),
+            FileStatus::Partial => {
+                println!("           left by an interrupted download; `stackpin fetch` resumes it")
+            }
+            FileStatus::Unexpected => println!(
+                "           not in stack.lock; remove it, or fetch a manifest that names it"
+            ),
             _ => {}
         }
     }
@@ -121,6 +138,10 @@ fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {
         count(FileStatus::Corrupt),
         count(FileStatus::Unexpected),
         count(FileStatus::Partial),
-        if failed > 0 { "; run `stackpin fetch MANIFEST` to fetch them again" } else { "" }
+        if failed > 0 {
+            "; run `stackpin fetch MANIFEST` to fetch them again"
+        } else {
+            ""
+        }
     );
 }

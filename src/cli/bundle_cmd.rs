@@ -67,7 +67,8 @@ struct JsonUnbundle<'a> {
 
 pub fn run_unbundle(args: &UnbundleArgs, global: &GlobalArgs) -> CmdResult {
     let bars = Bars::new(global);
-    let (stack, report) = archive::unbundle(&args.bundle, &global.archive_dir(), &bars).map_err(failure)?;
+    let (stack, report) =
+        archive::unbundle(&args.bundle, &global.archive_dir(), &bars).map_err(failure)?;
     bars.clear();
     if global.json {
         print_json(&JsonUnbundle {

@@ -12,7 +12,9 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::{self, ArchiveError, FetchConfig, FetchedFile, FileOutcome, Progress, RetryPolicy, Timeouts};
+use crate::archive::{
+    self, ArchiveError, FetchConfig, FetchedFile, FileOutcome, Progress, RetryPolicy, Timeouts,
+};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -38,19 +40,39 @@ pub struct FetchArgs {
     #[arg(long, value_name = "URL")]
     pub mirror: Option<String>,
     /// Seconds a connection may take to open.
-    #[arg(long, default_value_t = 15, env = "STACKPIN_CONNECT_SECS", value_name = "SECS")]
+    #[arg(
+        long,
+        default_value_t = 15,
+        env = "STACKPIN_CONNECT_SECS",
+        value_name = "SECS"
+    )]
     pub connect_timeout: u64,
     /// Seconds a server may send nothing before the attempt is dropped and retried.
-    #[arg(long, default_value_t = 30, env = "STACKPIN_STALL_SECS", value_name = "SECS")]
+    #[arg(
+        long,
+        default_value_t = 30,
+        env = "STACKPIN_STALL_SECS",
+        value_name = "SECS"
+    )]
     pub stall_timeout: u64,
     /// Attempts per file for transient failures (connect, timeout, 5xx, 429).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub attempts: u32,
     /// Milliseconds before the first retry, doubled each time (tests set 0).
-    #[arg(long, default_value_t = 500, env = "STACKPIN_RETRY_BASE_MS", hide = true)]
+    #[arg(
+        long,
+        default_value_t = 500,
+        env = "STACKPIN_RETRY_BASE_MS",
+        hide = true
+    )]
     pub retry_base_ms: u64,
     /// The fetch host's Python that runs `pip download` for pip libraries.
-    #[arg(long, default_value = "python3", env = "STACKPIN_PYTHON", value_name = "PROGRAM")]
+    #[arg(
+        long,
+        default_value = "python3",
+        env = "STACKPIN_PYTHON",
+        value_name = "PROGRAM"
+    )]
     pub python: String,
 }
 
@@ -65,7 +87,9 @@ struct JsonFetch<'a> {
 pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
     let manifest = super::check_cmd::require_valid(&args.manifest)?;
     let text = std::fs::read_to_string(&args.manifest).map_err(|e| {
-        Failure::input(anyhow::Error::new(e).context(format!("reading {}", args.manifest.display())))
+        Failure::input(
+            anyhow::Error::new(e).context(format!("reading {}", args.manifest.display())),
+        )
     })?;
     if manifest.library.pip.is_some() && manifest.library.python_version.is_none() {
         return Err(Failure::input(anyhow!(
@@ -120,7 +144,13 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
                 FileOutcome::Mirror => "mirror",
                 FileOutcome::Repaired => "repaired",
             };
-            println!("{what:<11} {}/{} ({}) sha256 {}", f.layer, f.file, size_text(f.size), f.sha256);
+            println!(
+                "{what:<11} {}/{} ({}) sha256 {}",
+                f.layer,
+                f.file,
+                size_text(f.size),
+                f.sha256
+            );
         }
         match exit {
             Exit::Ok => println!(
@@ -178,7 +208,9 @@ impl Bars {
         let multi = draw.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr()));
         let total = multi.as_ref().map(|m| {
             let bar = m.add(ProgressBar::new(0));
-            bar.set_style(style("total {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}"));
+            bar.set_style(style(
+                "total {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+            ));
             bar
         });
         Self {
@@ -206,9 +238,16 @@ fn style(template: &str) -> ProgressStyle {
 
 impl Progress for Bars {
     fn started(&self, file: &str, total: Option<u64>) {
-        let (Some(multi), Ok(mut bars)) = (&self.multi, self.bars.lock()) else { return };
-        let bar = multi.insert_before(self.total.as_ref().unwrap_or(&ProgressBar::hidden()), ProgressBar::new(total.unwrap_or(0)));
-        bar.set_style(style("{msg:40!} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}"));
+        let (Some(multi), Ok(mut bars)) = (&self.multi, self.bars.lock()) else {
+            return;
+        };
+        let bar = multi.insert_before(
+            self.total.as_ref().unwrap_or(&ProgressBar::hidden()),
+            ProgressBar::new(total.unwrap_or(0)),
+        );
+        bar.set_style(style(
+            "{msg:40!} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+        ));
         bar.set_message(file.to_string());
         if let (Some(t), Some(n)) = (&self.total, total) {
             t.inc_length(n);

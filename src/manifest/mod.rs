@@ -86,7 +86,10 @@ impl Installer {
 /// The last path segment of a URL, percent-decoded; `None` when there is none.
 pub fn file_name_from_url(url: &str) -> Option<String> {
     let without_fragment = url.split('#').next().unwrap_or(url);
-    let without_query = without_fragment.split('?').next().unwrap_or(without_fragment);
+    let without_query = without_fragment
+        .split('?')
+        .next()
+        .unwrap_or(without_fragment);
     let after_scheme = without_query
         .split_once("://")
         .map(|(_, rest)| rest)
@@ -125,7 +128,11 @@ pub struct DriverLayer {
     pub run: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_text")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_text"
+    )]
     pub timeout: Option<Duration>,
 }
 
@@ -143,7 +150,11 @@ pub struct ToolkitLayer {
     pub allow_bundled_driver: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_text")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_text"
+    )]
     pub timeout: Option<Duration>,
 }
 
@@ -177,7 +188,11 @@ pub struct LibraryLayer {
     pub run: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_text")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_text"
+    )]
     pub timeout: Option<Duration>,
 }
 
@@ -201,7 +216,11 @@ pub struct Example {
     pub run: Vec<String>,
     #[serde(default = "default_batch")]
     pub batch: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_text")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "duration_text"
+    )]
     pub timeout: Option<Duration>,
     /// Inference stacks: the p99 latency the line-side controller must meet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -345,7 +364,11 @@ pub mod duration_text {
                 's' => 1,
                 'm' => 60,
                 'h' => 3600,
-                _ => return Err(format!("`{text}` is not a duration; write it like 90s, 20m or 1h")),
+                _ => {
+                    return Err(format!(
+                        "`{text}` is not a duration; write it like 90s, 20m or 1h"
+                    ));
+                }
             };
             let n: u64 = number
                 .parse()

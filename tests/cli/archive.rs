@@ -19,7 +19,9 @@ fn sha(bytes: &[u8]) -> String {
 
 /// Deterministic, non-repeating-looking bytes.
 fn payload(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| ((i * 31 + i / 251) as u8).wrapping_add(seed)).collect()
+    (0..len)
+        .map(|i| ((i * 31 + i / 251) as u8).wrapping_add(seed))
+        .collect()
 }
 
 struct Ctx {
@@ -53,7 +55,10 @@ impl Ctx {
 
     /// Writes a manifest; `pins` gives each of driver, toolkit, library an optional sha256.
     fn manifest_with(&self, urls: [&str; 3], pins: [Option<&str>; 3]) -> PathBuf {
-        let pin = |p: Option<&str>| p.map(|p| format!("\n    sha256: \"{p}\"")).unwrap_or_default();
+        let pin = |p: Option<&str>| {
+            p.map(|p| format!("\n    sha256: \"{p}\""))
+                .unwrap_or_default()
+        };
         let text = format!(
             r#"schema: 1
 name: {STACK}
@@ -81,7 +86,7 @@ example:
   batch: 64
 "#,
             urls[0],
-            pin(pins[0]).replace("\n    ", "\n    "),
+            pin(pins[0]),
             urls[1],
             pin(pins[1]),
             urls[2],
@@ -147,7 +152,13 @@ impl Run {
     }
     #[track_caller]
     fn expect_code(&self, code: i32) -> &Self {
-        assert_eq!(self.code(), code, "stdout:\n{}\nstderr:\n{}", self.stdout(), self.stderr());
+        assert_eq!(
+            self.code(),
+            code,
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout(),
+            self.stderr()
+        );
         self
     }
 }
@@ -164,11 +175,28 @@ fn fetch_archives_every_layer_with_a_lock_and_audit_is_clean() {
     let ctx = Ctx::new();
     let run = ctx.fetch(&[]);
     run.expect_code(0);
-    assert!(run.stdout().contains("3 files archived and verified"), "{}", run.stdout());
-    for ((layer, name), body) in [("driver", DRIVER), ("toolkit", TOOLKIT), ("library", LIBRARY)].iter().zip(&ctx.bodies) {
+    assert!(
+        run.stdout().contains("3 files archived and verified"),
+        "{}",
+        run.stdout()
+    );
+    for ((layer, name), body) in [
+        ("driver", DRIVER),
+        ("toolkit", TOOLKIT),
+        ("library", LIBRARY),
+    ]
+    .iter()
+    .zip(&ctx.bodies)
+    {
         let path = ctx.file(layer, name);
         assert_eq!(std::fs::read(&path).expect("archived"), *body);
-        assert!(std::fs::metadata(&path).expect("meta").permissions().readonly(), "{name} read-only");
+        assert!(
+            std::fs::metadata(&path)
+                .expect("meta")
+                .permissions()
+                .readonly(),
+            "{name} read-only"
+        );
     }
     let lock = ctx.lock_text();
     for (name, body) in [DRIVER, TOOLKIT, LIBRARY].iter().zip(&ctx.bodies) {
@@ -200,17 +228,33 @@ fn a_cut_download_resumes_with_range_and_sends_fewer_bytes() {
     );
     let first = ctx.fetch(&["--attempts", "1"]);
     first.expect_code(3);
-    assert!(first.stderr().contains("after 1 attempt(s)"), "{}", first.stderr());
-    assert!(!ctx.file("toolkit", TOOLKIT).exists(), "nothing under the final name");
+    assert!(
+        first.stderr().contains("after 1 attempt(s)"),
+        "{}",
+        first.stderr()
+    );
+    assert!(
+        !ctx.file("toolkit", TOOLKIT).exists(),
+        "nothing under the final name"
+    );
     let partial = ctx.file("toolkit", &format!("{TOOLKIT}.partial"));
-    assert_eq!(std::fs::metadata(&partial).expect("partial kept").len(), 300_000);
+    assert_eq!(
+        std::fs::metadata(&partial).expect("partial kept").len(),
+        300_000
+    );
     ctx.fetch(&[]).expect_code(0);
     let hits = ctx.server.hits(TOOLKIT);
     assert_eq!(hits.len(), 2, "{hits:?}");
     assert_eq!(hits[1].range.as_deref(), Some("bytes=300000-"));
     assert_eq!(hits[1].status, 206);
-    assert!(hits[1].sent < hits[0].sent + 400_001 && hits[1].sent == 400_000, "{hits:?}");
-    assert_eq!(std::fs::read(ctx.file("toolkit", TOOLKIT)).expect("file"), ctx.bodies[1]);
+    assert!(
+        hits[1].sent < hits[0].sent + 400_001 && hits[1].sent == 400_000,
+        "{hits:?}"
+    );
+    assert_eq!(
+        std::fs::read(ctx.file("toolkit", TOOLKIT)).expect("file"),
+        ctx.bodies[1]
+    );
     assert!(!partial.exists());
     ctx.audit().expect_code(0);
 }
@@ -232,7 +276,10 @@ fn a_server_that_ignores_range_makes_the_download_restart_from_zero() {
     let hits = ctx.server.hits(TOOLKIT);
     assert_eq!(hits[1].range.as_deref(), Some("bytes=100000-"));
     assert_eq!((hits[1].status, hits[1].sent), (200, 700_000));
-    assert_eq!(std::fs::read(ctx.file("toolkit", TOOLKIT)).expect("file"), ctx.bodies[1]);
+    assert_eq!(
+        std::fs::read(ctx.file("toolkit", TOOLKIT)).expect("file"),
+        ctx.bodies[1]
+    );
     assert!(ctx.lock_text().contains(&sha(&ctx.bodies[1])));
 }
 
@@ -252,7 +299,10 @@ fn server_errors_are_retried_until_the_file_arrives() {
     assert!(run.stderr().contains("HTTP 500"), "{}", run.stderr());
     assert!(run.stderr().contains("attempt 3 of 5"), "{}", run.stderr());
     assert_eq!(ctx.server.hits(DRIVER).len(), 3);
-    assert_eq!(std::fs::read(ctx.file("driver", DRIVER)).expect("file"), ctx.bodies[0]);
+    assert_eq!(
+        std::fs::read(ctx.file("driver", DRIVER)).expect("file"),
+        ctx.bodies[0]
+    );
 }
 
 #[test]
@@ -270,7 +320,10 @@ fn too_many_requests_waits_for_retry_after() {
     let start = Instant::now();
     let run = ctx.fetch(&[]);
     run.expect_code(0);
-    assert!(start.elapsed() >= Duration::from_secs(1), "Retry-After honoured");
+    assert!(
+        start.elapsed() >= Duration::from_secs(1),
+        "Retry-After honoured"
+    );
     assert!(run.stderr().contains("429"), "{}", run.stderr());
 }
 
@@ -287,7 +340,11 @@ fn persistent_server_errors_end_with_the_number_of_attempts() {
     );
     let run = ctx.fetch(&["--attempts", "3"]);
     run.expect_code(3);
-    assert!(run.stderr().contains("failed after 3 attempt(s): HTTP 503"), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("failed after 3 attempt(s): HTTP 503"),
+        "{}",
+        run.stderr()
+    );
     assert!(!ctx.file("driver", DRIVER).exists());
     // The other layers still made it, and the lock records them.
     assert!(ctx.lock_text().contains(TOOLKIT));
@@ -298,15 +355,27 @@ fn persistent_server_errors_end_with_the_number_of_attempts() {
 fn not_found_is_a_clear_error_and_leaves_no_file() {
     let ctx = Ctx::new();
     let missing = ctx.server.url("gone/NVIDIA-Linux-x86_64-595.71.05.run");
-    let urls = [missing.as_str(), &ctx.server.url(TOOLKIT), &ctx.server.url(LIBRARY)];
+    let urls = [
+        missing.as_str(),
+        &ctx.server.url(TOOLKIT),
+        &ctx.server.url(LIBRARY),
+    ];
     let manifest = ctx.manifest_with(urls, [None, None, None]);
     let run = ctx.run(&["fetch", manifest.to_str().expect("utf-8")]);
     run.expect_code(3);
     assert!(run.stderr().contains("404"), "{}", run.stderr());
     assert!(run.stderr().contains(&missing), "{}", run.stderr());
-    assert!(run.stderr().contains("after 1 attempt(s)"), "404 is not retried: {}", run.stderr());
+    assert!(
+        run.stderr().contains("after 1 attempt(s)"),
+        "404 is not retried: {}",
+        run.stderr()
+    );
     let driver_dir = ctx.stack().join("driver");
-    assert_eq!(std::fs::read_dir(driver_dir).expect("dir").count(), 0, "no file, no partial");
+    assert_eq!(
+        std::fs::read_dir(driver_dir).expect("dir").count(),
+        0,
+        "no file, no partial"
+    );
 }
 
 #[test]
@@ -324,7 +393,11 @@ fn a_stalled_server_times_out_and_keeps_the_partial() {
     let run = ctx.fetch(&["--attempts", "2", "--stall-timeout", "1"]);
     run.expect_code(3);
     assert!(run.stderr().contains("stall timeout"), "{}", run.stderr());
-    assert!(run.stderr().contains("after 2 attempt(s)"), "{}", run.stderr());
+    assert!(
+        run.stderr().contains("after 2 attempt(s)"),
+        "{}",
+        run.stderr()
+    );
     assert!(!ctx.file("library", LIBRARY).exists());
     assert!(ctx.file("library", &format!("{LIBRARY}.partial")).exists());
 }
@@ -338,7 +411,10 @@ fn a_wrong_pinned_hash_leaves_nothing_under_the_final_name() {
     let run = ctx.run(&["fetch", manifest.to_str().expect("utf-8")]);
     run.expect_code(1);
     let err = run.stderr();
-    assert!(err.contains(&urls[0]) && err.contains(&wrong) && err.contains(&sha(&ctx.bodies[0])), "{err}");
+    assert!(
+        err.contains(&urls[0]) && err.contains(&wrong) && err.contains(&sha(&ctx.bodies[0])),
+        "{err}"
+    );
     let driver_dir = ctx.stack().join("driver");
     assert_eq!(std::fs::read_dir(driver_dir).expect("dir").count(), 0);
     assert!(!ctx.lock_text().contains(DRIVER));
@@ -355,8 +431,16 @@ fn a_changed_file_upstream_is_refused_and_the_lock_stays_as_it_was() {
     ctx.server.file(TOOLKIT, b"a different installer");
     let run = ctx.fetch(&[]);
     run.expect_code(1);
-    assert!(run.stderr().contains(&sha(&ctx.bodies[1])), "{}", run.stderr());
-    assert!(run.stderr().contains(&sha(b"a different installer")), "{}", run.stderr());
+    assert!(
+        run.stderr().contains(&sha(&ctx.bodies[1])),
+        "{}",
+        run.stderr()
+    );
+    assert!(
+        run.stderr().contains(&sha(b"a different installer")),
+        "{}",
+        run.stderr()
+    );
     assert!(!path.exists());
     assert_eq!(ctx.lock_text(), lock_before);
 }
@@ -370,7 +454,11 @@ fn a_pin_that_disagrees_with_the_lock_is_an_error_naming_both() {
     let manifest = ctx.manifest_with([&urls[0], &urls[1], &urls[2]], [None, Some(&other), None]);
     let run = ctx.run(&["fetch", manifest.to_str().expect("utf-8")]);
     run.expect_code(1);
-    assert!(run.stderr().contains(&other) && run.stderr().contains(&sha(&ctx.bodies[1])), "{}", run.stderr());
+    assert!(
+        run.stderr().contains(&other) && run.stderr().contains(&sha(&ctx.bodies[1])),
+        "{}",
+        run.stderr()
+    );
 }
 
 #[test]
@@ -401,7 +489,10 @@ fn redirects_are_followed_to_the_file() {
         },
     );
     ctx.fetch(&[]).expect_code(0);
-    assert_eq!(std::fs::read(ctx.file("driver", DRIVER)).expect("file"), ctx.bodies[0]);
+    assert_eq!(
+        std::fs::read(ctx.file("driver", DRIVER)).expect("file"),
+        ctx.bodies[0]
+    );
 }
 
 #[test]
@@ -409,7 +500,11 @@ fn unsafe_file_names_in_urls_are_refused_before_any_download() {
     let ctx = Ctx::new();
     for bad in ["x/..", "evil%2F..%2F..%2Fpwned.run", "x.run.partial"] {
         let url = ctx.server.url(bad);
-        let urls = [url.as_str(), &ctx.server.url(TOOLKIT), &ctx.server.url(LIBRARY)];
+        let urls = [
+            url.as_str(),
+            &ctx.server.url(TOOLKIT),
+            &ctx.server.url(LIBRARY),
+        ];
         let manifest = ctx.manifest_with(urls, [None, None, None]);
         let run = ctx.run(&["fetch", manifest.to_str().expect("utf-8")]);
         run.expect_code(1);
@@ -437,8 +532,16 @@ fn two_fetches_at_once_wait_for_each_other_and_download_once() {
     let second = ctx.command(&["fetch", m]).output().expect("second");
     let first = first.wait_with_output().expect("first");
     assert_eq!(first.status.code(), Some(0));
-    assert_eq!(second.status.code(), Some(0), "{}", String::from_utf8_lossy(&second.stderr));
-    assert!(String::from_utf8_lossy(&second.stderr).contains("waiting"), "the second says it waits");
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("waiting"),
+        "the second says it waits"
+    );
     assert_eq!(ctx.server.hits(TOOLKIT).len(), 1, "downloaded once");
     ctx.audit().expect_code(0);
 }
@@ -457,7 +560,12 @@ fn kill_9_mid_download_then_a_second_fetch_completes_and_audits_clean() {
     );
     let manifest = ctx.manifest();
     let mut child = ctx
-        .command(&["fetch", manifest.to_str().expect("utf-8"), "--stall-timeout", "60"])
+        .command(&[
+            "fetch",
+            manifest.to_str().expect("utf-8"),
+            "--stall-timeout",
+            "60",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -472,13 +580,18 @@ fn kill_9_mid_download_then_a_second_fetch_completes_and_audits_clean() {
     std::thread::sleep(Duration::from_millis(300));
     child.kill().expect("kill -9");
     child.wait().expect("reap");
-    let kept = std::fs::metadata(&partial).expect("partial survives kill -9").len();
+    let kept = std::fs::metadata(&partial)
+        .expect("partial survives kill -9")
+        .len();
     assert!(!ctx.file("toolkit", TOOLKIT).exists());
     ctx.fetch(&[]).expect_code(0);
     let hits = ctx.server.hits(TOOLKIT);
     let resumed = format!("bytes={kept}-");
     assert_eq!(hits.last().and_then(|h| h.range.clone()), Some(resumed));
-    assert_eq!(std::fs::read(ctx.file("toolkit", TOOLKIT)).expect("file"), ctx.bodies[1]);
+    assert_eq!(
+        std::fs::read(ctx.file("toolkit", TOOLKIT)).expect("file"),
+        ctx.bodies[1]
+    );
     ctx.audit().expect_code(0);
 }
 
@@ -499,10 +612,22 @@ fn audit_finds_a_flipped_byte_a_missing_file_and_a_stray_and_fetch_repairs_them(
     let run = ctx.audit();
     run.expect_code(1);
     let out = run.stdout();
-    assert!(out.contains(&format!("corrupt    {STACK}/driver/{DRIVER}")), "{out}");
-    assert!(out.contains(&sha(&ctx.bodies[0])) && out.contains(&sha(&bytes)), "{out}");
-    assert!(out.contains(&format!("missing    {STACK}/toolkit/{TOOLKIT}")), "{out}");
-    assert!(out.contains(&format!("unexpected {STACK}/library/stray.bin")), "{out}");
+    assert!(
+        out.contains(&format!("corrupt    {STACK}/driver/{DRIVER}")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&sha(&ctx.bodies[0])) && out.contains(&sha(&bytes)),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("missing    {STACK}/toolkit/{TOOLKIT}")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("unexpected {STACK}/library/stray.bin")),
+        "{out}"
+    );
 
     let manifest = ctx.dir.path().join("stack.yaml");
     let json = ctx.run(&["audit", manifest.to_str().expect("utf-8"), "--json"]);
@@ -510,7 +635,10 @@ fn audit_finds_a_flipped_byte_a_missing_file_and_a_stray_and_fetch_repairs_them(
     let doc: serde_json::Value = serde_json::from_str(&json.stdout()).expect("json");
     assert_eq!(doc["ok"], false);
     let files = doc["files"].as_array().expect("files");
-    let corrupt = files.iter().find(|f| f["status"] == "corrupt").expect("corrupt entry");
+    let corrupt = files
+        .iter()
+        .find(|f| f["status"] == "corrupt")
+        .expect("corrupt entry");
     assert_eq!(corrupt["layer"], "driver");
     assert_eq!(corrupt["expected"], sha(&ctx.bodies[0]));
     assert_eq!(corrupt["actual"], sha(&bytes));
@@ -521,7 +649,13 @@ fn audit_finds_a_flipped_byte_a_missing_file_and_a_stray_and_fetch_repairs_them(
     assert!(repair.stdout().contains("repaired"), "{}", repair.stdout());
     let after = ctx.audit();
     after.expect_code(0);
-    assert!(after.stdout().contains("3 ok, 0 missing, 0 corrupt, 1 unexpected"), "{}", after.stdout());
+    assert!(
+        after
+            .stdout()
+            .contains("3 ok, 0 missing, 0 corrupt, 1 unexpected"),
+        "{}",
+        after.stdout()
+    );
 }
 
 #[test]
@@ -530,29 +664,60 @@ fn bundle_then_unbundle_elsewhere_audits_clean() {
     ctx.fetch(&[]).expect_code(0);
     let zip = ctx.dir.path().join("stack.zip");
     let manifest = ctx.dir.path().join("stack.yaml");
-    ctx.run(&["bundle", manifest.to_str().expect("utf-8"), "-o", zip.to_str().expect("utf-8")])
-        .expect_code(0);
+    ctx.run(&[
+        "bundle",
+        manifest.to_str().expect("utf-8"),
+        "-o",
+        zip.to_str().expect("utf-8"),
+    ])
+    .expect_code(0);
     assert!(zip.is_file() && !ctx.dir.path().join("stack.zip.partial").exists());
     let elsewhere = ctx.dir.path().join("offline");
-    let run = ctx.run(&["unbundle", zip.to_str().expect("utf-8"), "--archive", elsewhere.to_str().expect("utf-8")]);
+    let run = ctx.run(&[
+        "unbundle",
+        zip.to_str().expect("utf-8"),
+        "--archive",
+        elsewhere.to_str().expect("utf-8"),
+    ]);
     run.expect_code(0);
     assert!(run.stdout().contains("audited"), "{}", run.stdout());
     let unpacked = elsewhere.join(STACK);
-    assert_eq!(std::fs::read(unpacked.join("driver").join(DRIVER)).expect("driver"), ctx.bodies[0]);
-    assert_eq!(std::fs::read_to_string(unpacked.join("stack.lock")).expect("lock"), ctx.lock_text());
-    ctx.run(&["audit", "--all", "--archive", elsewhere.to_str().expect("utf-8")]).expect_code(0);
+    assert_eq!(
+        std::fs::read(unpacked.join("driver").join(DRIVER)).expect("driver"),
+        ctx.bodies[0]
+    );
+    assert_eq!(
+        std::fs::read_to_string(unpacked.join("stack.lock")).expect("lock"),
+        ctx.lock_text()
+    );
+    ctx.run(&[
+        "audit",
+        "--all",
+        "--archive",
+        elsewhere.to_str().expect("utf-8"),
+    ])
+    .expect_code(0);
     // Installers are stored, not deflated.
     let mut archive = zip::ZipArchive::new(std::fs::File::open(&zip).expect("zip")).expect("zip");
-    let entry = archive.by_name(&format!("{STACK}/toolkit/{TOOLKIT}")).expect("entry");
+    let entry = archive
+        .by_name(&format!("{STACK}/toolkit/{TOOLKIT}"))
+        .expect("entry");
     assert_eq!(entry.compression(), zip::CompressionMethod::Stored);
 }
+
+/// Adds hostile entries to a bundle under construction.
+type EvilEntries = Box<dyn FnOnce(&mut zip::ZipWriter<std::fs::File>)>;
 
 fn evil_zip(path: &Path, build: impl FnOnce(&mut zip::ZipWriter<std::fs::File>)) {
     let mut writer = zip::ZipWriter::new(std::fs::File::create(path).expect("zip"));
     writer
-        .start_file(format!("{STACK}/stack.lock"), zip::write::SimpleFileOptions::default())
+        .start_file(
+            format!("{STACK}/stack.lock"),
+            zip::write::SimpleFileOptions::default(),
+        )
         .expect("entry");
-    std::io::Write::write_all(&mut writer, b"schema: 1\nstack: test-stack\nfiles: []\n").expect("write");
+    std::io::Write::write_all(&mut writer, b"schema: 1\nstack: test-stack\nfiles: []\n")
+        .expect("write");
     build(&mut writer);
     writer.finish().expect("finish");
 }
@@ -561,36 +726,58 @@ fn evil_zip(path: &Path, build: impl FnOnce(&mut zip::ZipWriter<std::fs::File>))
 fn zip_slip_absolute_paths_and_symlinks_are_refused() {
     let ctx = Ctx::new();
     let target = ctx.dir.path().join("target");
-    let cases: [(&str, Box<dyn FnOnce(&mut zip::ZipWriter<std::fs::File>)>); 3] = [
+    let cases: [(&str, EvilEntries); 3] = [
         (
             "escapes",
             Box::new(|w| {
-                w.start_file("test-stack/../../evil.txt", zip::write::SimpleFileOptions::default())
-                    .expect("entry");
+                w.start_file(
+                    "test-stack/../../evil.txt",
+                    zip::write::SimpleFileOptions::default(),
+                )
+                .expect("entry");
                 std::io::Write::write_all(w, b"pwned").expect("write");
             }),
         ),
         (
             "absolute",
             Box::new(|w| {
-                w.start_file("/tmp/stackpin-evil.txt", zip::write::SimpleFileOptions::default())
-                    .expect("entry");
+                w.start_file(
+                    "/tmp/stackpin-evil.txt",
+                    zip::write::SimpleFileOptions::default(),
+                )
+                .expect("entry");
             }),
         ),
         (
             "symbolic link",
             Box::new(|w| {
-                w.add_symlink("test-stack/driver/x.run", "/etc/passwd", zip::write::SimpleFileOptions::default())
-                    .expect("symlink");
+                w.add_symlink(
+                    "test-stack/driver/x.run",
+                    "/etc/passwd",
+                    zip::write::SimpleFileOptions::default(),
+                )
+                .expect("symlink");
             }),
         ),
     ];
     for (why, build) in cases {
-        let zip = ctx.dir.path().join(format!("evil-{}.zip", why.replace(' ', "-")));
+        let zip = ctx
+            .dir
+            .path()
+            .join(format!("evil-{}.zip", why.replace(' ', "-")));
         evil_zip(&zip, build);
-        let run = ctx.run(&["unbundle", zip.to_str().expect("utf-8"), "--archive", target.to_str().expect("utf-8")]);
+        let run = ctx.run(&[
+            "unbundle",
+            zip.to_str().expect("utf-8"),
+            "--archive",
+            target.to_str().expect("utf-8"),
+        ]);
         run.expect_code(1);
-        assert!(run.stderr().contains("refused") && run.stderr().contains(why), "{why}: {}", run.stderr());
+        assert!(
+            run.stderr().contains("refused") && run.stderr().contains(why),
+            "{why}: {}",
+            run.stderr()
+        );
         assert!(!target.join(STACK).exists(), "{why}: nothing unpacked");
     }
     assert!(!ctx.dir.path().join("evil.txt").exists());
@@ -604,14 +791,34 @@ fn the_mirror_is_tried_first_and_a_bad_mirror_copy_falls_back_to_the_original() 
     mirror.file(&format!("{STACK}/toolkit/{TOOLKIT}"), b"tampered");
     let urls = [DRIVER, TOOLKIT, LIBRARY].map(|n| ctx.server.url(n));
     let pins = ctx.bodies.each_ref().map(|b| sha(b));
-    let manifest = ctx.manifest_with([&urls[0], &urls[1], &urls[2]], [Some(&pins[0]), Some(&pins[1]), Some(&pins[2])]);
-    let run = ctx.run(&["fetch", manifest.to_str().expect("utf-8"), "--mirror", &mirror.url("")]);
+    let manifest = ctx.manifest_with(
+        [&urls[0], &urls[1], &urls[2]],
+        [Some(&pins[0]), Some(&pins[1]), Some(&pins[2])],
+    );
+    let run = ctx.run(&[
+        "fetch",
+        manifest.to_str().expect("utf-8"),
+        "--mirror",
+        &mirror.url(""),
+    ]);
     run.expect_code(0);
-    assert!(ctx.server.hits(DRIVER).is_empty(), "driver came from the mirror");
+    assert!(
+        ctx.server.hits(DRIVER).is_empty(),
+        "driver came from the mirror"
+    );
     assert_eq!(ctx.server.hits(TOOLKIT).len(), 1, "tampered copy fell back");
-    assert_eq!(ctx.server.hits(LIBRARY).len(), 1, "missing on the mirror fell back");
+    assert_eq!(
+        ctx.server.hits(LIBRARY).len(),
+        1,
+        "missing on the mirror fell back"
+    );
     assert!(run.stderr().contains("mirror"), "{}", run.stderr());
-    assert!(run.stdout().contains(&format!("mirror      driver/{DRIVER}")), "{}", run.stdout());
+    assert!(
+        run.stdout()
+            .contains(&format!("mirror      driver/{DRIVER}")),
+        "{}",
+        run.stdout()
+    );
     ctx.audit().expect_code(0);
 }
 
@@ -652,8 +859,10 @@ example:
         urls[0].replace(".run", ".exe"),
         urls[1].replace(".run", ".exe"),
     );
-    ctx.server.file(&DRIVER.replace(".run", ".exe"), &ctx.bodies[0]);
-    ctx.server.file(&TOOLKIT.replace(".run", ".exe"), &ctx.bodies[1]);
+    ctx.server
+        .file(&DRIVER.replace(".run", ".exe"), &ctx.bodies[0]);
+    ctx.server
+        .file(&TOOLKIT.replace(".run", ".exe"), &ctx.bodies[1]);
     let manifest = ctx.dir.path().join("stack.yaml");
     std::fs::write(&manifest, text).expect("manifest");
     let run = ctx.run(&["fetch", manifest.to_str().expect("utf-8")]);
@@ -665,7 +874,10 @@ example:
     assert!(wheel.is_file(), "{}", run.stdout());
     let bytes = std::fs::read(&wheel).expect("wheel");
     let lock = ctx.lock_text();
-    assert!(lock.contains("layer: library") && lock.contains(&sha(&bytes)), "{lock}");
+    assert!(
+        lock.contains("layer: library") && lock.contains(&sha(&bytes)),
+        "{lock}"
+    );
     assert!(lock.contains("pip:default-index"), "{lock}");
     ctx.audit().expect_code(0);
 }

@@ -74,7 +74,11 @@ impl TestServer {
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}/{}", self.port, path.trim_start_matches('/'))
+        format!(
+            "http://127.0.0.1:{}/{}",
+            self.port,
+            path.trim_start_matches('/')
+        )
     }
 
     pub fn route(&self, path: &str, route: Route) {
@@ -96,7 +100,12 @@ impl TestServer {
     pub fn hits(&self, path: &str) -> Vec<Hit> {
         let key = format!("/{}", path.trim_start_matches('/'));
         let state = self.state.lock().expect("state");
-        state.hits.iter().filter(|h| h.path == key).cloned().collect()
+        state
+            .hits
+            .iter()
+            .filter(|h| h.path == key)
+            .cloned()
+            .collect()
     }
 }
 
@@ -120,16 +129,26 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     // Decide the whole answer under the lock, then write without it.
     let (status, headers, body, cut, stall, throttle) = {
         let mut s = state.lock().expect("state");
-        let answer = match s.routes.get_mut(&path) {
+        match s.routes.get_mut(&path) {
             None => (404, String::new(), b"not found".to_vec(), None, None, None),
             Some(route) if !route.failures.is_empty() => {
                 let status = route.failures.remove(0);
-                let extra = route.retry_after.map(|r| format!("Retry-After: {r}\r\n")).unwrap_or_default();
+                let extra = route
+                    .retry_after
+                    .map(|r| format!("Retry-After: {r}\r\n"))
+                    .unwrap_or_default();
                 (status, extra, Vec::new(), None, None, None)
             }
             Some(route) if route.redirect.is_some() => {
                 let to = route.redirect.clone().unwrap_or_default();
-                (302, format!("Location: {to}\r\n"), Vec::new(), None, None, None)
+                (
+                    302,
+                    format!("Location: {to}\r\n"),
+                    Vec::new(),
+                    None,
+                    None,
+                    None,
+                )
             }
             Some(route) => {
                 let start = range
@@ -141,13 +160,22 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
                 if cut.is_some() {
                     route.cut_times -= 1;
                 }
-                let stall = (route.stall_times > 0).then_some(route.stall_after).flatten();
+                let stall = (route.stall_times > 0)
+                    .then_some(route.stall_after)
+                    .flatten();
                 if stall.is_some() {
                     route.stall_times -= 1;
                 }
                 let len = route.body.len();
                 match start {
-                    Some(n) if n >= len => (416, format!("Content-Range: bytes */{len}\r\n"), Vec::new(), None, None, None),
+                    Some(n) if n >= len => (
+                        416,
+                        format!("Content-Range: bytes */{len}\r\n"),
+                        Vec::new(),
+                        None,
+                        None,
+                        None,
+                    ),
                     Some(n) => (
                         206,
                         format!("Content-Range: bytes {n}-{}/{len}\r\n", len - 1),
@@ -156,11 +184,17 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
                         stall,
                         route.throttle,
                     ),
-                    None => (200, String::new(), route.body.clone(), cut, stall, route.throttle),
+                    None => (
+                        200,
+                        String::new(),
+                        route.body.clone(),
+                        cut,
+                        stall,
+                        route.throttle,
+                    ),
                 }
             }
-        };
-        answer
+        }
     };
     let mut out = stream;
     let reason = match status {
