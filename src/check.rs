@@ -19,10 +19,7 @@ pub struct Report {
 impl Report {
     /// Number of problems of a severity.
     pub fn count(&self, severity: Severity) -> usize {
-        self.problems
-            .iter()
-            .filter(|p| p.severity == severity)
-            .count()
+        self.problems.iter().filter(|p| p.severity == severity).count()
     }
 }
 
@@ -175,11 +172,7 @@ pub fn library_rules(m: &Manifest) -> Vec<Problem> {
             ),
         )),
     }
-    if !release
-        .versions
-        .iter()
-        .any(|v| v.same_release(&lib.version.public()))
-    {
+    if !release.versions.iter().any(|v| v.same_release(&lib.version.public())) {
         out.push(Problem::warning(
             "library.version",
             format!(

@@ -23,11 +23,7 @@ pub enum Os {
 impl Os {
     /// The OS this binary runs on (anything not Windows is treated as Linux).
     pub fn current() -> Os {
-        if cfg!(windows) {
-            Os::Windows
-        } else {
-            Os::Linux
-        }
+        if cfg!(windows) { Os::Windows } else { Os::Linux }
     }
 }
 
@@ -294,16 +290,8 @@ pub fn toolkit_installer_url(toolkit: &Version, os: Os) -> Option<String> {
     if v.major() < 11 {
         // 10.x lived under `<major.minor>/Prod/`, and 10.0's files carry no extension.
         let line = v.major_minor();
-        let ext = |e: &str| {
-            if line == "10.0" {
-                String::new()
-            } else {
-                e.to_string()
-            }
-        };
-        let base = format!(
-            "https://developer.download.nvidia.com/compute/cuda/{line}/Prod/local_installers"
-        );
+        let ext = |e: &str| if line == "10.0" { String::new() } else { e.to_string() };
+        let base = format!("https://developer.download.nvidia.com/compute/cuda/{line}/Prod/local_installers");
         return Some(match (os, &row.windows_driver) {
             (Os::Linux, _) => format!("{base}/cuda_{v}_{}_linux{}", row.linux_driver, ext(".run")),
             (Os::Windows, Some(d)) => format!("{base}/cuda_{v}_{d}_win10{}", ext(".exe")),
@@ -315,8 +303,7 @@ pub fn toolkit_installer_url(toolkit: &Version, os: Os) -> Option<String> {
         Os::Linux => Some(format!("{base}/cuda_{v}_{}_linux.run", row.linux_driver)),
         Os::Windows => {
             // Up to 11.4.3 / 11.5.0 the file was `_win10.exe`; 13.x carries no driver number.
-            let old_name =
-                *v <= Version::parse("11.5.0").ok()? && *v != Version::parse("11.4.4").ok()?;
+            let old_name = *v <= Version::parse("11.5.0").ok()? && *v != Version::parse("11.4.4").ok()?;
             let suffix = if old_name { "win10" } else { "windows" };
             Some(match &row.windows_driver {
                 Some(d) => format!("{base}/cuda_{v}_{d}_{suffix}.exe"),
@@ -411,10 +398,7 @@ impl LibraryRelease {
         match self.library.as_str() {
             // From 2.14 on, `tensorflow[and-cuda]` brings cuDNN and the CUDA libraries from pip;
             // the system toolkit stays pinned to the tested configuration for nvcc and XLA.
-            "tensorflow"
-                if self.release
-                    >= Version::parse("2.14").unwrap_or_else(|_| self.release.clone()) =>
-            {
+            "tensorflow" if self.release >= Version::parse("2.14").unwrap_or_else(|_| self.release.clone()) => {
                 format!("tensorflow[and-cuda]=={version}")
             }
             _ => format!("{}=={version}", self.library),
@@ -427,9 +411,7 @@ impl LibraryRelease {
 pub enum LibraryLookup {
     Known(LibraryRelease),
     /// The library is known but this release is not; `known` lists the releases that are.
-    UnknownRelease {
-        known: Vec<String>,
-    },
+    UnknownRelease { known: Vec<String> },
     UnknownLibrary,
 }
 
@@ -446,17 +428,9 @@ pub fn library_release(library: &str, version: &Version, os: Os) -> LibraryLooku
 fn torch_release(version: &Version) -> LibraryLookup {
     let data = &knowledge().pytorch;
     let line = version.major_minor();
-    let Some(row) = data
-        .releases
-        .iter()
-        .find(|r| r.release.major_minor() == line)
-    else {
+    let Some(row) = data.releases.iter().find(|r| r.release.major_minor() == line) else {
         return LibraryLookup::UnknownRelease {
-            known: data
-                .releases
-                .iter()
-                .map(|r| r.release.to_string())
-                .collect(),
+            known: data.releases.iter().map(|r| r.release.to_string()).collect(),
         };
     };
     let index_urls = row
@@ -601,23 +575,17 @@ mod tests {
             min_driver_for(&v("13.4.1"), Os::Linux),
             DriverRequirement::Branch { .. }
         ));
-        assert_eq!(
-            min_driver_for(&v("9.2"), Os::Linux),
-            DriverRequirement::Unknown
-        );
+        assert_eq!(min_driver_for(&v("9.2"), Os::Linux), DriverRequirement::Unknown);
     }
 
     #[test]
     fn every_release_row_from_10_0_to_13_2_is_present() {
         for line in [
-            "10.0", "10.1", "10.2", "11.0", "11.1", "11.2", "11.3", "11.4", "11.5", "11.6", "11.7",
-            "11.8", "12.0", "12.1", "12.2", "12.3", "12.4", "12.5", "12.6", "12.8", "12.9", "13.0",
-            "13.1", "13.2",
+            "10.0", "10.1", "10.2", "11.0", "11.1", "11.2", "11.3", "11.4", "11.5", "11.6",
+            "11.7", "11.8", "12.0", "12.1", "12.2", "12.3", "12.4", "12.5", "12.6", "12.8",
+            "12.9", "13.0", "13.1", "13.2",
         ] {
-            assert!(
-                !toolkit_releases(line).is_empty(),
-                "no rows for CUDA {line}"
-            );
+            assert!(!toolkit_releases(line).is_empty(), "no rows for CUDA {line}");
         }
         assert!(toolkit_releases("12.7").is_empty(), "there is no CUDA 12.7");
     }
@@ -676,21 +644,15 @@ mod tests {
     fn installer_urls_follow_nvidia_file_names() {
         assert_eq!(
             toolkit_installer_url(&v("12.4.1"), Os::Linux).as_deref(),
-            Some(
-                "https://developer.download.nvidia.com/compute/cuda/12.4.1/local_installers/cuda_12.4.1_550.54.15_linux.run"
-            )
+            Some("https://developer.download.nvidia.com/compute/cuda/12.4.1/local_installers/cuda_12.4.1_550.54.15_linux.run")
         );
         assert_eq!(
             toolkit_installer_url(&v("12.4.1"), Os::Windows).as_deref(),
-            Some(
-                "https://developer.download.nvidia.com/compute/cuda/12.4.1/local_installers/cuda_12.4.1_551.78_windows.exe"
-            )
+            Some("https://developer.download.nvidia.com/compute/cuda/12.4.1/local_installers/cuda_12.4.1_551.78_windows.exe")
         );
         assert_eq!(
             toolkit_installer_url(&v("13.0.2"), Os::Windows).as_deref(),
-            Some(
-                "https://developer.download.nvidia.com/compute/cuda/13.0.2/local_installers/cuda_13.0.2_windows.exe"
-            )
+            Some("https://developer.download.nvidia.com/compute/cuda/13.0.2/local_installers/cuda_13.0.2_windows.exe")
         );
         assert!(
             toolkit_installer_url(&v("11.4.3"), Os::Windows)

@@ -50,27 +50,21 @@ pub enum PinError {
         line: String,
         supported: String,
     },
-    #[error(
-        "CUDA {toolkit} is not in stackpin's release data, or NVIDIA's installer file name for it on {os} is unknown; known {line} releases: {known}"
-    )]
+    #[error("CUDA {toolkit} is not in stackpin's release data, or NVIDIA's installer file name for it on {os} is unknown; known {line} releases: {known}")]
     UnknownToolkit {
         toolkit: Version,
         os: Os,
         line: String,
         known: String,
     },
-    #[error(
-        "driver {driver} is below CUDA {toolkit}'s minimum {min} on {os}; give --driver {min} or newer"
-    )]
+    #[error("driver {driver} is below CUDA {toolkit}'s minimum {min} on {os}; give --driver {min} or newer")]
     DriverTooOld {
         driver: Version,
         toolkit: Version,
         min: Version,
         os: Os,
     },
-    #[error(
-        "stackpin knows no {os} driver that meets CUDA {line} (needs ≥ {min}); give --driver with a newer NVIDIA driver"
-    )]
+    #[error("stackpin knows no {os} driver that meets CUDA {line} (needs ≥ {min}); give --driver with a newer NVIDIA driver")]
     NoKnownDriver { os: Os, line: String, min: Version },
     #[error("{library} {release} supports Python {min} to {max}, not {python}")]
     UnsupportedPython {
@@ -97,10 +91,7 @@ pub fn pin(req: &PinRequest) -> Result<Pinned, PinError> {
         LibraryLookup::UnknownLibrary => {
             return Err(PinError::UnknownLibrary {
                 library: req.library.clone(),
-                known: compat::KNOWN_LIBRARIES
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect(),
+                known: compat::KNOWN_LIBRARIES.iter().map(|s| s.to_string()).collect(),
             });
         }
     };
@@ -294,23 +285,9 @@ fn choose_python(req: &PinRequest, release: &LibraryRelease) -> Result<Version, 
 /// libraries, never `Display.Driver` (PyTorch CI's list, trimmed to what training needs).
 fn windows_subpackages(line: &str) -> Vec<String> {
     [
-        "nvcc",
-        "cudart",
-        "cublas",
-        "cublas_dev",
-        "cufft",
-        "cufft_dev",
-        "curand",
-        "curand_dev",
-        "cusolver",
-        "cusolver_dev",
-        "cusparse",
-        "cusparse_dev",
-        "nvrtc",
-        "nvrtc_dev",
-        "nvtx",
-        "thrust",
-        "cuda_profiler_api",
+        "nvcc", "cudart", "cublas", "cublas_dev", "cufft", "cufft_dev", "curand", "curand_dev",
+        "cusolver", "cusolver_dev", "cusparse", "cusparse_dev", "nvrtc", "nvrtc_dev", "nvtx",
+        "thrust", "cuda_profiler_api",
     ]
     .iter()
     .map(|p| format!("{p}_{line}"))
@@ -455,7 +432,11 @@ pub fn render(m: &Manifest, release: &LibraryRelease, min_driver: &Version) -> S
     };
     push(&format!(
         "# {} {} + CUDA {} on {} — written by `stackpin pin` from release data read {}.",
-        m.library.name, m.library.version, m.toolkit.version, m.os, release.read_on
+        m.library.name,
+        m.library.version,
+        m.toolkit.version,
+        m.os,
+        release.read_on
     ));
     push(&format!(
         "# {} {}: CUDA {} (release notes: https://github.com/pytorch/pytorch/blob/main/RELEASE.md,",
@@ -463,9 +444,7 @@ pub fn render(m: &Manifest, release: &LibraryRelease, min_driver: &Version) -> S
         release.release,
         supported_lines(release)
     ));
-    push(
-        "#   TensorFlow: https://www.tensorflow.org/install/source#gpu tested build configurations).",
-    );
+    push("#   TensorFlow: https://www.tensorflow.org/install/source#gpu tested build configurations).");
     push(&format!(
         "# CUDA {}: minimum driver {} on {} (CUDA Toolkit Release Notes, \"CUDA Driver\" table:",
         m.toolkit.version, min_driver, m.os
@@ -484,9 +463,7 @@ pub fn render(m: &Manifest, release: &LibraryRelease, min_driver: &Version) -> S
     push(&format!("    url: {}", m.driver.installer.url));
     push("    sha256: null   # NVIDIA publishes none; the lock records it at the first fetch");
     if m.os == Os::Windows {
-        push(
-            "  # NVIDIA documents no silent flags for the driver; -s -noreboot is community practice.",
-        );
+        push("  # NVIDIA documents no silent flags for the driver; -s -noreboot is community practice.");
     }
     push(&format!("  run: {}", list(&m.driver.run)));
     push("toolkit:");
@@ -573,14 +550,7 @@ mod tests {
         let windows = pin(&request("torch", "2.5.1", Os::Windows)).expect("pin windows");
         assert_eq!(windows.manifest.toolkit.version.major_minor(), "12.4");
         assert!(windows.manifest.driver.version >= v("551.78"));
-        assert!(
-            !windows
-                .manifest
-                .toolkit
-                .run
-                .iter()
-                .any(|a| a == "Display.Driver")
-        );
+        assert!(!windows.manifest.toolkit.run.iter().any(|a| a == "Display.Driver"));
     }
 
     #[test]
@@ -591,9 +561,7 @@ mod tests {
                     let pinned = pin(&request(lib, &version.to_string(), os))
                         .unwrap_or_else(|e| panic!("pin {lib} {version} {os}: {e}"));
                     let parsed = manifest::parse(&pinned.yaml, Path::new("pinned.yaml"))
-                        .unwrap_or_else(|e| {
-                            panic!("{lib} {version} {os} does not parse: {e}\n{}", pinned.yaml)
-                        });
+                        .unwrap_or_else(|e| panic!("{lib} {version} {os} does not parse: {e}\n{}", pinned.yaml));
                     let report = check::check(&parsed, Some(&pinned.yaml));
                     assert!(
                         report.ok,
@@ -619,10 +587,7 @@ mod tests {
         req.driver = Some(v("550.54.14"));
         assert!(matches!(pin(&req), Err(PinError::DriverTooOld { .. })));
         req.driver = Some(v("550.54.15"));
-        assert_eq!(
-            pin(&req).expect("at the minimum").manifest.driver.version,
-            v("550.54.15")
-        );
+        assert_eq!(pin(&req).expect("at the minimum").manifest.driver.version, v("550.54.15"));
     }
 
     #[test]

@@ -96,12 +96,7 @@ impl Version {
 
     /// The same version without its local suffix.
     pub fn public(&self) -> Version {
-        let text = self
-            .text
-            .split('+')
-            .next()
-            .unwrap_or(&self.text)
-            .to_string();
+        let text = self.text.split('+').next().unwrap_or(&self.text).to_string();
         Version {
             parts: self.parts.clone(),
             local: None,

@@ -88,12 +88,7 @@ pub fn run(args: &CheckArgs, global: &GlobalArgs) -> CmdResult {
     if global.json {
         let problems = reports
             .iter()
-            .flat_map(|r| {
-                r.problems.iter().map(|p| FileProblem {
-                    file: &r.file,
-                    problem: p,
-                })
-            })
+            .flat_map(|r| r.problems.iter().map(|p| FileProblem { file: &r.file, problem: p }))
             .collect();
         print_json(&JsonReport {
             ok: exit == Exit::Ok,
@@ -138,10 +133,7 @@ fn print_human(file: &str, report: &Report, quiet: bool) {
         println!("{place}: {word}: {}: {}", p.field, p.message);
     }
     if !quiet {
-        let (errors, warnings) = (
-            report.count(Severity::Error),
-            report.count(Severity::Warning),
-        );
+        let (errors, warnings) = (report.count(Severity::Error), report.count(Severity::Warning));
         let verdict = if report.ok { "ok" } else { "FAILED" };
         println!("{file}: {verdict} ({errors} errors, {warnings} warnings)");
     }

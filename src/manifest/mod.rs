@@ -86,10 +86,7 @@ impl Installer {
 /// The last path segment of a URL, percent-decoded; `None` when there is none.
 pub fn file_name_from_url(url: &str) -> Option<String> {
     let without_fragment = url.split('#').next().unwrap_or(url);
-    let without_query = without_fragment
-        .split('?')
-        .next()
-        .unwrap_or(without_fragment);
+    let without_query = without_fragment.split('?').next().unwrap_or(without_fragment);
     let after_scheme = without_query
         .split_once("://")
         .map(|(_, rest)| rest)
@@ -128,11 +125,7 @@ pub struct DriverLayer {
     pub run: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<String>>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "duration_text"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_text")]
     pub timeout: Option<Duration>,
 }
 
@@ -150,11 +143,7 @@ pub struct ToolkitLayer {
     pub allow_bundled_driver: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<String>>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "duration_text"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_text")]
     pub timeout: Option<Duration>,
 }
 
@@ -188,11 +177,7 @@ pub struct LibraryLayer {
     pub run: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<String>>,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "duration_text"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_text")]
     pub timeout: Option<Duration>,
 }
 
@@ -216,11 +201,7 @@ pub struct Example {
     pub run: Vec<String>,
     #[serde(default = "default_batch")]
     pub batch: u32,
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        with = "duration_text"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "duration_text")]
     pub timeout: Option<Duration>,
     /// Inference stacks: the p99 latency the line-side controller must meet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -364,11 +345,7 @@ pub mod duration_text {
                 's' => 1,
                 'm' => 60,
                 'h' => 3600,
-                _ => {
-                    return Err(format!(
-                        "`{text}` is not a duration; write it like 90s, 20m or 1h"
-                    ));
-                }
+                _ => return Err(format!("`{text}` is not a duration; write it like 90s, 20m or 1h")),
             };
             let n: u64 = number
                 .parse()

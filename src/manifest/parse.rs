@@ -201,10 +201,7 @@ mod tests {
             "invalid u64"
         );
         assert_eq!(strip_location_prefix("plain"), "plain");
-        assert_eq!(
-            strip_location_prefix("line of sight: x"),
-            "line of sight: x"
-        );
+        assert_eq!(strip_location_prefix("line of sight: x"), "line of sight: x");
     }
 
     #[test]
@@ -214,11 +211,7 @@ mod tests {
         )
         .expect("hint");
         assert_eq!(hint.unknown, "verison");
-        assert!(
-            hint.text.contains("did you mean `version`?"),
-            "{}",
-            hint.text
-        );
+        assert!(hint.text.contains("did you mean `version`?"), "{}", hint.text);
     }
 
     #[test]

@@ -51,9 +51,7 @@ impl Problem {
 /// Placeholders each section's argv may use.
 const LAYER_PLACEHOLDERS: &[&str] = &["installer", "root", "files", "name"];
 const LIBRARY_PLACEHOLDERS: &[&str] = &["installer", "root", "files", "name", "python", "venv"];
-const EXAMPLE_PLACEHOLDERS: &[&str] = &[
-    "python", "examples", "batch", "root", "files", "name", "venv",
-];
+const EXAMPLE_PLACEHOLDERS: &[&str] = &["python", "examples", "batch", "root", "files", "name", "venv"];
 const VERIFY_PLACEHOLDERS: &[&str] = &["root", "python", "venv", "name", "files"];
 
 /// Runs every rule that needs no release data and returns all problems found.
@@ -65,20 +63,8 @@ pub fn validate(m: &Manifest) -> Vec<Problem> {
     for (i, inst) in m.library.installers.iter().enumerate() {
         check_installer(&format!("library.installers[{i}]"), inst, m.os, &mut out);
     }
-    check_argv(
-        "driver.run",
-        &m.driver.run,
-        LAYER_PLACEHOLDERS,
-        true,
-        &mut out,
-    );
-    check_argv(
-        "toolkit.run",
-        &m.toolkit.run,
-        LAYER_PLACEHOLDERS,
-        true,
-        &mut out,
-    );
+    check_argv("driver.run", &m.driver.run, LAYER_PLACEHOLDERS, true, &mut out);
+    check_argv("toolkit.run", &m.toolkit.run, LAYER_PLACEHOLDERS, true, &mut out);
     check_verify("driver.verify", m.driver.verify.as_deref(), &mut out);
     check_verify("toolkit.verify", m.toolkit.verify.as_deref(), &mut out);
     check_verify("library.verify", m.library.verify.as_deref(), &mut out);
@@ -109,12 +95,7 @@ fn check_name(m: &Manifest, out: &mut Vec<Problem>) {
 }
 
 fn check_installer(field: &str, inst: &Installer, os: Os, out: &mut Vec<Problem>) {
-    check_url(
-        &format!("{field}.url"),
-        &inst.url,
-        inst.sha256.is_some(),
-        out,
-    );
+    check_url(&format!("{field}.url"), &inst.url, inst.sha256.is_some(), out);
     if let Some(sha) = &inst.sha256
         && !is_sha256(sha)
     {
@@ -328,11 +309,7 @@ fn check_toolkit_step(m: &Manifest, out: &mut Vec<Problem>) {
                     "`Display.Driver` installs the toolkit's bundled display driver over the pinned one; remove it (the driver layer installs the driver)".into(),
                 );
             }
-            let subpackages = run
-                .iter()
-                .skip(1)
-                .filter(|a| is_windows_subpackage(a))
-                .count();
+            let subpackages = run.iter().skip(1).filter(|a| is_windows_subpackage(a)).count();
             if subpackages == 0 {
                 flag(
                     "toolkit.run".into(),
@@ -349,13 +326,9 @@ fn is_windows_subpackage(arg: &str) -> bool {
         && !arg.starts_with('/')
         && !arg.contains('{')
         && !arg.contains('\\')
-        && arg.rsplit_once('_').is_some_and(|(name, ver)| {
-            !name.is_empty()
-                && ver.contains('.')
-                && ver
-                    .split('.')
-                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        })
+        && arg
+            .rsplit_once('_')
+            .is_some_and(|(name, ver)| !name.is_empty() && ver.contains('.') && ver.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
 }
 
 fn check_toolkit_root(m: &Manifest, out: &mut Vec<Problem>) {
@@ -385,10 +358,7 @@ fn check_toolkit_root(m: &Manifest, out: &mut Vec<Problem>) {
     if !absolute {
         out.push(Problem::error(
             "toolkit.root",
-            format!(
-                "`{}` is not an absolute path; write the full folder, e.g. `{example}`",
-                m.toolkit.root
-            ),
+            format!("`{}` is not an absolute path; write the full folder, e.g. `{example}`", m.toolkit.root),
         ));
     }
 }
@@ -421,10 +391,7 @@ fn check_library(m: &Manifest, out: &mut Vec<Problem>) {
         if pip.requirements.is_empty() {
             out.push(Problem::error(
                 "library.pip.requirements",
-                format!(
-                    "no requirements; add at least `{}=={}`",
-                    lib.name, lib.version
-                ),
+                format!("no requirements; add at least `{}=={}`", lib.name, lib.version),
             ));
         }
         for (i, req) in pip.requirements.iter().enumerate() {
@@ -468,13 +435,7 @@ fn check_library(m: &Manifest, out: &mut Vec<Problem>) {
 }
 
 fn check_example(m: &Manifest, out: &mut Vec<Problem>) {
-    check_argv(
-        "example.run",
-        &m.example.run,
-        EXAMPLE_PLACEHOLDERS,
-        false,
-        out,
-    );
+    check_argv("example.run", &m.example.run, EXAMPLE_PLACEHOLDERS, false, out);
     if m.example.batch == 0 {
         out.push(Problem::error(
             "example.batch",
@@ -572,7 +533,7 @@ mod tests {
         assert_eq!(out.len(), 1);
     }
 
-    #[test]
+        #[test]
     fn sha256_shape() {
         assert!(is_sha256(&"a".repeat(64)));
         assert!(!is_sha256(&"a".repeat(63)));
