@@ -4,6 +4,7 @@
 //! Data flows one way: [`manifest`] → [`compat`] checks → plan → archive → install → prove → record.
 //! The CLI layer ([`cli`]) is the only place that prints, draws progress bars or picks exit codes.
 
+pub mod archive;
 pub mod budget;
 pub mod check;
 pub mod cli;
@@ -12,10 +13,11 @@ pub mod diagnose;
 pub mod examples;
 pub mod fsutil;
 pub mod host;
+pub mod install;
 pub mod manifest;
 pub mod pin;
-pub mod size;
 pub mod prove;
 pub mod record;
+pub mod size;
 pub mod version;
 pub mod vram;

@@ -14,7 +14,8 @@ use crate::install::plan::{self, Verdict};
 use crate::install::proof::Proof;
 use crate::install::runner::{StepOutcome, shell_words};
 use crate::install::{
-    self, ChainEnd, InstallOptions, InstallReport, InstallReporter, LayerAction, host_view::LiveHost,
+    self, ChainEnd, InstallOptions, InstallReport, InstallReporter, LayerAction,
+    host_view::LiveHost,
 };
 use crate::manifest::Layer;
 
@@ -80,7 +81,11 @@ pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
     } else {
         print_plan(&plan, files.is_empty());
     }
-    Ok(if plan.blocked() { Exit::Problem } else { Exit::Ok })
+    Ok(if plan.blocked() {
+        Exit::Problem
+    } else {
+        Exit::Ok
+    })
 }
 
 fn print_plan(plan: &plan::Plan, no_archive: bool) {
@@ -96,7 +101,13 @@ fn print_plan(plan: &plan::Plan, no_archive: bool) {
             Verdict::ToInstall { .. } => "to install",
             Verdict::Blocked { .. } => "BLOCKED",
         };
-        println!("  {:<8} {:<44} {:<12} {}", l.layer.as_str(), l.pinned, verdict, l.proof.seen);
+        println!(
+            "  {:<8} {:<44} {:<12} {}",
+            l.layer.as_str(),
+            l.pinned,
+            verdict,
+            l.proof.seen
+        );
         if let Verdict::Blocked { why } = &l.verdict {
             println!("           why: {why}");
         }
@@ -168,13 +179,22 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
     let m = require_valid(&args.manifest)?;
     let stack = StackDir::new(&global.archive_dir(), &m.name);
     let host = LiveHost::new(args.gpu, &m);
-    if !args.dry_run && !args.yes && !global.json && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        eprint!("install {} on this machine (driver → toolkit → library)? [y/N] ", m.name);
+    if !args.dry_run
+        && !args.yes
+        && !global.json
+        && std::io::IsTerminal::is_terminal(&std::io::stdin())
+    {
+        eprint!(
+            "install {} on this machine (driver → toolkit → library)? [y/N] ",
+            m.name
+        );
         let _ = std::io::stderr().flush();
         let mut answer = String::new();
         let _ = std::io::stdin().read_line(&mut answer);
         if !answer.trim().eq_ignore_ascii_case("y") {
-            return Err(Failure::input(anyhow!("not confirmed; nothing was installed")));
+            return Err(Failure::input(anyhow!(
+                "not confirmed; nothing was installed"
+            )));
         }
     }
     let interrupted = Arc::new(AtomicBool::new(false));
@@ -194,15 +214,16 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
     let reporter = CliReporter {
         quiet: global.quiet || global.json,
     };
-    let report = install::install(&m, &stack, &host, &options, &interrupted, &reporter).map_err(|e| {
-        if e.is_problem() {
-            Failure::problem(e)
-        } else if matches!(e, install::InstallError::NotAdmin) {
-            Failure::input(e)
-        } else {
-            Failure::external(e)
-        }
-    })?;
+    let report =
+        install::install(&m, &stack, &host, &options, &interrupted, &reporter).map_err(|e| {
+            if e.is_problem() {
+                Failure::problem(e)
+            } else if matches!(e, install::InstallError::NotAdmin) {
+                Failure::input(e)
+            } else {
+                Failure::external(e)
+            }
+        })?;
     if args.reboot && matches!(report.end, ChainEnd::RebootRequired { .. }) {
         reboot_now(&m, args)?;
     }
@@ -214,14 +235,22 @@ fn reboot_now(m: &crate::manifest::Manifest, args: &InstallArgs) -> Result<(), F
     let exe = std::env::current_exe().map_err(Failure::external)?;
     let manifest = std::fs::canonicalize(&args.manifest).map_err(Failure::external)?;
     let workdir = std::env::current_dir().map_err(Failure::external)?;
-    let mut argv = vec![exe.display().to_string(), "install".into(), manifest.display().to_string(), "--yes".into()];
+    let mut argv = vec![
+        exe.display().to_string(),
+        "install".into(),
+        manifest.display().to_string(),
+        "--yes".into(),
+    ];
     if let Some(archive) = std::env::var_os("STACKPIN_ARCHIVE") {
         argv.push("--archive".into());
         argv.push(archive.to_string_lossy().into_owned());
     }
     if m.os == crate::compat::Os::Linux {
-        crate::fsutil::write_atomic(&reboot::unit_path(), reboot::systemd_unit(&argv, &workdir).as_bytes())
-            .map_err(|e| Failure::external(anyhow!(e).context("writing the resume unit")))?;
+        crate::fsutil::write_atomic(
+            &reboot::unit_path(),
+            reboot::systemd_unit(&argv, &workdir).as_bytes(),
+        )
+        .map_err(|e| Failure::external(anyhow!(e).context("writing the resume unit")))?;
     }
     for cmd in reboot::register_and_reboot(m.os, &argv, &workdir) {
         let status = std::process::Command::new(&cmd[0]).args(&cmd[1..]).status();
@@ -285,7 +314,9 @@ fn print_report(report: &InstallReport, quiet: bool) {
             "the {after} is installed but takes effect after a reboot: reboot, then run the same command again"
         ),
         ChainEnd::Failed { layer, .. } => {
-            eprintln!("the chain stopped at the {layer}; the next run retries from there. Last lines:");
+            eprintln!(
+                "the chain stopped at the {layer}; the next run retries from there. Last lines:"
+            );
             for line in &report.tail {
                 eprintln!("  | {line}");
             }
@@ -293,8 +324,8 @@ fn print_report(report: &InstallReport, quiet: bool) {
                 eprintln!("diagnosis ({}): {} — {}", d.layer.as_str(), d.cause, d.fix);
             }
         }
-        ChainEnd::Interrupted { before } => println!(
-            "interrupted before the {before}; run the same command again to continue"
-        ),
+        ChainEnd::Interrupted { before } => {
+            println!("interrupted before the {before}; run the same command again to continue")
+        }
     }
 }

@@ -4,10 +4,14 @@
 //! the result into text or JSON. Exit codes (documented in README):
 //! 0 ok · 1 the check found a problem · 2 usage or input error · 3 an external step failed.
 
+mod audit_cmd;
 mod budget_cmd;
+mod bundle_cmd;
 mod check_cmd;
 mod diagnose_cmd;
+mod fetch_cmd;
 mod host_cmd;
+mod install_cmd;
 mod pin_cmd;
 mod vram_cmd;
 
@@ -134,6 +138,24 @@ pub enum Command {
     /// Name the layer, cause and fix of a failure log (example, installer, traceback).
     #[command(after_help = diagnose_cmd::EXAMPLES)]
     Diagnose(diagnose_cmd::DiagnoseArgs),
+    /// Download every installer into the archive, verified, with a stack.lock.
+    #[command(after_help = fetch_cmd::EXAMPLES)]
+    Fetch(fetch_cmd::FetchArgs),
+    /// Re-hash archived installers against stack.lock and report each file.
+    #[command(after_help = audit_cmd::EXAMPLES)]
+    Audit(audit_cmd::AuditArgs),
+    /// Pack a stack's manifest, lock, installers and record into one zip.
+    #[command(after_help = bundle_cmd::EXAMPLES)]
+    Bundle(bundle_cmd::BundleArgs),
+    /// Unpack a bundle into the archive (refusing unsafe entries) and audit it.
+    #[command(after_help = bundle_cmd::EXAMPLES)]
+    Unbundle(bundle_cmd::UnbundleArgs),
+    /// Show, layer by layer, what the host has next to the pins and what install would run.
+    #[command(after_help = install_cmd::PLAN_EXAMPLES)]
+    Plan(install_cmd::PlanArgs),
+    /// Install driver → toolkit → library from the archive, each verified on the host.
+    #[command(after_help = install_cmd::INSTALL_EXAMPLES)]
+    Install(install_cmd::InstallArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -146,6 +168,12 @@ pub fn main() -> ExitCode {
         Command::Vram(args) => vram_cmd::run(args, &cli.global),
         Command::Budget(args) => budget_cmd::run(args, &cli.global),
         Command::Diagnose(args) => diagnose_cmd::run(args, &cli.global),
+        Command::Fetch(args) => fetch_cmd::run(args, &cli.global),
+        Command::Audit(args) => audit_cmd::run(args, &cli.global),
+        Command::Bundle(args) => bundle_cmd::run_bundle(args, &cli.global),
+        Command::Unbundle(args) => bundle_cmd::run_unbundle(args, &cli.global),
+        Command::Plan(args) => install_cmd::run_plan(args, &cli.global),
+        Command::Install(args) => install_cmd::run(args, &cli.global),
     };
     match result {
         Ok(exit) => exit.into(),

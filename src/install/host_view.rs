@@ -58,7 +58,10 @@ impl HostView for LiveHost {
         DriverSeen {
             version,
             cuda: probe.cuda_supported.clone(),
-            problem: probe.state.fix().map(|fix| format!("{}: {fix}", probe.state.label())),
+            problem: probe
+                .state
+                .fix()
+                .map(|fix| format!("{}: {fix}", probe.state.label())),
             reboot_pending: matches!(probe.state, DriverState::Mismatch { .. }),
         }
     }
@@ -86,7 +89,12 @@ impl HostView for LiveHost {
         } else {
             LibraryKind::Torch
         };
-        match host::library_probe::probe(&self.system, python, kind, host::library_probe::PROBE_TIMEOUT) {
+        match host::library_probe::probe(
+            &self.system,
+            python,
+            kind,
+            host::library_probe::PROBE_TIMEOUT,
+        ) {
             Ok(LibraryProbe::Found(info)) => LibrarySeen::Present {
                 version: info.version,
                 cuda: info.cuda.as_deref().and_then(|c| Version::parse(c).ok()),

@@ -27,7 +27,9 @@ use state::{ChainState, LayerStatus, StateError};
 /// Why the chain could not run or had to stop.
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
-    #[error("installing needs root (Linux) or Administrator (Windows); run it again with sudo / from an elevated prompt, or use --dry-run to see the plan")]
+    #[error(
+        "installing needs root (Linux) or Administrator (Windows); run it again with sudo / from an elevated prompt, or use --dry-run to see the plan"
+    )]
     NotAdmin,
     #[error("the {layer} installer was refused before it ran")]
     Refused {
@@ -116,9 +118,16 @@ pub enum ChainEnd {
     Complete,
     DryRun,
     /// Stopped for a reboot; the same command continues afterwards.
-    RebootRequired { after: Layer },
-    Failed { layer: Layer, why: String },
-    Interrupted { before: Layer },
+    RebootRequired {
+        after: Layer,
+    },
+    Failed {
+        layer: Layer,
+        why: String,
+    },
+    Interrupted {
+        before: Layer,
+    },
 }
 
 /// The chain's report.
@@ -187,7 +196,10 @@ pub fn install(
         let commands = layer_commands(m, stack.root(), layer, &files).map_err(|source| {
             InstallError::Runner {
                 layer,
-                program: m.run(layer).and_then(|r| r.first().cloned()).unwrap_or_default(),
+                program: m
+                    .run(layer)
+                    .and_then(|r| r.first().cloned())
+                    .unwrap_or_default(),
                 source,
             }
         })?;
@@ -318,11 +330,18 @@ fn run_layer(
             source,
         })?;
         reporter.step_finished(layer, &outcome);
-        let stop = !matches!(outcome.status, StepStatus::Succeeded | StepStatus::RebootRequired);
+        let stop = !matches!(
+            outcome.status,
+            StepStatus::Succeeded | StepStatus::RebootRequired
+        );
         let reboot = outcome.status == StepStatus::RebootRequired;
         last = LayerRun {
             status: if reboot || last.status == StepStatus::RebootRequired {
-                if stop { outcome.status } else { StepStatus::RebootRequired }
+                if stop {
+                    outcome.status
+                } else {
+                    StepStatus::RebootRequired
+                }
             } else {
                 outcome.status
             },
@@ -338,11 +357,17 @@ fn run_layer(
 }
 
 /// Decides a layer's outcome from its installer's status and the proof afterwards.
-fn judge(layer: Layer, run: &LayerRun, after: &Proof) -> (LayerAction, LayerStatus, Option<ChainEnd>) {
+fn judge(
+    layer: Layer,
+    run: &LayerRun,
+    after: &Proof,
+) -> (LayerAction, LayerStatus, Option<ChainEnd>) {
     match run.status {
         StepStatus::Failed | StepStatus::TimedOut => {
             let why = match (run.status, run.code) {
-                (StepStatus::TimedOut, _) => "the installer ran past its timeout and was stopped".to_string(),
+                (StepStatus::TimedOut, _) => {
+                    "the installer ran past its timeout and was stopped".to_string()
+                }
                 (_, Some(code)) => format!("the installer exited with code {code}"),
                 (_, None) => "the installer was killed by a signal".to_string(),
             };
@@ -443,17 +468,36 @@ mod tests {
 
     #[test]
     fn a_driver_that_is_not_active_after_install_waits_for_a_reboot() {
-        let (action, status, end) = judge(Layer::Driver, &run(StepStatus::Succeeded, Some(0)), &proof(false));
+        let (action, status, end) = judge(
+            Layer::Driver,
+            &run(StepStatus::Succeeded, Some(0)),
+            &proof(false),
+        );
         assert_eq!(action, LayerAction::RebootPending);
         assert_eq!(status, LayerStatus::RebootPending);
-        assert_eq!(end, Some(ChainEnd::RebootRequired { after: Layer::Driver }));
+        assert_eq!(
+            end,
+            Some(ChainEnd::RebootRequired {
+                after: Layer::Driver
+            })
+        );
     }
 
     #[test]
     fn a_toolkit_missing_after_exit_0_is_a_failure_not_a_reboot() {
-        let (action, _, end) = judge(Layer::Toolkit, &run(StepStatus::Succeeded, Some(0)), &proof(false));
+        let (action, _, end) = judge(
+            Layer::Toolkit,
+            &run(StepStatus::Succeeded, Some(0)),
+            &proof(false),
+        );
         assert_eq!(action, LayerAction::Failed);
-        assert!(matches!(end, Some(ChainEnd::Failed { layer: Layer::Toolkit, .. })));
+        assert!(matches!(
+            end,
+            Some(ChainEnd::Failed {
+                layer: Layer::Toolkit,
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -464,12 +508,21 @@ mod tests {
             &proof(true),
         );
         assert_eq!(action, LayerAction::RebootPending);
-        assert_eq!(end, Some(ChainEnd::RebootRequired { after: Layer::Toolkit }));
+        assert_eq!(
+            end,
+            Some(ChainEnd::RebootRequired {
+                after: Layer::Toolkit
+            })
+        );
     }
 
     #[test]
     fn a_failed_exit_code_is_named() {
-        let (_, _, end) = judge(Layer::Toolkit, &run(StepStatus::Failed, Some(2)), &proof(false));
+        let (_, _, end) = judge(
+            Layer::Toolkit,
+            &run(StepStatus::Failed, Some(2)),
+            &proof(false),
+        );
         match end {
             Some(ChainEnd::Failed { why, .. }) => assert!(why.contains("code 2")),
             other => panic!("expected failure, got {other:?}"),

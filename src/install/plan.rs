@@ -96,7 +96,11 @@ impl Plan {
 }
 
 /// Placeholder values for a layer's commands.
-pub fn placeholder_values(m: &Manifest, stack: &Path, layer: Layer) -> BTreeMap<&'static str, String> {
+pub fn placeholder_values(
+    m: &Manifest,
+    stack: &Path,
+    layer: Layer,
+) -> BTreeMap<&'static str, String> {
     let mut values = BTreeMap::new();
     values.insert("root", m.toolkit.root.clone());
     values.insert("name", m.name.clone());
@@ -232,14 +236,18 @@ fn pinned_text(m: &Manifest, layer: Layer) -> String {
     match layer {
         Layer::Driver => format!("driver {}", m.driver.version),
         Layer::Toolkit => format!("CUDA {} in {}", m.toolkit.version, m.toolkit.root),
-        Layer::Library => format!("{} {} (CUDA {})", m.library.name, m.library.version, m.library.cuda),
+        Layer::Library => format!(
+            "{} {} (CUDA {})",
+            m.library.name, m.library.version, m.library.cuda
+        ),
     }
 }
 
 /// A GPU the library build has no kernels for is a blocker, before anything is installed.
 fn arch_blocker(m: &Manifest, host: &dyn HostView) -> Option<String> {
     let cap = host.compute_capability()?;
-    let LibraryLookup::Known(release) = compat::library_release(&m.library.name, &m.library.version, m.os)
+    let LibraryLookup::Known(release) =
+        compat::library_release(&m.library.name, &m.library.version, m.os)
     else {
         return None;
     };
@@ -276,16 +284,21 @@ fn explain(m: &Manifest, driver: &super::proof::DriverSeen, host: &dyn HostView)
         None => "driver's CUDA: unknown until a driver runs (nvidia-smi's \"CUDA Version\" is the newest CUDA a driver can run, not an installed toolkit)".to_string(),
     });
     let toolkit = host.toolkit(Path::new(&m.toolkit.root));
-    out.push(match toolkit.as_ref().and_then(|t| t.version.clone().or(t.nvcc_release.clone())) {
-        Some(v) => format!(
-            "nvcc {v}: the compiler of the toolkit in {} (pinned: {})",
-            m.toolkit.root, m.toolkit.version
-        ),
-        None => format!(
-            "nvcc: not installed yet in {} (pinned: {})",
-            m.toolkit.root, m.toolkit.version
-        ),
-    });
+    out.push(
+        match toolkit
+            .as_ref()
+            .and_then(|t| t.version.clone().or(t.nvcc_release.clone()))
+        {
+            Some(v) => format!(
+                "nvcc {v}: the compiler of the toolkit in {} (pinned: {})",
+                m.toolkit.root, m.toolkit.version
+            ),
+            None => format!(
+                "nvcc: not installed yet in {} (pinned: {})",
+                m.toolkit.root, m.toolkit.version
+            ),
+        },
+    );
     out.push(format!(
         "{} built for CUDA {}: the runtime the library bundles or loads; it must not be newer than the driver's CUDA",
         m.library.name, m.library.cuda

@@ -124,7 +124,10 @@ pub fn toolkit_proof(m: &Manifest, seen: Option<ToolkitSeen>) -> Proof {
             (Some(v), _) if v.same_release(pinned) || v.public() == pinned.public() => {
                 (true, format!("CUDA {v} in {}", t.root.display()))
             }
-            (Some(v), _) => (false, format!("CUDA {v} in {}, {pinned} pinned", t.root.display())),
+            (Some(v), _) => (
+                false,
+                format!("CUDA {v} in {}, {pinned} pinned", t.root.display()),
+            ),
             (None, Some(line)) if line.major_minor() == pinned.major_minor() => (
                 true,
                 format!(
@@ -134,7 +137,10 @@ pub fn toolkit_proof(m: &Manifest, seen: Option<ToolkitSeen>) -> Proof {
             ),
             (None, Some(line)) => (
                 false,
-                format!("nvcc release {line} in {}, {pinned} pinned", t.root.display()),
+                format!(
+                    "nvcc release {line} in {}, {pinned} pinned",
+                    t.root.display()
+                ),
             ),
             (None, None) => (
                 false,
@@ -155,7 +161,9 @@ pub fn library_proof(m: &Manifest, seen: &LibrarySeen) -> Proof {
     let lib = &m.library;
     let (holds, text) = match seen {
         LibrarySeen::NoInterpreter => (false, format!("no interpreter for {} yet", lib.name)),
-        LibrarySeen::ImportFailed { error } => (false, format!("import {} failed: {error}", lib.name)),
+        LibrarySeen::ImportFailed { error } => {
+            (false, format!("import {} failed: {error}", lib.name))
+        }
         LibrarySeen::Present {
             version,
             cuda,
@@ -169,7 +177,11 @@ pub fn library_proof(m: &Manifest, seen: &LibrarySeen) -> Proof {
             let cuda_text = cuda
                 .as_ref()
                 .map_or("no CUDA".to_string(), |c| format!("CUDA {c}"));
-            let gpu_text = if *gpu_visible { "sees the GPU" } else { "sees no GPU" };
+            let gpu_text = if *gpu_visible {
+                "sees the GPU"
+            } else {
+                "sees no GPU"
+            };
             (
                 version_ok && cuda_ok && *gpu_visible,
                 format!("{} {version} built for {cuda_text}, {gpu_text}", lib.name),

@@ -76,7 +76,11 @@ pub fn register_and_reboot(os: Os, argv: &[String], workdir: &Path) -> Vec<Vec<S
                 "cmd /c cd /d \"{}\" && {}",
                 workdir.display(),
                 argv.iter()
-                    .map(|a| if a.contains(' ') { format!("\"{a}\"") } else { a.clone() })
+                    .map(|a| if a.contains(' ') {
+                        format!("\"{a}\"")
+                    } else {
+                        a.clone()
+                    })
                     .collect::<Vec<_>>()
                     .join(" ")
             );
@@ -117,17 +121,31 @@ mod tests {
         ));
         assert!(unit.contains("Type=oneshot"));
         assert!(unit.contains("ExecStartPost=/bin/systemctl disable stackpin-resume.service"));
-        assert!(unit.contains("ExecStartPost=/bin/rm -f /etc/systemd/system/stackpin-resume.service"));
+        assert!(
+            unit.contains("ExecStartPost=/bin/rm -f /etc/systemd/system/stackpin-resume.service")
+        );
         assert!(unit.contains("WantedBy=multi-user.target"));
     }
 
     #[test]
     fn windows_registers_run_once_then_reboots() {
-        let argv = vec![r"C:\Tools\stackpin.exe".to_string(), "install".to_string(), r"C:\stacks\t.yaml".to_string()];
+        let argv = vec![
+            r"C:\Tools\stackpin.exe".to_string(),
+            "install".to_string(),
+            r"C:\stacks\t.yaml".to_string(),
+        ];
         let steps = register_and_reboot(Os::Windows, &argv, Path::new(r"C:\stacks"));
         assert_eq!(steps.len(), 2);
-        assert!(steps[0].iter().any(|a| a.ends_with(r"CurrentVersion\RunOnce")));
-        assert!(steps[0].iter().any(|a| a.contains(r"C:\Tools\stackpin.exe install")));
+        assert!(
+            steps[0]
+                .iter()
+                .any(|a| a.ends_with(r"CurrentVersion\RunOnce"))
+        );
+        assert!(
+            steps[0]
+                .iter()
+                .any(|a| a.contains(r"C:\Tools\stackpin.exe install"))
+        );
         assert_eq!(steps[1][0], "shutdown");
     }
 

@@ -90,7 +90,10 @@ pub struct StepOutcome {
 
 /// Substitutes `{name}` placeholders in each argument. Arguments stay separate: a value with
 /// spaces is still one argument, so paths like `C:\Program Files\…` need no quoting.
-pub fn substitute(argv: &[String], values: &BTreeMap<&str, String>) -> Result<Vec<String>, RunnerError> {
+pub fn substitute(
+    argv: &[String],
+    values: &BTreeMap<&str, String>,
+) -> Result<Vec<String>, RunnerError> {
     argv.iter()
         .map(|arg| {
             let mut out = String::with_capacity(arg.len());
@@ -175,8 +178,14 @@ pub fn start_step(step: &Step) -> Result<RunningStep, RunnerError> {
 
     let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
     let readers: Vec<_> = [
-        child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
     ]
     .into_iter()
     .flatten()
@@ -324,7 +333,9 @@ pub fn shell_words(argv: &[String]) -> String {
 
 /// A log file name for a layer step: `<layer>-<UTC timestamp>.log`.
 pub fn log_name(prefix: &str) -> String {
-    let now = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
+    let now = jiff::Timestamp::now()
+        .strftime("%Y%m%dT%H%M%SZ")
+        .to_string();
     format!("{prefix}-{now}.log")
 }
 

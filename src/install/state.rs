@@ -18,12 +18,8 @@ pub enum StateError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{} is not a stackpin state file; move it away and run again", path.display())]
-    Parse {
-        path: PathBuf,
-        #[source]
-        source: serde_saphyr::Error,
-    },
+    #[error("{} is not a stackpin state file ({reason}); move it away and run again", path.display())]
+    Parse { path: PathBuf, reason: String },
     #[error("cannot write {}", path.display())]
     Write {
         path: PathBuf,
@@ -69,9 +65,9 @@ impl ChainState {
     /// Reads the state, or an empty one when the file does not exist yet.
     pub fn load(path: &Path) -> Result<Self, StateError> {
         match std::fs::read_to_string(path) {
-            Ok(text) => serde_saphyr::from_str(&text).map_err(|source| StateError::Parse {
+            Ok(text) => serde_saphyr::from_str(&text).map_err(|e| StateError::Parse {
                 path: path.to_path_buf(),
-                source,
+                reason: e.without_snippet().to_string(),
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(source) => Err(StateError::Read {
@@ -94,7 +90,13 @@ impl ChainState {
     }
 
     /// Records a layer's new status, stamped now.
-    pub fn mark(&mut self, layer: Layer, status: LayerStatus, log: Option<PathBuf>, detail: Option<String>) {
+    pub fn mark(
+        &mut self,
+        layer: Layer,
+        status: LayerStatus,
+        log: Option<PathBuf>,
+        detail: Option<String>,
+    ) {
         self.layers.insert(
             layer,
             LayerState {
@@ -120,10 +122,23 @@ mod tests {
     fn state_round_trips_and_a_missing_file_is_empty() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("state.yaml");
-        assert_eq!(ChainState::load(&path).expect("empty"), ChainState::default());
+        assert_eq!(
+            ChainState::load(&path).expect("empty"),
+            ChainState::default()
+        );
         let mut state = ChainState::default();
-        state.mark(Layer::Driver, LayerStatus::RebootPending, None, Some("595.71.05".into()));
-        state.mark(Layer::Toolkit, LayerStatus::Failed, Some(dir.path().join("t.log")), None);
+        state.mark(
+            Layer::Driver,
+            LayerStatus::RebootPending,
+            None,
+            Some("595.71.05".into()),
+        );
+        state.mark(
+            Layer::Toolkit,
+            LayerStatus::Failed,
+            Some(dir.path().join("t.log")),
+            None,
+        );
         state.save(&path).expect("save");
         let back = ChainState::load(&path).expect("load");
         assert_eq!(back, state);

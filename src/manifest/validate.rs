@@ -154,7 +154,9 @@ fn check_url(field: &str, url: &str, pinned: bool, out: &mut Vec<Problem>) {
             out.push(Problem::error(field, "the URL has no host"));
         }
     } else if lower.starts_with("http://") {
-        if !pinned {
+        // Loopback http never leaves the machine (a local test server or a file proxy on the
+        // workstation itself), and the lock still records and checks its hash.
+        if !pinned && !is_loopback_http(&lower) {
             out.push(Problem::error(
                 field,
                 format!(
@@ -168,6 +170,21 @@ fn check_url(field: &str, url: &str, pinned: bool, out: &mut Vec<Problem>) {
             format!("`{url}` is not an https URL"),
         ));
     }
+}
+
+/// True for `http://127.0.0.1…`, `http://localhost…` and `http://[::1]…`.
+pub fn is_loopback_http(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    let Some(rest) = lower.strip_prefix("http://") else {
+        return false;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = if host.starts_with('[') {
+        host.split_inclusive(']').next().unwrap_or_default()
+    } else {
+        host.split(':').next().unwrap_or_default()
+    };
+    matches!(host, "127.0.0.1" | "localhost" | "[::1]")
 }
 
 /// Why a file name cannot be stored in the archive, if it cannot.
@@ -538,6 +555,21 @@ mod tests {
         assert!(unsafe_file_name("").is_some());
         assert!(unsafe_file_name("x.partial").is_some());
         assert!(unsafe_file_name("cuda_12.4.1_550.54.15_linux.run").is_none());
+    }
+
+    #[test]
+    fn unpinned_http_is_allowed_only_for_loopback_hosts() {
+        assert!(is_loopback_http("http://127.0.0.1:8080/x.run"));
+        assert!(is_loopback_http("http://localhost/x.run"));
+        assert!(is_loopback_http("http://[::1]:80/x.run"));
+        assert!(!is_loopback_http("http://127.0.0.1.evil.test/x.run"));
+        assert!(!is_loopback_http("http://localhost.evil.test/x.run"));
+        assert!(!is_loopback_http("https://127.0.0.1/x.run"));
+        let mut out = Vec::new();
+        check_url("f", "http://127.0.0.1:9/x.run", false, &mut out);
+        assert!(out.is_empty(), "{out:?}");
+        check_url("f", "http://lab.test/x.run", false, &mut out);
+        assert_eq!(out.len(), 1);
     }
 
     #[test]

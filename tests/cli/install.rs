@@ -68,8 +68,14 @@ impl Lab {
         let host = FakeHost::new().gpu("NVIDIA L4", 23034, "8.9");
         host.set_driver_state(DriverMode::NoDriver, "", "");
         let server = TestServer::start();
-        server.file("NVIDIA-Linux-x86_64-595.71.05.run", driver_script(&host).as_bytes());
-        server.file("cuda_12.4.1_550.54.15_linux.run", toolkit_script(&host).as_bytes());
+        server.file(
+            "NVIDIA-Linux-x86_64-595.71.05.run",
+            driver_script(&host).as_bytes(),
+        );
+        server.file(
+            "cuda_12.4.1_550.54.15_linux.run",
+            toolkit_script(&host).as_bytes(),
+        );
         server.file("install-torch.sh", library_script(&host).as_bytes());
         let toolkit_root = host.cuda_prefix().join("cuda-12.4");
         let manifest = host.root().join("stack.yaml");
@@ -91,12 +97,20 @@ impl Lab {
             manifest,
         };
         let fetched = lab.run(&["fetch"]);
-        assert!(fetched.status.success(), "fetch: {}", String::from_utf8_lossy(&fetched.stderr));
+        assert!(
+            fetched.status.success(),
+            "fetch: {}",
+            String::from_utf8_lossy(&fetched.stderr)
+        );
         lab
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let mut cmd = self.host.stackpin(args.iter().copied().chain([self.manifest.to_str().expect("utf-8 path")]));
+        let mut cmd = self.host.stackpin(
+            args.iter()
+                .copied()
+                .chain([self.manifest.to_str().expect("utf-8 path")]),
+        );
         cmd.env("STACKPIN_ARCHIVE", self.host.root().join("installers"))
             .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
             .env("STACKPIN_RETRY_BASE_MS", "0");
@@ -149,9 +163,16 @@ fn plan_on_an_empty_host_lists_every_layer_in_order_and_runs_nothing() {
         all.find("3. sh").expect("library command"),
     );
     assert!(d < t && t < l, "{all}");
-    assert!(all.contains("[NVIDIA-Linux-x86_64-595.71.05.run: verified]"), "{all}");
+    assert!(
+        all.contains("[NVIDIA-Linux-x86_64-595.71.05.run: verified]"),
+        "{all}"
+    );
     assert!(all.contains("reboot after the driver"), "{all}");
-    assert!(all.contains("the newest CUDA this driver can run") || all.contains("newest CUDA a driver can run"), "{all}");
+    assert!(
+        all.contains("the newest CUDA this driver can run")
+            || all.contains("newest CUDA a driver can run"),
+        "{all}"
+    );
     assert!(lab.order().is_empty(), "plan must run nothing");
 }
 
@@ -169,7 +190,11 @@ fn full_chain_in_order_with_a_reboot_after_the_driver() {
     let lab = Lab::new();
     let first = lab.run(&["install", "--yes"]);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first));
-    assert!(text(&first).contains("reboot, then run the same command again"), "{}", text(&first));
+    assert!(
+        text(&first).contains("reboot, then run the same command again"),
+        "{}",
+        text(&first)
+    );
     assert_eq!(lab.order(), ["driver"]);
 
     // Running again before the reboot does not rerun the driver installer.
@@ -181,7 +206,11 @@ fn full_chain_in_order_with_a_reboot_after_the_driver() {
     let second = lab.run(&["install", "--yes"]);
     assert_eq!(second.status.code(), Some(0), "{}", text(&second));
     assert_eq!(lab.order(), ["driver", "toolkit", "library"]);
-    assert!(text(&second).contains("all three layers are in place"), "{}", text(&second));
+    assert!(
+        text(&second).contains("all three layers are in place"),
+        "{}",
+        text(&second)
+    );
 
     lab.clear_order();
     let third = lab.run(&["install", "--yes"]);
@@ -200,8 +229,14 @@ fn a_failing_toolkit_stops_the_chain_and_the_rerun_resumes_at_the_toolkit() {
     let all = text(&failed);
     assert_eq!(failed.status.code(), Some(3), "{all}");
     assert!(all.contains("toolkit"), "{all}");
-    assert!(all.contains("Installation failed"), "the last lines are shown: {all}");
-    assert!(all.contains("logs/toolkit-"), "the log path is shown: {all}");
+    assert!(
+        all.contains("Installation failed"),
+        "the last lines are shown: {all}"
+    );
+    assert!(
+        all.contains("logs/toolkit-"),
+        "the log path is shown: {all}"
+    );
     assert_eq!(lab.order(), ["driver", "toolkit"]);
 
     std::fs::remove_file(lab.host.root().join("fail-toolkit")).expect("unmark");
@@ -209,8 +244,12 @@ fn a_failing_toolkit_stops_the_chain_and_the_rerun_resumes_at_the_toolkit() {
     let rerun = lab.run(&["install", "--yes"]);
     assert_eq!(rerun.status.code(), Some(0), "{}", text(&rerun));
     assert_eq!(lab.order(), ["toolkit", "library"]);
-    let state = std::fs::read_to_string(lab.host.root().join("installers/fake-torch-stack/state.yaml"))
-        .expect("state.yaml");
+    let state = std::fs::read_to_string(
+        lab.host
+            .root()
+            .join("installers/fake-torch-stack/state.yaml"),
+    )
+    .expect("state.yaml");
     assert!(!state.contains("failed"), "{state}");
 }
 
@@ -224,14 +263,24 @@ fn a_tampered_archived_installer_is_refused_and_never_executed() {
     #[allow(clippy::permissions_set_readonly_false)]
     perms.set_readonly(false);
     std::fs::set_permissions(&toolkit, perms).expect("writable");
-    std::fs::write(&toolkit, format!("#!/bin/sh\necho pwned >> '{}'\n", order_log(&lab.host).display()))
-        .expect("tamper");
+    std::fs::write(
+        &toolkit,
+        format!(
+            "#!/bin/sh\necho pwned >> '{}'\n",
+            order_log(&lab.host).display()
+        ),
+    )
+    .expect("tamper");
     lab.clear_order();
     let out = lab.run(&["install", "--yes"]);
     let all = text(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");
     assert!(all.contains("refused"), "{all}");
-    assert!(lab.order().is_empty(), "the tampered file must never run: {:?}", lab.order());
+    assert!(
+        lab.order().is_empty(),
+        "the tampered file must never run: {:?}",
+        lab.order()
+    );
 }
 
 #[test]

@@ -1,10 +1,13 @@
 //! The CLI end to end: one integration-test binary, one module per area.
 
+mod archive;
 mod budget;
 mod check;
 mod common;
 mod diagnose;
 mod fakes;
 mod host;
+mod install;
 mod pin;
+mod server;
 mod vram;

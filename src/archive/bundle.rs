@@ -1,0 +1,311 @@
+//! Bundles: one zip holding a stack's manifest, lock, installers and proven-stack record, for a
+//! rebuild without network. Installers are stored (they are compressed already), streamed and
+//! verified against the lock on the way in; Zip64 covers files over 4 GiB. Unbundling refuses
+//! any entry that could land outside the stack folder and audits the result before it counts.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use zip::CompressionMethod;
+use zip::write::SimpleFileOptions;
+
+use super::audit::{AuditReport, audit_stack};
+use super::fetch::partial_path;
+use super::layout::{HASH_BUFFER, make_read_only};
+use super::{ArchiveError, Progress, StackDir};
+use crate::manifest::Layer;
+
+/// Files beside the layer folders that travel in a bundle.
+const STACK_FILES: [&str; 4] = [
+    "manifest.yaml",
+    "stack.lock",
+    "proven-stack.yaml",
+    "proven-stack.svg",
+];
+
+/// What went into a bundle.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BundleSummary {
+    pub path: PathBuf,
+    pub entries: usize,
+    pub bytes: u64,
+}
+
+/// Packs `stack` into `output`, verifying every installer against the lock as it is copied.
+/// The zip is written as `<output>.partial` and renamed only when complete.
+pub fn bundle(
+    stack: &StackDir,
+    output: &Path,
+    progress: &dyn Progress,
+) -> Result<BundleSummary, ArchiveError> {
+    if !stack.lock_path().exists() {
+        return Err(ArchiveError::NoLock {
+            dir: stack.root().to_path_buf(),
+        });
+    }
+    let lock = stack.read_lock()?;
+    let partial = partial_path(output);
+    let result = (|| {
+        let file = File::create(&partial).map_err(|e| ArchiveError::io("creating", &partial, e))?;
+        let mut zip = zip::ZipWriter::new(BufWriter::with_capacity(HASH_BUFFER, file));
+        let name = stack.name();
+        let mut summary = BundleSummary {
+            path: output.to_path_buf(),
+            entries: 0,
+            bytes: 0,
+        };
+        let zip_err = |e: zip::result::ZipError| ArchiveError::Bundle {
+            path: output.to_path_buf(),
+            reason: e.to_string(),
+        };
+        for extra in STACK_FILES {
+            let path = stack.root().join(extra);
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let options =
+                SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
+            zip.start_file(format!("{name}/{extra}"), options)
+                .map_err(zip_err)?;
+            zip.write_all(&bytes)
+                .map_err(|e| ArchiveError::io("writing", &partial, e))?;
+            summary.entries += 1;
+        }
+        for entry in &lock.files {
+            let path = stack.file_path(entry.layer, &entry.file);
+            let label = format!("{}/{}", entry.layer, entry.file);
+            let options = SimpleFileOptions::default()
+                .compression_method(CompressionMethod::Stored)
+                .large_file(entry.size >= u64::from(u32::MAX))
+                .unix_permissions(0o444);
+            zip.start_file(format!("{name}/{label}"), options)
+                .map_err(zip_err)?;
+            let source = File::open(&path).map_err(|e| ArchiveError::io("reading", &path, e))?;
+            progress.started(&label, Some(entry.size));
+            let actual = copy_hashing(source, &mut zip, |n| progress.advanced(&label, n))
+                .map_err(|e| ArchiveError::io("copying", &path, e))?;
+            progress.finished(&label);
+            if !actual.eq_ignore_ascii_case(&entry.sha256) {
+                return Err(ArchiveError::Corrupt {
+                    path,
+                    expected: entry.sha256.clone(),
+                    actual,
+                });
+            }
+            summary.entries += 1;
+            summary.bytes += entry.size;
+        }
+        let out = zip.finish().map_err(zip_err)?;
+        let file = out
+            .into_inner()
+            .map_err(|e| ArchiveError::io("writing", &partial, e.into_error()))?;
+        file.sync_all()
+            .map_err(|e| ArchiveError::io("syncing", &partial, e))?;
+        Ok(summary)
+    })();
+    match result {
+        Ok(summary) => {
+            std::fs::rename(&partial, output)
+                .map_err(|e| ArchiveError::io("renaming into place", output, e))?;
+            Ok(summary)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            Err(e)
+        }
+    }
+}
+
+/// Streams `source` into `sink`, returning the SHA-256 of what passed.
+fn copy_hashing(
+    mut source: impl Read,
+    sink: &mut impl Write,
+    mut advanced: impl FnMut(u64),
+) -> std::io::Result<String> {
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; HASH_BUFFER];
+    loop {
+        let n = source.read(&mut buf)?;
+        if n == 0 {
+            return Ok(hex::encode(hasher.finalize()));
+        }
+        hasher.update(&buf[..n]);
+        sink.write_all(&buf[..n])?;
+        advanced(n as u64);
+    }
+}
+
+/// Where a bundle entry goes inside the stack folder, or why it is refused.
+fn entry_target(
+    name: &str,
+    is_symlink: bool,
+    is_dir: bool,
+) -> Result<Option<(String, PathBuf)>, &'static str> {
+    if is_symlink {
+        return Err("symbolic links are never unpacked");
+    }
+    if name.starts_with('/') || name.starts_with('\\') || name.get(1..2) == Some(":") {
+        return Err("it is an absolute path");
+    }
+    if name.contains('\\') {
+        return Err("it contains a backslash, which Windows reads as a folder separator");
+    }
+    let path = Path::new(name);
+    if path
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_)))
+    {
+        return Err("it escapes the target folder (`..`, `.` or a root)");
+    }
+    let parts: Vec<&str> = name.trim_end_matches('/').split('/').collect();
+    let stack = parts.first().copied().unwrap_or_default();
+    if is_dir {
+        return Ok(None);
+    }
+    let rest = match parts.as_slice() {
+        [_, file] if STACK_FILES.contains(file) => (*file).to_string(),
+        [_, layer, file] if layer.parse::<Layer>().is_ok() => {
+            if crate::manifest::validate::unsafe_file_name(file).is_some() {
+                return Err("its file name is unsafe");
+            }
+            format!("{layer}/{file}")
+        }
+        _ => return Err("it is not part of a stack bundle (STACK/FILE or STACK/LAYER/FILE)"),
+    };
+    Ok(Some((stack.to_string(), PathBuf::from(rest))))
+}
+
+/// Unpacks a bundle into `<archive>/<stack>/`, then audits it; only a clean audit keeps it.
+pub fn unbundle(
+    zip_path: &Path,
+    archive: &Path,
+    progress: &dyn Progress,
+) -> Result<(StackDir, AuditReport), ArchiveError> {
+    let bad = |reason: String| ArchiveError::Bundle {
+        path: zip_path.to_path_buf(),
+        reason,
+    };
+    let file = File::open(zip_path).map_err(|e| ArchiveError::io("opening", zip_path, e))?;
+    let mut zip = zip::ZipArchive::new(BufReader::new(file))
+        .map_err(|e| bad(format!("not a readable zip: {e}")))?;
+    // First pass: judge every name before writing a single byte.
+    let mut plan = Vec::new();
+    let mut stack_name: Option<String> = None;
+    for i in 0..zip.len() {
+        let entry = zip.by_index(i).map_err(|e| bad(e.to_string()))?;
+        let name = entry.name().map_err(|e| bad(e.to_string()))?.to_string();
+        let target = entry_target(&name, entry.is_symlink(), entry.is_dir()).map_err(|why| {
+            ArchiveError::UnsafeEntry {
+                path: zip_path.to_path_buf(),
+                entry: name.clone(),
+                why,
+            }
+        })?;
+        let Some((stack, rel)) = target else { continue };
+        match &stack_name {
+            None => stack_name = Some(stack),
+            Some(s) if *s != stack => {
+                return Err(bad(format!(
+                    "holds two stacks (`{s}` and `{stack}`); a bundle holds one"
+                )));
+            }
+            Some(_) => {}
+        }
+        plan.push((i, rel));
+    }
+    let name = stack_name.ok_or_else(|| bad("holds no stack".into()))?;
+    let target = StackDir::new(archive, &name);
+    if target.lock_path().exists() {
+        return Err(bad(format!(
+            "{} already holds this stack; run `stackpin audit` on it, or move it away and unbundle again",
+            target.root().display()
+        )));
+    }
+    std::fs::create_dir_all(archive).map_err(|e| ArchiveError::io("creating", archive, e))?;
+    let scratch = tempfile::Builder::new()
+        .prefix(".unbundle-")
+        .tempdir_in(archive)
+        .map_err(|e| ArchiveError::io("creating a scratch folder in", archive, e))?;
+    let staged = StackDir::at(scratch.path().join(&name));
+    staged.create()?;
+    for (i, rel) in &plan {
+        let mut entry = zip.by_index(*i).map_err(|e| bad(e.to_string()))?;
+        let dest = staged.root().join(rel);
+        let mut out = File::create(&dest).map_err(|e| ArchiveError::io("creating", &dest, e))?;
+        std::io::copy(&mut entry, &mut out)
+            .map_err(|e| ArchiveError::io("unpacking into", &dest, e))?;
+        out.sync_all()
+            .map_err(|e| ArchiveError::io("syncing", &dest, e))?;
+    }
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let report = audit_stack(&staged, None, threads, progress)?;
+    if !report.ok() {
+        let failed: Vec<String> = report
+            .files
+            .iter()
+            .filter(|f| f.status.is_failure())
+            .map(|f| format!("{} {:?}", f.path, f.status).to_lowercase())
+            .collect();
+        return Err(bad(format!(
+            "failed its audit ({}); nothing was kept",
+            failed.join(", ")
+        )));
+    }
+    for (_, rel) in &plan {
+        if rel.components().count() == 2 {
+            make_read_only(&staged.root().join(rel))?;
+        }
+    }
+    // An empty leftover (e.g. layer folders from a failed fetch) may be replaced; anything else not.
+    if target.root().exists() {
+        for layer in Layer::ORDER {
+            let _ = std::fs::remove_dir(target.layer_dir(layer));
+        }
+        let _ = std::fs::remove_file(target.root().join(".stackpin-busy"));
+        std::fs::remove_dir(target.root()).map_err(|e| {
+            bad(format!(
+                "{} exists and is not empty ({e}); move it away first",
+                target.root().display()
+            ))
+        })?;
+    }
+    std::fs::rename(staged.root(), target.root())
+        .map_err(|e| ArchiveError::io("moving into place", target.root(), e))?;
+    let report = AuditReport {
+        stack: target.root().to_path_buf(),
+        ..report
+    };
+    Ok((target, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_outside_the_stack_are_refused() {
+        assert!(entry_target("../evil.run", false, false).is_err());
+        assert!(entry_target("s/../../evil.run", false, false).is_err());
+        assert!(entry_target("/etc/passwd", false, false).is_err());
+        assert!(entry_target("C:/x/y", false, false).is_err());
+        assert!(entry_target("s\\..\\x", false, false).is_err());
+        assert!(entry_target("s/driver/x.run", true, false).is_err());
+        assert!(entry_target("s/bin/x.run", false, false).is_err());
+        assert!(entry_target("s/driver/sub/x.run", false, false).is_err());
+    }
+
+    #[test]
+    fn stack_files_and_layer_files_are_accepted() {
+        assert_eq!(
+            entry_target("s/driver/x.run", false, false),
+            Ok(Some(("s".into(), PathBuf::from("driver/x.run"))))
+        );
+        assert_eq!(
+            entry_target("s/stack.lock", false, false),
+            Ok(Some(("s".into(), PathBuf::from("stack.lock"))))
+        );
+        assert_eq!(entry_target("s/driver/", false, true), Ok(None));
+    }
+}

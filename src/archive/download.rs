@@ -1,0 +1,394 @@
+//! One file over HTTP(S) into `<file>.partial`: every chunk goes to disk and into the SHA-256
+//! hasher in the same pass; an existing partial is re-hashed and continued with `Range`;
+//! transient failures are retried with exponential backoff and `Retry-After`.
+//!
+//! Deciding the expected hash, renaming into place and the lock are `fetch`'s job.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::blocking::{Client, Response};
+use reqwest::header::{CONTENT_RANGE, RANGE, RETRY_AFTER};
+use sha2::{Digest, Sha256};
+
+use super::layout::HASH_BUFFER;
+use super::{ArchiveError, Progress};
+
+/// Network timeouts.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// How long a TCP/TLS connect may take.
+    pub connect: Duration,
+    /// How long the server may send nothing (headers or body) before the attempt is dropped.
+    pub stall: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(15),
+            stall: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How often and how patiently transient failures are retried.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included.
+    pub attempts: u32,
+    /// Wait before the second attempt; doubled for each one after.
+    pub base: Duration,
+    /// No wait is longer than this, whatever `Retry-After` asks for.
+    pub max_wait: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            attempts: 5,
+            base: Duration::from_millis(500),
+            max_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+/// True when following a redirect from `from` to `to` would drop from https to plain http.
+pub fn redirect_downgrades(from: &str, to: &str) -> bool {
+    from.to_ascii_lowercase().starts_with("https://")
+        && to.to_ascii_lowercase().starts_with("http://")
+}
+
+/// What one attempt ended with when it did not succeed.
+struct AttemptError {
+    transient: bool,
+    reason: String,
+    retry_after: Option<Duration>,
+}
+
+impl AttemptError {
+    fn transient(reason: String) -> Self {
+        Self {
+            transient: true,
+            reason,
+            retry_after: None,
+        }
+    }
+    fn fatal(reason: String) -> Self {
+        Self {
+            transient: false,
+            reason,
+            retry_after: None,
+        }
+    }
+}
+
+/// A configured HTTP client shared by all downloads of a fetch.
+pub(crate) struct Downloader {
+    client: Client,
+    retry: RetryPolicy,
+    timeouts: Timeouts,
+}
+
+impl Downloader {
+    /// Builds the client: rustls with the ring provider, redirects followed but never https → http.
+    pub fn new(timeouts: Timeouts, retry: RetryPolicy) -> Result<Self, ArchiveError> {
+        // reqwest is built without a default crypto provider; the error only says one is set.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let policy = reqwest::redirect::Policy::custom(|attempt| {
+            let downgrade = attempt
+                .previous()
+                .last()
+                .is_some_and(|from| redirect_downgrades(from.as_str(), attempt.url().as_str()));
+            if downgrade {
+                let to = attempt.url().to_string();
+                attempt.error(format!(
+                    "refused a redirect from https to plain http ({to})"
+                ))
+            } else if attempt.previous().len() >= 10 {
+                attempt.error("more than 10 redirects")
+            } else {
+                attempt.follow()
+            }
+        });
+        let client = Client::builder()
+            .connect_timeout(timeouts.connect)
+            // Blocking reqwest applies this to the wait for headers and to every body read:
+            // exactly a stall timeout, never a cap on a slow but moving download.
+            .timeout(timeouts.stall)
+            .redirect(policy)
+            .user_agent(concat!("stackpin/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ArchiveError::Download {
+                url: String::new(),
+                attempts: 0,
+                reason: format!("cannot set up the HTTP client: {}", chain(&e)),
+            })?;
+        Ok(Self {
+            client,
+            retry,
+            timeouts,
+        })
+    }
+
+    /// Downloads `url` into `partial` (continuing what is there) and returns its sha256 and size.
+    /// The partial is kept on failure so the next run can resume it.
+    pub fn download(
+        &self,
+        url: &str,
+        partial: &Path,
+        label: &str,
+        progress: &dyn Progress,
+    ) -> Result<(String, u64), ArchiveError> {
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let error = match self.attempt(url, partial, label, progress) {
+                Ok(done) => return Ok(done),
+                Err(e) => e,
+            };
+            if !error.transient || attempts >= self.retry.attempts {
+                return Err(ArchiveError::Download {
+                    url: url.to_string(),
+                    attempts,
+                    reason: error.reason,
+                });
+            }
+            let backoff = self.retry.base.saturating_mul(1 << (attempts - 1).min(16));
+            let wait = error
+                .retry_after
+                .unwrap_or(backoff)
+                .min(self.retry.max_wait);
+            progress.note(&format!(
+                "{label}: {}; retrying in {:.1}s (attempt {} of {})",
+                error.reason,
+                wait.as_secs_f64(),
+                attempts + 1,
+                self.retry.attempts
+            ));
+            std::thread::sleep(wait);
+        }
+    }
+
+    fn attempt(
+        &self,
+        url: &str,
+        partial: &Path,
+        label: &str,
+        progress: &dyn Progress,
+    ) -> Result<(String, u64), AttemptError> {
+        let io = |what: &str, e: std::io::Error| {
+            AttemptError::fatal(format!("{what} {}: {e}", partial.display()))
+        };
+        let mut hasher = Sha256::new();
+        // Resume only from bytes we can vouch for: the partial is re-hashed, not trusted.
+        let have = match std::fs::metadata(partial) {
+            Ok(m) if m.len() > 0 => rehash(partial, &mut hasher).map_err(|e| io("reading", e))?,
+            _ => 0,
+        };
+        let mut request = self.client.get(url);
+        if have > 0 {
+            request = request.header(RANGE, format!("bytes={have}-"));
+        }
+        let response = request.send().map_err(|e| self.classify(&e))?;
+        let status = response.status();
+        let resumed =
+            have > 0 && status == StatusCode::PARTIAL_CONTENT && range_starts_at(&response, have);
+        if !resumed {
+            if status == StatusCode::PARTIAL_CONTENT || status == StatusCode::RANGE_NOT_SATISFIABLE
+            {
+                // A range we cannot use (wrong start, or the partial is stale): start over.
+                if have > 0 {
+                    std::fs::remove_file(partial).map_err(|e| io("deleting", e))?;
+                }
+                return Err(AttemptError {
+                    transient: true,
+                    reason: format!(
+                        "the server could not resume (HTTP {status}); restarting from zero"
+                    ),
+                    retry_after: Some(Duration::ZERO),
+                });
+            }
+            if status != StatusCode::OK {
+                // The partial stays: a 5xx now does not make its bytes wrong.
+                return Err(status_error(&response));
+            }
+            // 200 to a range request: the server ignored it, so the whole file follows.
+            hasher = Sha256::new();
+        }
+        let start = if resumed { have } else { 0 };
+        let total = response.content_length().map(|n| n + start);
+        progress.started(label, total);
+        progress.advanced(label, start);
+        let file = File::options()
+            .create(true)
+            .append(resumed)
+            .write(true)
+            .truncate(!resumed)
+            .open(partial)
+            .map_err(|e| io("opening", e))?;
+        let written = self.stream(response, file, &mut hasher, label, progress, partial)?;
+        Ok((hex::encode(hasher.finalize()), start + written))
+    }
+
+    /// Copies the body into the file and the hasher; syncs before returning.
+    fn stream(
+        &self,
+        mut response: Response,
+        file: File,
+        hasher: &mut Sha256,
+        label: &str,
+        progress: &dyn Progress,
+        partial: &Path,
+    ) -> Result<u64, AttemptError> {
+        // A modest buffer: large enough for few syscalls, small enough that a `kill -9` loses
+        // little of what arrived (the partial is what the next run resumes from).
+        let mut out = BufWriter::with_capacity(256 * 1024, file);
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut written = 0u64;
+        loop {
+            let n = match response.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => {
+                    // Keep what arrived: flushed and synced, it is the next attempt's head start.
+                    let _ = out.flush().map(|()| out.get_ref().sync_all());
+                    // reqwest wraps its timeout inside the io::Error it returns from read().
+                    let timed_out = e.kind() == std::io::ErrorKind::TimedOut
+                        || e.get_ref()
+                            .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
+                            .is_some_and(reqwest::Error::is_timeout);
+                    let reason = if timed_out {
+                        format!(
+                            "no data for {}s (stall timeout) after {written} bytes",
+                            self.timeouts.stall.as_secs()
+                        )
+                    } else {
+                        format!("connection lost after {written} bytes: {}", chain(&e))
+                    };
+                    return Err(AttemptError::transient(reason));
+                }
+            };
+            hasher.update(&buf[..n]);
+            out.write_all(&buf[..n])
+                .map_err(|e| AttemptError::fatal(format!("writing {}: {e}", partial.display())))?;
+            written += n as u64;
+            progress.advanced(label, n as u64);
+        }
+        let file = out.into_inner().map_err(|e| {
+            AttemptError::fatal(format!("writing {}: {}", partial.display(), e.error()))
+        })?;
+        file.sync_all()
+            .map_err(|e| AttemptError::fatal(format!("syncing {}: {e}", partial.display())))?;
+        Ok(written)
+    }
+
+    fn classify(&self, e: &reqwest::Error) -> AttemptError {
+        if e.is_redirect() {
+            return AttemptError::fatal(chain(e));
+        }
+        if e.is_timeout() {
+            return AttemptError::transient(format!(
+                "no response within {}s (stall timeout)",
+                self.timeouts.stall.as_secs()
+            ));
+        }
+        if e.is_connect() {
+            return AttemptError::transient(format!("cannot connect: {}", chain(e)));
+        }
+        if e.is_builder() {
+            return AttemptError::fatal(chain(e));
+        }
+        AttemptError::transient(chain(e))
+    }
+}
+
+fn rehash(path: &Path, hasher: &mut Sha256) -> std::io::Result<u64> {
+    let mut file = File::open(path)?;
+    let mut buf = vec![0u8; HASH_BUFFER];
+    let mut total = 0;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(total);
+        }
+        hasher.update(&buf[..n]);
+        total += n as u64;
+    }
+}
+
+/// A 206 is only usable when it really starts where our partial ends.
+fn range_starts_at(response: &Response, have: u64) -> bool {
+    response
+        .headers()
+        .get(CONTENT_RANGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("bytes "))
+        .and_then(|v| v.split('-').next())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        == Some(have)
+}
+
+/// 5xx and 429 are worth retrying (with the server's `Retry-After`); anything else is final.
+fn status_error(response: &Response) -> AttemptError {
+    let status = response.status();
+    let retry_after = response
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let transient = status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS;
+    let hint = if status == StatusCode::NOT_FOUND {
+        "; check the URL in the manifest (the publisher may have moved the file)"
+    } else {
+        ""
+    };
+    AttemptError {
+        transient,
+        reason: format!("HTTP {status}{hint}"),
+        retry_after,
+    }
+}
+
+/// An error and its sources on one line: reqwest's own message alone rarely says what happened.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redirect_from_https_to_http_is_a_downgrade() {
+        assert!(redirect_downgrades(
+            "https://a.test/x.run",
+            "http://a.test/x.run"
+        ));
+        assert!(redirect_downgrades("HTTPS://a.test/x", "Http://b.test/x"));
+        assert!(!redirect_downgrades("https://a.test/x", "https://b.test/x"));
+        assert!(!redirect_downgrades("http://a.test/x", "https://b.test/x"));
+        assert!(!redirect_downgrades("http://a.test/x", "http://b.test/x"));
+    }
+
+    #[test]
+    fn errors_keep_their_causes_once() {
+        let inner = std::io::Error::other("reset by peer");
+        let outer = std::io::Error::other(inner);
+        assert_eq!(chain(&outer), "reset by peer");
+    }
+}

@@ -1,0 +1,490 @@
+//! `fetch`: turns a manifest into an archived stack. Decides each file's expected hash (the
+//! manifest's pin, else the lock's), skips files already archived intact, downloads the rest in
+//! parallel (mirror first when one is set), renames only verified files into place, and keeps
+//! `stack.lock` current after every file so an interrupted fetch loses nothing.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use super::download::{Downloader, RetryPolicy, Timeouts};
+use super::layout::{hash_file, make_read_only, remove_file};
+use super::pip::{self, PipTarget};
+use super::{ArchiveError, LockEntry, Lockfile, Progress, StackDir};
+use crate::manifest::{Layer, Manifest, validate::unsafe_file_name};
+
+/// Knobs of a fetch; the CLI fills them from flags and environment variables.
+#[derive(Debug, Clone)]
+pub struct FetchConfig {
+    /// Downloads at once.
+    pub jobs: usize,
+    /// Refuse any file whose sha256 is pinned in neither the manifest nor the lock.
+    pub locked: bool,
+    /// A lab mirror serving an archive folder with the same layout, tried first.
+    pub mirror: Option<String>,
+    pub timeouts: Timeouts,
+    pub retry: RetryPolicy,
+    /// The fetch host's Python, used for `pip download`.
+    pub python: String,
+}
+
+impl Default for FetchConfig {
+    fn default() -> Self {
+        Self {
+            jobs: 3,
+            locked: false,
+            mirror: None,
+            timeouts: Timeouts::default(),
+            retry: RetryPolicy::default(),
+            python: "python3".into(),
+        }
+    }
+}
+
+/// How a file came to be in the archive this time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileOutcome {
+    /// It was there and matched the lock: nothing downloaded.
+    AlreadyArchived,
+    /// Downloaded from its original URL.
+    Downloaded,
+    /// Downloaded from the lab mirror.
+    Mirror,
+    /// It was there but corrupt, and was downloaded again.
+    Repaired,
+}
+
+/// One file the fetch dealt with.
+#[derive(Debug, Clone, Serialize)]
+pub struct FetchedFile {
+    pub layer: Layer,
+    pub file: String,
+    pub sha256: String,
+    pub size: u64,
+    pub outcome: FileOutcome,
+}
+
+/// What a fetch did: the files that are now archived and the ones that failed.
+#[derive(Debug)]
+pub struct FetchReport {
+    pub stack: PathBuf,
+    pub files: Vec<FetchedFile>,
+    pub errors: Vec<ArchiveError>,
+}
+
+/// A file to archive, with what it must hash to when that is already known.
+struct Wanted {
+    layer: Layer,
+    file: String,
+    url: String,
+    expected: Option<String>,
+}
+
+/// Archives every installer of `manifest` into `<archive>/<name>/` and records it in the lock.
+/// Errors that stop everything (a lock conflict, `--locked` refusals) come back as `Err`;
+/// failures of single files are collected in the report while the others continue.
+pub fn fetch(
+    manifest: &Manifest,
+    manifest_text: &str,
+    archive: &Path,
+    config: &FetchConfig,
+    progress: &dyn Progress,
+) -> Result<FetchReport, ArchiveError> {
+    let stack = StackDir::new(archive, &manifest.name);
+    stack.create()?;
+    let _guard = stack.lock(progress)?;
+    let mut lock = stack.read_lock()?;
+    lock.stack = manifest.name.clone();
+    let wanted = plan(manifest, &lock, config.locked)?;
+    let path = stack.manifest_path();
+    crate::fsutil::write_atomic(&path, manifest_text.as_bytes())
+        .map_err(|e| ArchiveError::io("writing", path, e))?;
+
+    let downloader = Downloader::new(config.timeouts, config.retry)?;
+    let mirror_downloader = Downloader::new(
+        config.timeouts,
+        RetryPolicy {
+            attempts: 1,
+            ..config.retry
+        },
+    )?;
+    let shared = Shared {
+        stack: &stack,
+        lock: Mutex::new(lock),
+        downloader,
+        mirror: config.mirror.as_deref().map(|m| (m, mirror_downloader)),
+        progress,
+    };
+    let queue = Mutex::new(wanted.into_iter().enumerate().collect::<VecDeque<_>>());
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..config.jobs.max(1) {
+            s.spawn(|| {
+                loop {
+                    let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+                    let Some((i, want)) = next else { break };
+                    let result = shared.archive_one(&want);
+                    if let Ok(mut r) = results.lock() {
+                        r.push((i, result));
+                    }
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_default();
+    results.sort_by_key(|(i, _)| *i);
+    let mut report = FetchReport {
+        stack: stack.root().to_path_buf(),
+        files: Vec::new(),
+        errors: Vec::new(),
+    };
+    for (_, result) in results {
+        match result {
+            Ok(f) => report.files.push(f),
+            Err(e) => report.errors.push(e),
+        }
+    }
+    if let Some(pip_section) = &manifest.library.pip {
+        let target = PipTarget {
+            os: manifest.os,
+            python_version: manifest.library.python_version.clone().ok_or_else(|| {
+                ArchiveError::Pip(
+                    "library.python_version is needed to fetch pip libraries: pip must know which Python's wheels to download (e.g. `python_version: \"3.12\"`); add it to the manifest".into(),
+                )
+            })?,
+            index_url: pip_section.index_url.clone(),
+            requirements: pip_section.requirements.clone(),
+        };
+        match shared.archive_pip(&target, &config.python, config.locked) {
+            Ok(files) => report.files.extend(files),
+            Err(e) => report.errors.push(e),
+        }
+    }
+    Ok(report)
+}
+
+/// Resolves each installer's file name and expected hash, refusing conflicts before any download.
+fn plan(manifest: &Manifest, lock: &Lockfile, locked: bool) -> Result<Vec<Wanted>, ArchiveError> {
+    let mut wanted = Vec::new();
+    for layer in Layer::ORDER {
+        for installer in manifest.installers(layer) {
+            let file = installer.file_name().unwrap_or_default();
+            if let Some(why) = unsafe_file_name(&file) {
+                return Err(ArchiveError::UnsafeName {
+                    what: format!("{layer}.installer.url {}", installer.url),
+                    name: file,
+                    why,
+                });
+            }
+            let pinned = installer.sha256.as_deref().map(str::to_ascii_lowercase);
+            // A lock entry only speaks for the URL it was made from; a changed URL is a new file.
+            let locked_sha = lock
+                .find(layer, &file)
+                .filter(|e| e.url == installer.url)
+                .map(|e| e.sha256.to_ascii_lowercase());
+            if let (Some(p), Some(l)) = (&pinned, &locked_sha)
+                && p != l
+            {
+                return Err(ArchiveError::LockConflict {
+                    layer,
+                    file,
+                    locked: l.clone(),
+                    pinned: p.clone(),
+                });
+            }
+            let expected = pinned.or(locked_sha);
+            if locked && expected.is_none() {
+                return Err(ArchiveError::Unpinned {
+                    layer,
+                    file,
+                    url: installer.url.clone(),
+                });
+            }
+            wanted.push(Wanted {
+                layer,
+                file,
+                url: installer.url.clone(),
+                expected,
+            });
+        }
+    }
+    Ok(wanted)
+}
+
+/// What the download threads share.
+struct Shared<'a> {
+    stack: &'a StackDir,
+    lock: Mutex<Lockfile>,
+    downloader: Downloader,
+    mirror: Option<(&'a str, Downloader)>,
+    progress: &'a dyn Progress,
+}
+
+impl Shared<'_> {
+    fn archive_one(&self, want: &Wanted) -> Result<FetchedFile, ArchiveError> {
+        let final_path = self.stack.file_path(want.layer, &want.file);
+        let label = format!("{}/{}", want.layer, want.file);
+        let mut outcome = FileOutcome::Downloaded;
+        if final_path.exists() {
+            if let Some(expected) = &want.expected {
+                let (actual, size) = hash_file(&final_path, None)
+                    .map_err(|e| ArchiveError::io("reading", &final_path, e))?;
+                if &actual == expected {
+                    self.record(want, &actual, size)?;
+                    return Ok(self.fetched(want, actual, size, FileOutcome::AlreadyArchived));
+                }
+                self.progress.note(&format!(
+                    "{label} is corrupt (sha256 {actual}, expected {expected}); fetching it again"
+                ));
+                outcome = FileOutcome::Repaired;
+            }
+            // Unknown to the lock and unpinned: nothing proves it, so it is fetched afresh.
+            remove_file(&final_path)?;
+        }
+        let partial = partial_path(&final_path);
+        let mut from_mirror = None;
+        if let (Some((mirror, downloader)), Some(expected)) = (&self.mirror, &want.expected) {
+            // Only files with a known hash come from the mirror: nothing else could prove its copy.
+            let url = mirror_url(mirror, &self.stack.name(), want.layer, &want.file);
+            match downloader.download(&url, &partial, &label, self.progress) {
+                Ok((actual, size)) if &actual == expected => from_mirror = Some((actual, size)),
+                Ok((actual, _)) => {
+                    remove_file(&partial)?;
+                    self.progress.note(&format!(
+                        "{label}: the mirror's copy has sha256 {actual}, expected {expected}; using {}",
+                        want.url
+                    ));
+                }
+                Err(e) => self
+                    .progress
+                    .note(&format!("{label}: mirror failed ({e}); using {}", want.url)),
+            }
+            self.progress.finished(&label);
+        }
+        let (actual, size) = match from_mirror {
+            Some(done) => {
+                outcome = FileOutcome::Mirror;
+                done
+            }
+            None => {
+                let result = self
+                    .downloader
+                    .download(&want.url, &partial, &label, self.progress);
+                self.progress.finished(&label);
+                result?
+            }
+        };
+        if let Some(expected) = &want.expected
+            && &actual != expected
+        {
+            remove_file(&partial)?;
+            return Err(ArchiveError::Checksum {
+                url: want.url.clone(),
+                expected: expected.clone(),
+                actual,
+            });
+        }
+        std::fs::rename(&partial, &final_path)
+            .map_err(|e| ArchiveError::io("renaming into place", &final_path, e))?;
+        make_read_only(&final_path)?;
+        self.record(want, &actual, size)?;
+        Ok(self.fetched(want, actual, size, outcome))
+    }
+
+    fn fetched(
+        &self,
+        want: &Wanted,
+        sha256: String,
+        size: u64,
+        outcome: FileOutcome,
+    ) -> FetchedFile {
+        FetchedFile {
+            layer: want.layer,
+            file: want.file.clone(),
+            sha256,
+            size,
+            outcome,
+        }
+    }
+
+    /// Enters a verified file in the lock and writes the lock at once.
+    fn record(&self, want: &Wanted, sha256: &str, size: u64) -> Result<(), ArchiveError> {
+        let mut lock = self.lock.lock().map_err(|_| ArchiveError::BadLock {
+            path: self.stack.lock_path(),
+            reason: "a download thread panicked while updating it".into(),
+        })?;
+        if let Some(e) = lock.find(want.layer, &want.file)
+            && e.url == want.url
+            && e.sha256 == sha256
+            && e.size == size
+        {
+            return Ok(());
+        }
+        lock.upsert(LockEntry {
+            layer: want.layer,
+            file: want.file.clone(),
+            url: want.url.clone(),
+            sha256: sha256.to_string(),
+            size,
+            fetched_at: jiff::Timestamp::now().to_string(),
+        });
+        self.stack.write_lock(&lock)
+    }
+
+    /// pip wheels: reuse the archived set when it is complete and intact, else run pip again.
+    fn archive_pip(
+        &self,
+        target: &PipTarget,
+        python: &str,
+        locked: bool,
+    ) -> Result<Vec<FetchedFile>, ArchiveError> {
+        let source = target.source();
+        let existing: Vec<LockEntry> = self
+            .lock
+            .lock()
+            .map(|l| {
+                l.files
+                    .iter()
+                    .filter(|e| e.url == source)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let intact = !existing.is_empty()
+            && existing
+                .iter()
+                .all(|e| super::verify_entry(self.stack, e).is_ok());
+        if intact {
+            return Ok(existing
+                .into_iter()
+                .map(|e| FetchedFile {
+                    layer: Layer::Library,
+                    file: e.file,
+                    sha256: e.sha256,
+                    size: e.size,
+                    outcome: FileOutcome::AlreadyArchived,
+                })
+                .collect());
+        }
+        self.progress.note(&format!(
+            "library: pip download {}",
+            target.requirements.join(" ")
+        ));
+        // pip writes into a scratch folder beside the layer; only hashed files move into place.
+        let scratch = tempfile::Builder::new()
+            .prefix(".pip-download-")
+            .tempdir_in(self.stack.root())
+            .map_err(|e| ArchiveError::io("creating a scratch folder in", self.stack.root(), e))?;
+        pip::download(python, target, scratch.path())?;
+        let mut files = Vec::new();
+        let entries = std::fs::read_dir(scratch.path())
+            .map_err(|e| ArchiveError::io("listing", scratch.path(), e))?;
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for name in names {
+            if let Some(why) = unsafe_file_name(&name) {
+                return Err(ArchiveError::UnsafeName {
+                    what: "a file pip downloaded".into(),
+                    name,
+                    why,
+                });
+            }
+            let from = scratch.path().join(&name);
+            let (actual, size) =
+                hash_file(&from, None).map_err(|e| ArchiveError::io("reading", &from, e))?;
+            let known = existing.iter().find(|e| e.file == name);
+            match known {
+                Some(e) if !e.sha256.eq_ignore_ascii_case(&actual) => {
+                    return Err(ArchiveError::Checksum {
+                        url: format!("{source} ({name})"),
+                        expected: e.sha256.clone(),
+                        actual,
+                    });
+                }
+                None if locked => {
+                    return Err(ArchiveError::Unpinned {
+                        layer: Layer::Library,
+                        file: name,
+                        url: source,
+                    });
+                }
+                _ => {}
+            }
+            let to = self.stack.file_path(Layer::Library, &name);
+            let outcome = if to.exists() {
+                FileOutcome::Repaired
+            } else {
+                FileOutcome::Downloaded
+            };
+            remove_file(&to)?;
+            std::fs::rename(&from, &to)
+                .map_err(|e| ArchiveError::io("renaming into place", &to, e))?;
+            make_read_only(&to)?;
+            let want = Wanted {
+                layer: Layer::Library,
+                file: name,
+                url: source.clone(),
+                expected: None,
+            };
+            self.record(&want, &actual, size)?;
+            files.push(self.fetched(&want, actual, size, outcome));
+        }
+        Ok(files)
+    }
+}
+
+/// `<file>.partial` beside the final name.
+pub(crate) fn partial_path(final_path: &Path) -> PathBuf {
+    let mut name = final_path.as_os_str().to_os_string();
+    name.push(".partial");
+    PathBuf::from(name)
+}
+
+/// Where a lab mirror serves a file: the same layout as the archive folder.
+fn mirror_url(mirror: &str, stack: &str, layer: Layer, file: &str) -> String {
+    let mut encoded = String::new();
+    for c in file.chars() {
+        match c {
+            '%' => encoded.push_str("%25"),
+            ' ' => encoded.push_str("%20"),
+            '#' => encoded.push_str("%23"),
+            '?' => encoded.push_str("%3F"),
+            '+' => encoded.push_str("%2B"),
+            c => encoded.push(c),
+        }
+    }
+    format!("{}/{stack}/{layer}/{encoded}", mirror.trim_end_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirror_urls_follow_the_archive_layout() {
+        assert_eq!(
+            mirror_url(
+                "http://lab:8000/",
+                "s",
+                Layer::Library,
+                "torch-2.5.1+cu124.whl"
+            ),
+            "http://lab:8000/s/library/torch-2.5.1%2Bcu124.whl"
+        );
+    }
+
+    #[test]
+    fn partial_sits_beside_the_final_name() {
+        assert_eq!(
+            partial_path(Path::new("/a/driver/x.run")),
+            PathBuf::from("/a/driver/x.run.partial")
+        );
+    }
+}

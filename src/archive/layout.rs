@@ -1,0 +1,413 @@
+//! The stack's folder in the archive and its `stack.lock`: paths, reading and writing the lock
+//! atomically, the file lock that keeps two fetches apart, and the re-hash before an installer
+//! runs. Downloading and auditing build on this; nothing here touches the network.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{ArchiveError, Progress};
+use crate::manifest::Layer;
+
+/// Version of the `stack.lock` format this build reads and writes.
+pub const LOCK_SCHEMA: u32 = 1;
+
+/// The folder of one stack in the archive, `<archive>/<name>/`, and the paths inside it.
+#[derive(Debug, Clone)]
+pub struct StackDir {
+    root: PathBuf,
+}
+
+impl StackDir {
+    /// The stack called `name` inside the archive folder `archive`.
+    pub fn new(archive: &Path, name: &str) -> Self {
+        Self {
+            root: archive.join(name),
+        }
+    }
+
+    /// A stack folder given directly.
+    pub fn at(root: PathBuf) -> Self {
+        Self { root }
+    }
+
+    /// `<archive>/<name>/`.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The stack's name: its folder's name.
+    pub fn name(&self) -> String {
+        self.root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// `driver/`, `toolkit/` or `library/`: where a layer's installers live.
+    pub fn layer_dir(&self, layer: Layer) -> PathBuf {
+        self.root.join(layer.as_str())
+    }
+
+    /// Where an archived installer lives.
+    pub fn file_path(&self, layer: Layer, file: &str) -> PathBuf {
+        self.layer_dir(layer).join(file)
+    }
+
+    /// `stack.lock`: per file its layer, name, URL, sha256, size and fetch time.
+    pub fn lock_path(&self) -> PathBuf {
+        self.root.join("stack.lock")
+    }
+
+    /// `manifest.yaml`: the copy of the manifest that was fetched.
+    pub fn manifest_path(&self) -> PathBuf {
+        self.root.join("manifest.yaml")
+    }
+
+    /// `logs/`: one log per installer and per example run.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+
+    /// `state.yaml`: where an install chain stands across a reboot.
+    pub fn state_path(&self) -> PathBuf {
+        self.root.join("state.yaml")
+    }
+
+    /// `proven-stack.yaml`: the record of the proven stack.
+    pub fn proven_stack_path(&self) -> PathBuf {
+        self.root.join("proven-stack.yaml")
+    }
+
+    /// `proven-stack.svg`: the record's memory plot.
+    pub fn proven_plot_path(&self) -> PathBuf {
+        self.root.join("proven-stack.svg")
+    }
+
+    /// Creates the stack folder and its three layer folders.
+    pub fn create(&self) -> Result<(), ArchiveError> {
+        for layer in Layer::ORDER {
+            let dir = self.layer_dir(layer);
+            std::fs::create_dir_all(&dir).map_err(|e| ArchiveError::io("creating", dir, e))?;
+        }
+        Ok(())
+    }
+
+    /// Takes the stack's file lock, waiting (after `progress.note`) while another process has it.
+    /// The OS releases it when the holder exits, even after `kill -9`.
+    pub fn lock(&self, progress: &dyn Progress) -> Result<StackLock, ArchiveError> {
+        // A separate, never-replaced file: stack.lock itself is replaced by rename, and a lock
+        // on a replaced inode would protect nothing.
+        let path = self.root.join(".stackpin-busy");
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| ArchiveError::io("opening the file lock", &path, e))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                progress.note(&format!(
+                    "another stackpin is working on {}; waiting for it to finish",
+                    self.root.display()
+                ));
+                file.lock()
+                    .map_err(|e| ArchiveError::io("waiting for the file lock", &path, e))?;
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(ArchiveError::io("taking the file lock", &path, e));
+            }
+        }
+        Ok(StackLock { _file: file })
+    }
+
+    /// Reads `stack.lock`; an absent lock is an empty one.
+    pub fn read_lock(&self) -> Result<Lockfile, ArchiveError> {
+        let path = self.lock_path();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Lockfile::parse(&text, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Lockfile::new(&self.name())),
+            Err(e) => Err(ArchiveError::io("reading", path, e)),
+        }
+    }
+
+    /// Writes `stack.lock` through a temporary file and a rename.
+    pub fn write_lock(&self, lock: &Lockfile) -> Result<(), ArchiveError> {
+        let path = self.lock_path();
+        let text = serde_saphyr::to_string(lock).map_err(|e| ArchiveError::BadLock {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        let text = format!("# written by stackpin fetch; one entry per archived file\n{text}");
+        crate::fsutil::write_atomic(&path, text.as_bytes())
+            .map_err(|e| ArchiveError::io("writing", path, e))
+    }
+}
+
+/// Held while a fetch or unbundle changes a stack; dropping it releases the file lock.
+#[derive(Debug)]
+pub struct StackLock {
+    _file: File,
+}
+
+/// `stack.lock`: what was archived, so audits and installs can prove each file unchanged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lockfile {
+    pub schema: u32,
+    pub stack: String,
+    #[serde(default)]
+    pub files: Vec<LockEntry>,
+}
+
+/// One archived file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockEntry {
+    pub layer: Layer,
+    /// The file name inside the layer's folder.
+    pub file: String,
+    /// Where it came from (`pip:INDEX` for wheels that pip resolved).
+    pub url: String,
+    pub sha256: String,
+    pub size: u64,
+    /// RFC 3339 time of the download.
+    pub fetched_at: String,
+}
+
+impl Lockfile {
+    /// An empty lock for the stack `name`.
+    pub fn new(name: &str) -> Self {
+        Self {
+            schema: LOCK_SCHEMA,
+            stack: name.to_string(),
+            files: Vec::new(),
+        }
+    }
+
+    /// Parses lock text; `path` only names the file in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ArchiveError> {
+        let lock: Lockfile = serde_saphyr::from_str(text).map_err(|e| ArchiveError::BadLock {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        if lock.schema != LOCK_SCHEMA {
+            return Err(ArchiveError::BadLock {
+                path: path.to_path_buf(),
+                reason: format!("schema {} (this stackpin reads {LOCK_SCHEMA})", lock.schema),
+            });
+        }
+        for entry in &lock.files {
+            if let Some(why) = crate::manifest::validate::unsafe_file_name(&entry.file) {
+                return Err(ArchiveError::UnsafeName {
+                    what: format!("{} entry in {}", entry.layer, path.display()),
+                    name: entry.file.clone(),
+                    why,
+                });
+            }
+        }
+        Ok(lock)
+    }
+
+    /// The entry for a layer's file.
+    pub fn find(&self, layer: Layer, file: &str) -> Option<&LockEntry> {
+        self.files
+            .iter()
+            .find(|e| e.layer == layer && e.file == file)
+    }
+
+    /// Adds or replaces the entry for the same layer and file, keeping lock order by layer.
+    pub fn upsert(&mut self, entry: LockEntry) {
+        match self
+            .files
+            .iter_mut()
+            .find(|e| e.layer == entry.layer && e.file == entry.file)
+        {
+            Some(existing) => *existing = entry,
+            None => {
+                self.files.push(entry);
+                // Stable: within a layer, files keep the order they were added in.
+                self.files.sort_by_key(|e| e.layer);
+            }
+        }
+    }
+}
+
+/// The archived files of one layer, in lock order, with their paths.
+pub fn layer_files(stack: &StackDir, lock: &Lockfile, layer: Layer) -> Vec<(LockEntry, PathBuf)> {
+    lock.files
+        .iter()
+        .filter(|e| e.layer == layer)
+        .map(|e| (e.clone(), stack.file_path(layer, &e.file)))
+        .collect()
+}
+
+/// Re-hashes one archived file against its lock entry right before it is run; returns its path.
+/// A missing or changed file is an error, so nothing unverified is ever executed.
+pub fn verify_entry(stack: &StackDir, entry: &LockEntry) -> Result<PathBuf, ArchiveError> {
+    let path = stack.file_path(entry.layer, &entry.file);
+    let (actual, _) = match hash_file(&path, None) {
+        Ok(h) => h,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ArchiveError::Missing {
+                layer: entry.layer,
+                file: entry.file.clone(),
+                path,
+            });
+        }
+        Err(e) => return Err(ArchiveError::io("reading", path, e)),
+    };
+    if !actual.eq_ignore_ascii_case(&entry.sha256) {
+        return Err(ArchiveError::Corrupt {
+            path,
+            expected: entry.sha256.to_ascii_lowercase(),
+            actual,
+        });
+    }
+    Ok(path)
+}
+
+/// Size of the read buffer when hashing: large enough that syscalls vanish next to SHA-256.
+pub(crate) const HASH_BUFFER: usize = 1 << 20;
+
+/// SHA-256 (lowercase hex) and size of a file, reporting bytes to `progress` as it goes.
+pub fn hash_file(
+    path: &Path,
+    progress: Option<(&dyn Progress, &str)>,
+) -> std::io::Result<(String, u64)> {
+    let mut file = File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; HASH_BUFFER];
+    let mut total = 0u64;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        total += n as u64;
+        if let Some((p, name)) = progress {
+            p.advanced(name, n as u64);
+        }
+    }
+    Ok((hex::encode(hasher.finalize()), total))
+}
+
+/// Marks a verified file read-only, so an accidental write cannot change it unnoticed.
+pub(crate) fn make_read_only(path: &Path) -> Result<(), ArchiveError> {
+    let mut perms = std::fs::metadata(path)
+        .map_err(|e| ArchiveError::io("reading permissions of", path, e))?
+        .permissions();
+    perms.set_readonly(true);
+    std::fs::set_permissions(path, perms).map_err(|e| ArchiveError::io("making read-only", path, e))
+}
+
+/// Deletes an archived file even when it is read-only (Windows refuses otherwise).
+pub(crate) fn remove_file(path: &Path) -> Result<(), ArchiveError> {
+    if let Ok(meta) = std::fs::metadata(path) {
+        let mut perms = meta.permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        let _ = std::fs::set_permissions(path, perms);
+    }
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(ArchiveError::io("deleting", path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(layer: Layer, file: &str, sha: &str) -> LockEntry {
+        LockEntry {
+            layer,
+            file: file.into(),
+            url: format!("https://example.test/{file}"),
+            sha256: sha.into(),
+            size: 3,
+            fetched_at: "2026-01-01T00:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn lock_round_trips_through_yaml_in_layer_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stack = StackDir::new(dir.path(), "s");
+        stack.create().expect("create");
+        let mut lock = Lockfile::new("s");
+        lock.upsert(entry(Layer::Library, "b.whl", "bb"));
+        lock.upsert(entry(Layer::Driver, "a.run", "aa"));
+        lock.upsert(entry(Layer::Library, "c.whl", "cc"));
+        stack.write_lock(&lock).expect("write");
+        let back = stack.read_lock().expect("read");
+        assert_eq!(back, lock);
+        let names: Vec<_> = back.files.iter().map(|e| e.file.as_str()).collect();
+        assert_eq!(names, ["a.run", "b.whl", "c.whl"]);
+        let lib = layer_files(&stack, &back, Layer::Library);
+        assert_eq!(lib.len(), 2);
+        assert!(lib[0].1.ends_with("library/b.whl"));
+    }
+
+    #[test]
+    fn lock_with_a_path_in_a_file_name_is_refused() {
+        let text = "schema: 1\nstack: s\nfiles:\n- layer: driver\n  file: ../x.run\n  url: u\n  sha256: aa\n  size: 1\n  fetched_at: t\n";
+        let err = Lockfile::parse(text, Path::new("stack.lock")).expect_err("unsafe");
+        assert!(err.to_string().contains("../x.run"), "{err}");
+    }
+
+    #[test]
+    fn verify_entry_refuses_missing_and_changed_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stack = StackDir::new(dir.path(), "s");
+        stack.create().expect("create");
+        let path = stack.file_path(Layer::Driver, "a.run");
+        // sha256("abc")
+        let good = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        let e = entry(Layer::Driver, "a.run", good);
+        assert!(matches!(
+            verify_entry(&stack, &e),
+            Err(ArchiveError::Missing { .. })
+        ));
+        std::fs::write(&path, b"abc").expect("write");
+        assert_eq!(verify_entry(&stack, &e).expect("ok"), path);
+        remove_file(&path).expect("remove");
+        std::fs::write(&path, b"abd").expect("write");
+        assert!(matches!(
+            verify_entry(&stack, &e),
+            Err(ArchiveError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn second_lock_holder_is_told_to_wait() {
+        struct Notes(std::sync::Mutex<Vec<String>>);
+        impl Progress for Notes {
+            fn started(&self, _: &str, _: Option<u64>) {}
+            fn advanced(&self, _: &str, _: u64) {}
+            fn finished(&self, _: &str) {}
+            fn note(&self, text: &str) {
+                self.0.lock().expect("notes").push(text.into());
+            }
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stack = StackDir::new(dir.path(), "s");
+        stack.create().expect("create");
+        let first = stack.lock(&super::super::Silent).expect("first");
+        let notes = Notes(Default::default());
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| stack.lock(&notes).map(|_| ()));
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(first);
+            waiter.join().expect("join").expect("second lock");
+        });
+        let notes = notes.0.into_inner().expect("notes");
+        assert!(notes.iter().any(|n| n.contains("waiting")), "{notes:?}");
+    }
+}

@@ -1,0 +1,160 @@
+//! The installer archive: `<archive>/<name>/{driver,toolkit,library}/`, its `stack.lock`, and the
+//! operations on it — fetch (stream + hash in one pass, resume, retry, mirror, pip wheels),
+//! audit (re-hash everything against the lock), and zip bundles for an offline rebuild.
+//!
+//! This module prints nothing and draws no bars: it reports through [`Progress`], and the CLI
+//! decides what the user sees. It reads no environment variables: knobs arrive as
+//! [`FetchConfig`]. Running installers is `install`'s job; it calls [`verify_entry`] first.
+
+mod audit;
+mod bundle;
+mod download;
+mod fetch;
+mod layout;
+mod pip;
+
+use std::path::PathBuf;
+
+pub use audit::{AuditReport, FileAudit, FileStatus, audit_stack};
+pub use bundle::{BundleSummary, bundle, unbundle};
+pub use download::{RetryPolicy, Timeouts, redirect_downgrades};
+pub use fetch::{FetchConfig, FetchReport, FetchedFile, FileOutcome, fetch};
+pub use layout::{LockEntry, Lockfile, StackDir, StackLock, hash_file, layer_files, verify_entry};
+pub use pip::PipTarget;
+
+use crate::manifest::Layer;
+
+/// Where a fetch, audit or bundle reports what it is doing; the CLI draws bars from it.
+///
+/// Implementations must be cheap and thread-safe: downloads and hashing run in parallel and
+/// call these from several threads, each naming the file it speaks of.
+pub trait Progress: Sync {
+    /// Work on `file` began; `total` is its size in bytes when known.
+    fn started(&self, file: &str, total: Option<u64>);
+    /// `bytes` more of `file` were downloaded or hashed.
+    fn advanced(&self, file: &str, bytes: u64);
+    /// Work on `file` ended, well or not.
+    fn finished(&self, file: &str);
+    /// Something the user should know while waiting (another fetch holds the lock, a retry).
+    fn note(&self, text: &str);
+}
+
+/// A [`Progress`] that reports nothing, for callers (and tests) without a screen.
+pub struct Silent;
+
+impl Progress for Silent {
+    fn started(&self, _: &str, _: Option<u64>) {}
+    fn advanced(&self, _: &str, _: u64) {}
+    fn finished(&self, _: &str) {}
+    fn note(&self, _: &str) {}
+}
+
+/// Everything that can go wrong in the archive, with the values a user needs to act.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error("{action} {path}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "checksum mismatch for {url}\n  expected sha256 {expected}\n  actual   sha256 {actual}\n  the download was deleted; if the publisher really changed the file, update the pin after checking why"
+    )]
+    Checksum {
+        url: String,
+        expected: String,
+        actual: String,
+    },
+    #[error(
+        "{layer}/{file}: the lock says sha256 {locked} but the manifest pins {pinned}; a lock is never rewritten silently: fix the pin, or delete the entry from stack.lock if the new file is the one you want"
+    )]
+    LockConflict {
+        layer: Layer,
+        file: String,
+        locked: String,
+        pinned: String,
+    },
+    #[error(
+        "--locked: {layer}/{file} ({url}) has no sha256 in the manifest or the lock; pin `sha256:` or run `stackpin fetch` once without --locked"
+    )]
+    Unpinned {
+        layer: Layer,
+        file: String,
+        url: String,
+    },
+    #[error("download of {url} failed after {attempts} attempt(s): {reason}")]
+    Download {
+        url: String,
+        attempts: u32,
+        reason: String,
+    },
+    #[error("{what}: the file name `{name}` is unsafe: {why}")]
+    UnsafeName {
+        what: String,
+        name: String,
+        why: &'static str,
+    },
+    #[error(
+        "{path}: not a valid stack.lock: {reason}; restore it from a bundle or delete it and fetch again"
+    )]
+    BadLock { path: PathBuf, reason: String },
+    #[error("no stack.lock in {dir}; run `stackpin fetch MANIFEST` first")]
+    NoLock { dir: PathBuf },
+    #[error(
+        "{layer}/{file} is missing from the archive ({path}); run `stackpin fetch` to fetch it again"
+    )]
+    Missing {
+        layer: Layer,
+        file: String,
+        path: PathBuf,
+    },
+    #[error(
+        "{path} is corrupt: expected sha256 {expected}, found {actual}; it will not be run; run `stackpin fetch` to fetch it again"
+    )]
+    Corrupt {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    #[error("{0}")]
+    Pip(String),
+    #[error("bundle {path}: {reason}")]
+    Bundle { path: PathBuf, reason: String },
+    #[error("bundle {path}: entry `{entry}` refused: {why}; nothing was unpacked")]
+    UnsafeEntry {
+        path: PathBuf,
+        entry: String,
+        why: &'static str,
+    },
+    #[error("{0} file(s) failed; see the errors above")]
+    Several(usize),
+}
+
+impl ArchiveError {
+    /// Wraps an I/O error with what was being done to which path.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// True when the error is about the archive's content (a check found a problem, exit 1)
+    /// rather than about reaching or writing things (exit 3).
+    pub fn is_problem(&self) -> bool {
+        matches!(
+            self,
+            Self::Checksum { .. }
+                | Self::LockConflict { .. }
+                | Self::Unpinned { .. }
+                | Self::Missing { .. }
+                | Self::Corrupt { .. }
+                | Self::UnsafeName { .. }
+                | Self::UnsafeEntry { .. }
+                | Self::BadLock { .. }
+        )
+    }
+}

@@ -1,0 +1,147 @@
+//! `stackpin audit [MANIFEST | --all]`: re-hashes archived files against their locks and prints
+//! each verdict; the hashing itself lives in `archive::audit`.
+
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use serde::Serialize;
+
+use super::fetch_cmd::{Bars, failure, size_text};
+use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::archive::{self, FileAudit, FileStatus, StackDir};
+use crate::manifest;
+
+pub const EXAMPLES: &str = "\
+Examples:
+  stackpin audit manifests/torch-2.5.1-cu124-linux.yaml
+  stackpin audit --all --archive /srv/installers --json
+
+Exit 0 when every file is ok (strays and partials are reported, not failed), 1 when any file is
+missing or corrupt (run `stackpin fetch MANIFEST` to repair), 2 when there is nothing to audit.";
+
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// The manifest whose stack to audit (its pins are checked too).
+    #[arg(
+        value_name = "MANIFEST",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub manifest: Option<PathBuf>,
+    /// Audit every stack in the archive.
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Serialize)]
+struct JsonFile<'a> {
+    stack: String,
+    #[serde(flatten)]
+    file: &'a FileAudit,
+}
+
+#[derive(Serialize)]
+struct JsonAudit<'a> {
+    ok: bool,
+    files: Vec<JsonFile<'a>>,
+}
+
+pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
+    let archive_dir = global.archive_dir();
+    let mut targets = Vec::new();
+    if let Some(path) = &args.manifest {
+        let m = manifest::read(path).map_err(Failure::input)?;
+        targets.push((StackDir::new(&archive_dir, &m.name), Some(m)));
+    } else {
+        let entries = std::fs::read_dir(&archive_dir).map_err(|e| {
+            Failure::input(
+                anyhow::Error::new(e)
+                    .context(format!("listing the archive {}", archive_dir.display())),
+            )
+        })?;
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.join("stack.lock").is_file())
+            .collect();
+        dirs.sort();
+        targets.extend(dirs.into_iter().map(|d| (StackDir::at(d), None)));
+        if targets.is_empty() {
+            return Err(Failure::input(anyhow!(
+                "{} holds no stack with a stack.lock; run `stackpin fetch MANIFEST` first",
+                archive_dir.display()
+            )));
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let bars = Bars::new(global);
+    let mut reports = Vec::new();
+    for (stack, m) in &targets {
+        let report =
+            archive::audit_stack(stack, m.as_ref(), threads, &bars).map_err(|e| match e {
+                archive::ArchiveError::NoLock { .. } => Failure::input(e),
+                e => failure(e),
+            })?;
+        reports.push((stack.name(), report));
+    }
+    bars.clear();
+    let ok = reports.iter().all(|(_, r)| r.ok());
+    if global.json {
+        let files = reports
+            .iter()
+            .flat_map(|(name, r)| {
+                r.files.iter().map(|f| JsonFile {
+                    stack: name.clone(),
+                    file: f,
+                })
+            })
+            .collect();
+        print_json(&JsonAudit { ok, files })?;
+    } else {
+        for (name, report) in &reports {
+            print_human(name, &report.files, global.quiet);
+        }
+    }
+    Ok(if ok { Exit::Ok } else { Exit::Problem })
+}
+
+fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {
+    let count = |s: FileStatus| files.iter().filter(|f| f.status == s).count();
+    for f in files {
+        if quiet && f.status == FileStatus::Ok {
+            continue;
+        }
+        let word = format!("{:?}", f.status).to_lowercase();
+        let size = f.size.map(size_text).unwrap_or_default();
+        println!("{word:<10} {stack}/{} {size}", f.path);
+        match f.status {
+            FileStatus::Corrupt => println!(
+                "           expected sha256 {}\n           actual   sha256 {}",
+                f.expected.as_deref().unwrap_or("?"),
+                f.actual.as_deref().unwrap_or("?")
+            ),
+            FileStatus::Partial => {
+                println!("           left by an interrupted download; `stackpin fetch` resumes it")
+            }
+            FileStatus::Unexpected => println!(
+                "           not in stack.lock; remove it, or fetch a manifest that names it"
+            ),
+            _ => {}
+        }
+    }
+    let failed = count(FileStatus::Missing) + count(FileStatus::Corrupt);
+    let verdict = if failed == 0 { "ok" } else { "FAILED" };
+    println!(
+        "{stack}: {verdict} ({} ok, {} missing, {} corrupt, {} unexpected, {} partial){}",
+        count(FileStatus::Ok),
+        count(FileStatus::Missing),
+        count(FileStatus::Corrupt),
+        count(FileStatus::Unexpected),
+        count(FileStatus::Partial),
+        if failed > 0 {
+            "; run `stackpin fetch MANIFEST` to fetch them again"
+        } else {
+            ""
+        }
+    );
+}
