@@ -49,13 +49,11 @@ fn toolkit_script(host: &FakeHost) -> String {
 
 fn library_script(host: &FakeHost) -> String {
     // Writes the fake torch the way `FakeHost::torch` does, but only when the installer runs.
-    let torch = format!(
-        "import types\n__version__ = '2.5.1+cu124'\nversion = types.SimpleNamespace(cuda='12.4')\n\
+    let torch = "import types\n__version__ = '2.5.1+cu124'\nversion = types.SimpleNamespace(cuda='12.4')\n\
          backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 90100))\n\
          cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1, \
          get_arch_list=lambda: ['sm_80', 'sm_86', 'sm_89', 'sm_90'], \
-         get_device_capability=lambda i=0: (8, 9), get_device_name=lambda i=0: 'NVIDIA L4')\n"
-    );
+         get_device_capability=lambda i=0: (8, 9), get_device_name=lambda i=0: 'NVIDIA L4')\n";
     format!(
         "#!/bin/sh\necho library >> '{log}'\nmkdir -p '{py}/torch'\ncat > '{py}/torch/__init__.py' <<'EOF'\n{torch}EOF\n",
         log = order_log(host).display(),
