@@ -94,7 +94,17 @@ fn print_plan(plan: &plan::Plan, no_archive: bool) {
         println!("  note: {note}");
     }
     println!();
-    println!("  {:<8} {:<44} {:<12} host", "layer", "pinned", "verdict");
+    let width = plan
+        .layers
+        .iter()
+        .map(|l| l.pinned.chars().count())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    println!(
+        "  {:<8} {:<width$}  {:<12} host",
+        "layer", "pinned", "verdict"
+    );
     for l in &plan.layers {
         let verdict = match &l.verdict {
             Verdict::InPlace => "in place",
@@ -102,7 +112,7 @@ fn print_plan(plan: &plan::Plan, no_archive: bool) {
             Verdict::Blocked { .. } => "BLOCKED",
         };
         println!(
-            "  {:<8} {:<44} {:<12} {}",
+            "  {:<8} {:<width$}  {:<12} {}",
             l.layer.as_str(),
             l.pinned,
             verdict,
@@ -165,9 +175,9 @@ impl InstallReporter for CliReporter {
     fn step_finished(&self, layer: Layer, outcome: &StepOutcome) {
         if !self.quiet {
             eprintln!(
-                "  {layer} finished in {:.1}s ({:?}); log: {}",
+                "  {layer} {} in {:.1}s; log: {}",
+                outcome.status.as_str(),
                 outcome.duration.as_secs_f64(),
-                outcome.status,
                 outcome.log.display()
             );
         }

@@ -58,10 +58,8 @@ impl HostView for LiveHost {
         DriverSeen {
             version,
             cuda: probe.cuda_supported.clone(),
-            problem: probe
-                .state
-                .fix()
-                .map(|fix| format!("{}: {fix}", probe.state.label())),
+            problem: probe.state.fix(),
+            state: (probe.state != DriverState::Ok).then(|| probe.state.label().to_string()),
             reboot_pending: matches!(probe.state, DriverState::Mismatch { .. }),
         }
     }

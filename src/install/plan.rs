@@ -179,7 +179,7 @@ pub fn plan(
     let driver = host.driver();
     if driver.version.is_none() {
         notes.push(match &driver.problem {
-            Some(p) => format!("no working NVIDIA driver on this machine: {p}"),
+            Some(p) => format!("no working NVIDIA driver on this machine — {p}"),
             None => "no NVIDIA GPU or driver found on this machine".to_string(),
         });
     }

@@ -18,8 +18,10 @@ pub struct DriverSeen {
     pub version: Option<Version>,
     /// The newest CUDA that driver supports (nvidia-smi's "CUDA Version").
     pub cuda: Option<Version>,
-    /// A one-line description of a bad state (no driver, mismatch after an upgrade, no nvidia-smi).
+    /// A one-line description of a bad state and its fix (no driver, mismatch, no nvidia-smi).
     pub problem: Option<String>,
+    /// The bad state in two or three words, for tables.
+    pub state: Option<String>,
     /// True for "Driver/library version mismatch": new files are on disk, the old module runs.
     pub reboot_pending: bool,
 }
@@ -103,7 +105,7 @@ pub fn driver_proof(m: &Manifest, seen: &DriverSeen) -> Proof {
     let (holds, text) = match (&seen.version, &seen.problem) {
         (Some(v), _) if v.same_release(pinned) => (true, format!("driver {v} active")),
         (Some(v), _) => (false, format!("driver {v} active, {pinned} pinned")),
-        (None, Some(problem)) => (false, problem.clone()),
+        (None, Some(problem)) => (false, seen.state.clone().unwrap_or_else(|| problem.clone())),
         (None, None) => (false, "no NVIDIA driver answered".to_string()),
     };
     Proof {

@@ -59,6 +59,18 @@ pub enum StepStatus {
     TimedOut,
 }
 
+impl StepStatus {
+    /// The words users see.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepStatus::Succeeded => "succeeded",
+            StepStatus::RebootRequired => "succeeded, reboot required",
+            StepStatus::Failed => "failed",
+            StepStatus::TimedOut => "timed out",
+        }
+    }
+}
+
 /// Reads an installer's exit code as data.
 pub fn status_for_exit_code(code: i32) -> StepStatus {
     match code {
