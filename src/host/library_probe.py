@@ -45,12 +45,25 @@ def probe_tensorflow():
     return info
 
 
+def probe_module(name):
+    import importlib
+
+    module = importlib.import_module(name.replace("-", "_"))
+    version = getattr(module, "__version__", None)
+    if version is None:
+        from importlib import metadata
+
+        version = metadata.version(name)
+    return {"version": str(version), "cuda": None, "cuda_available": False}
+
+
 def main():
     library = sys.argv[1] if len(sys.argv) > 1 else "torch"
     probes = {"torch": probe_torch, "tensorflow": probe_tensorflow}
     result = {"library": library, "python": sys.version.split()[0]}
     try:
-        result.update(probes[library]())
+        probe = probes.get(library, lambda: probe_module(library))
+        result.update(probe())
         result["ok"] = True
     except BaseException as exc:
         result["ok"] = False

@@ -100,10 +100,21 @@ pub fn probe(
     library: LibraryKind,
     timeout: Duration,
 ) -> Result<LibraryProbe, HostError> {
+    probe_named(system, python, library.name(), timeout)
+}
+
+/// Like [`probe`] for any importable library: torch and tensorflow report their CUDA build and
+/// GPU; any other module reports its version only (`__version__` or its distribution's).
+pub fn probe_named(
+    system: &dyn System,
+    python: &Path,
+    library: &str,
+    timeout: Duration,
+) -> Result<LibraryProbe, HostError> {
     let args = [
         "-c".to_string(),
         PROBE_SCRIPT.to_string(),
-        library.name().to_string(),
+        library.to_string(),
     ];
     let out = system.run(python, &args, timeout)?;
     let line = out

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::proof::{DriverSeen, HostView, LibrarySeen, ToolkitSeen};
 use crate::compat::Os;
-use crate::host::{self, DriverState, LibraryKind, LibraryProbe, RealSystem, System};
+use crate::host::{self, DriverState, LibraryProbe, RealSystem, System};
 use crate::manifest::Manifest;
 use crate::version::Version;
 
@@ -82,15 +82,10 @@ impl HostView for LiveHost {
         if !self.system.exists(python) && python.components().count() > 1 {
             return LibrarySeen::NoInterpreter;
         }
-        let kind = if library == "tensorflow" {
-            LibraryKind::Tensorflow
-        } else {
-            LibraryKind::Torch
-        };
-        match host::library_probe::probe(
+        match host::library_probe::probe_named(
             &self.system,
             python,
-            kind,
+            library,
             host::library_probe::PROBE_TIMEOUT,
         ) {
             Ok(LibraryProbe::Found(info)) => LibrarySeen::Present {

@@ -173,6 +173,19 @@ pub fn library_proof(m: &Manifest, seen: &LibrarySeen) -> Proof {
             ..
         } => {
             let version_ok = version.same_release(&lib.version.public());
+            // Only the libraries stackpin has release data for report their CUDA build and GPU.
+            let knows_cuda = crate::compat::KNOWN_LIBRARIES.contains(&lib.name.as_str());
+            if !knows_cuda {
+                return Proof {
+                    layer: Layer::Library,
+                    holds: version_ok,
+                    seen: format!(
+                        "{} {version} (its CUDA build and GPU are not checked: stackpin has no probe for {})",
+                        lib.name, lib.name
+                    ),
+                    reboot_pending: false,
+                };
+            }
             let cuda_ok = cuda
                 .as_ref()
                 .is_some_and(|c| c.major_minor() == lib.cuda.major_minor());

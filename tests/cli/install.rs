@@ -314,3 +314,82 @@ fn plan_json_has_every_layer_with_a_verdict() {
     assert_eq!(names, ["driver", "toolkit", "library"]);
     assert!(layers.iter().all(|l| l["verdict"] == "to-install"), "{doc}");
 }
+
+/// The real thing for pip libraries: `fetch` downloads a small real wheel through pip, then
+/// `install` creates a fresh venv and installs it with no index at all, and the venv imports it.
+#[test]
+fn pip_library_installs_offline_from_the_archive_into_a_fresh_venv() {
+    if std::env::var_os("STACKPIN_OFFLINE").is_some_and(|v| v == "1") {
+        println!("skipped: STACKPIN_OFFLINE=1 (this test downloads one small wheel through pip)");
+        return;
+    }
+    let python = crate::fakes::python3();
+    let version = std::process::Command::new(&python)
+        .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+        .output()
+        .expect("python3 runs");
+    let py_version = String::from_utf8_lossy(&version.stdout).trim().to_string();
+    // Driver and toolkit already in place: only the library layer runs.
+    let host = FakeHost::new()
+        .gpu("NVIDIA L4", 23034, "8.9")
+        .driver(DRIVER, "12.8")
+        .toolkit("12.4.1");
+    let server = TestServer::start();
+    server.file("NVIDIA-Linux-x86_64-595.71.05.run", b"#!/bin/sh\nexit 0\n");
+    server.file("cuda_12.4.1_550.54.15_linux.run", b"#!/bin/sh\nexit 0\n");
+    let venv = host.root().join("venv");
+    let manifest = host.root().join("six.yaml");
+    let text = format!(
+        "schema: 1\nname: six-stack\nos: linux\n\
+         driver:\n  version: \"{DRIVER}\"\n  installer:\n    url: {d}\n  run: [\"sh\", \"{{installer}}\"]\n\
+         toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{root}\"\n  run: [\"sh\", \"{{installer}}\", \"--toolkit\"]\n\
+         library:\n  name: six\n  version: \"1.16.0\"\n  cuda: \"12.4\"\n  python: \"{python}\"\n  python_version: \"{py_version}\"\n  venv: \"{venv}\"\n  pip:\n    requirements: [\"six==1.16.0\"]\n\
+         example:\n  run: [\"{{python}}\", \"-c\", \"import six\"]\n",
+        d = server.url("NVIDIA-Linux-x86_64-595.71.05.run"),
+        t = server.url("cuda_12.4.1_550.54.15_linux.run"),
+        root = host.toolkit_root("12.4.1").display(),
+        python = python.display(),
+        venv = venv.display(),
+    );
+    std::fs::write(&manifest, text).expect("manifest");
+    let archive = host.root().join("installers");
+    let run = |args: &[&str]| {
+        let mut cmd = host.stackpin(
+            args.iter()
+                .copied()
+                .chain([manifest.to_str().expect("utf-8")]),
+        );
+        cmd.env("STACKPIN_ARCHIVE", &archive)
+            .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
+            .env("STACKPIN_RETRY_BASE_MS", "0");
+        cmd
+    };
+    let fetched = run(&["fetch"]).output().expect("fetch");
+    assert!(fetched.status.success(), "fetch: {}", text(&fetched));
+    // No network for the install: pip gets a dead index and a dead proxy.
+    let installed = run(&["install", "--yes"])
+        .env("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+        .env("https_proxy", "http://127.0.0.1:9")
+        .env("http_proxy", "http://127.0.0.1:9")
+        .output()
+        .expect("install");
+    assert_eq!(installed.status.code(), Some(0), "{}", text(&installed));
+    assert!(
+        text(&installed).contains("--require-hashes"),
+        "{}",
+        text(&installed)
+    );
+    let imported = std::process::Command::new(venv.join("bin/python"))
+        .args(["-c", "import six; print(six.__version__)"])
+        .env_remove("PYTHONPATH")
+        .output()
+        .expect("venv python");
+    assert_eq!(String::from_utf8_lossy(&imported.stdout).trim(), "1.16.0");
+    let requirements =
+        std::fs::read_to_string(archive.join("six-stack/library/requirements.stackpin.txt"))
+            .expect("requirements written");
+    assert!(
+        requirements.contains("six==1.16.0 --hash=sha256:"),
+        "{requirements}"
+    );
+}
