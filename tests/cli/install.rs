@@ -339,7 +339,7 @@ fn pip_library_installs_offline_from_the_archive_into_a_fresh_venv() {
     server.file("cuda_12.4.1_550.54.15_linux.run", b"#!/bin/sh\nexit 0\n");
     let venv = host.root().join("venv");
     let manifest = host.root().join("six.yaml");
-    let text = format!(
+    let yaml = format!(
         "schema: 1\nname: six-stack\nos: linux\n\
          driver:\n  version: \"{DRIVER}\"\n  installer:\n    url: {d}\n  run: [\"sh\", \"{{installer}}\"]\n\
          toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{root}\"\n  run: [\"sh\", \"{{installer}}\", \"--toolkit\"]\n\
@@ -351,7 +351,7 @@ fn pip_library_installs_offline_from_the_archive_into_a_fresh_venv() {
         python = python.display(),
         venv = venv.display(),
     );
-    std::fs::write(&manifest, text).expect("manifest");
+    std::fs::write(&manifest, yaml).expect("manifest");
     let archive = host.root().join("installers");
     let run = |args: &[&str]| {
         let mut cmd = host.stackpin(
