@@ -93,7 +93,7 @@ fn specificity_rank(s: Specificity) -> u8 {
 }
 
 /// Lower layers of the stack come first: their faults cause the messages above them.
-fn causal_rank(layer: FailureLayer) -> u8 {
+pub(super) fn causal_rank(layer: FailureLayer) -> u8 {
     match layer {
         FailureLayer::Hardware => 0,
         FailureLayer::Driver => 1,
@@ -105,17 +105,21 @@ fn causal_rank(layer: FailureLayer) -> u8 {
 }
 
 /// One piece of a line that patterns are matched against.
-struct Segment<'a> {
-    line_number: usize,
-    text: &'a str,
-    lower: String,
-    end: usize,
+pub(super) struct Segment<'a> {
+    /// 1-based line number in the input.
+    pub(super) line_number: usize,
+    /// The piece as written.
+    pub(super) text: &'a str,
+    /// The piece, lowercased for matching.
+    pub(super) lower: String,
+    /// Byte offset just past the piece in the input.
+    pub(super) end: usize,
 }
 
 /// Lines numbered the way an editor numbers them (`\n`, with `\r\n` tolerated), each cut
 /// further at lone `\r`: progress bars and Windows installers redraw a line with `\r`, and
 /// only the piece that matched is useful evidence.
-fn segments(text: &str) -> impl Iterator<Item = Segment<'_>> {
+pub(super) fn segments(text: &str) -> impl Iterator<Item = Segment<'_>> {
     let mut line_start = 0;
     text.split('\n').enumerate().flat_map(move |(index, line)| {
         let base = line_start;
@@ -134,7 +138,7 @@ fn segments(text: &str) -> impl Iterator<Item = Segment<'_>> {
     })
 }
 
-fn shorten(line: &str) -> String {
+pub(super) fn shorten(line: &str) -> String {
     if line.chars().count() <= EVIDENCE_MAX_CHARS {
         return line.to_string();
     }

@@ -4,11 +4,14 @@
 //! [`diagnose`] is what `prove`, `install` and the `diagnose` command call. It matches the text
 //! against a catalogue of real messages ([`catalogue`]) and ranks the hits ([`matcher`] documents
 //! the rule: specific before generic, then the causal order hardware → driver → toolkit →
-//! library → memory, then the first line in the log). When nothing matches it returns `None`
-//! and [`Diagnosis::unknown`] says so plainly: it never guesses.
+//! library → memory, then the first line in the log). When no entry matches, the second tier of
+//! broad rules ([`broad`]) places the message by the vocabulary of one layer and says the layer
+//! is only *likely*. When neither matches it returns `None` and [`Diagnosis::unknown`] says so
+//! plainly: it never guesses from nothing.
 //!
 //! This module knows nothing about manifests, the host or the archive; it reads text.
 
+pub mod broad;
 pub mod catalogue;
 pub mod matcher;
 
@@ -55,12 +58,27 @@ impl std::fmt::Display for FailureLayer {
     }
 }
 
+/// How sure a diagnosis is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    /// A catalogue entry matched: this exact failure was seen and resolved in public.
+    Known,
+    /// Only a broad rule matched: the message uses one layer's vocabulary, the cause is likely.
+    Likely,
+    /// Nothing matched.
+    None,
+}
+
 /// What went wrong, where, and what to do. JSON keys `layer`, `cause`, `fix`, `evidence` are the
-/// contract; `id`, `line` and `source` are extra.
+/// contract; `confidence`, `id`, `line` and `source` are extra.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnosis {
     /// The layer that failed, or `unknown`.
     pub layer: FailureLayer,
+    /// `known` (a catalogue entry), `likely` (a broad rule; the cause starts with "likely:"),
+    /// or `none`.
+    pub confidence: Confidence,
     /// One sentence naming the cause.
     pub cause: String,
     /// What to do next.
@@ -80,6 +98,7 @@ impl Diagnosis {
     pub fn unknown() -> Self {
         Self {
             layer: FailureLayer::Unknown,
+            confidence: Confidence::None,
             cause: "no known failure matched".to_string(),
             fix: "Look for the first line that says error, failed or fatal: the first error \
                   usually causes the rest. Send the whole log (not only its last line) with the \
@@ -94,14 +113,43 @@ impl Diagnosis {
     }
 }
 
-/// Names the layer, cause and fix of the failure in `text`; `None` when no catalogue entry
-/// matches (see [`Diagnosis::unknown`]).
+/// Names the layer, cause and fix of the failure in `text`: a catalogue entry when one matches,
+/// else a broad rule (confidence `likely`); `None` when neither matches (see
+/// [`Diagnosis::unknown`]).
 pub fn diagnose(text: &str) -> Option<Diagnosis> {
-    let hit = matcher::best(text)?;
-    let entry = hit.entry;
-    let mut fix = entry.fix.to_string();
-    if entry.layer == FailureLayer::Memory
-        && let Some(batch) = last_batch_size(text.get(..hit.before_len).unwrap_or(text))
+    if let Some(hit) = matcher::best(text) {
+        let entry = hit.entry;
+        return Some(Diagnosis {
+            layer: entry.layer,
+            confidence: Confidence::Known,
+            cause: entry.cause.to_string(),
+            fix: with_batch_advice(entry.layer, entry.fix, text, hit.before_len),
+            evidence: Some(hit.evidence),
+            id: entry.id.to_string(),
+            line: Some(hit.line_number),
+            source: Some(entry.source.to_string()),
+        });
+    }
+    let hit = broad::best(text)?;
+    let rule = hit.rule;
+    Some(Diagnosis {
+        layer: rule.layer,
+        confidence: Confidence::Likely,
+        // Printed as "cause:    likely: …": the word says it in human output and in JSON alike.
+        cause: format!("likely: {}", rule.cause),
+        fix: with_batch_advice(rule.layer, rule.fix, text, hit.before_len),
+        evidence: Some(hit.evidence),
+        id: rule.id.to_string(),
+        line: Some(hit.line_number),
+        source: None,
+    })
+}
+
+/// `fix`, plus the batch to try next when the failure is memory and the log names a batch.
+fn with_batch_advice(layer: FailureLayer, fix: &str, text: &str, before_len: usize) -> String {
+    let mut fix = fix.to_string();
+    if layer == FailureLayer::Memory
+        && let Some(batch) = last_batch_size(text.get(..before_len).unwrap_or(text))
     {
         // "Runs at 32, dies at 64": the batch the log names is the one to shrink.
         fix.push_str(&format!(
@@ -109,15 +157,7 @@ pub fn diagnose(text: &str) -> Option<Diagnosis> {
             (batch / 2).max(1)
         ));
     }
-    Some(Diagnosis {
-        layer: entry.layer,
-        cause: entry.cause.to_string(),
-        fix,
-        evidence: Some(hit.evidence),
-        id: entry.id.to_string(),
-        line: Some(hit.line_number),
-        source: Some(entry.source.to_string()),
-    })
+    fix
 }
 
 /// [`diagnose`], or the plain unknown answer.
@@ -403,6 +443,93 @@ mod tests {
     fn a_cpu_build_in_an_environment_dump_yields_to_a_specific_cause() {
         let log = "PyTorch version: 2.5.1+cpu\ntorch.OutOfMemoryError: CUDA out of memory.";
         assert_eq!(diagnose(log).map(|d| d.layer), Some(FailureLayer::Memory));
+    }
+
+    #[test]
+    fn the_failure_kinds_round_3_missed_are_known_entries() {
+        // Round 3's misses (README.md), each placed by a specific entry now.
+        let cases = [
+            (
+                "F0303 syncedmem.cpp:78] Check failed: error == cudaSuccess (2 vs. 0)  out of memory",
+                "mem-cudamalloc-error-2",
+            ),
+            (
+                "RuntimeError: cuda runtime error (8) : invalid device function at THCTensorMathPointwise.cu:246",
+                "lib-invalid-device-function",
+            ),
+            (
+                "Skipping link: none of the wheel's tags match: cp36-none-macosx_10_9_x86_64: torch-1.4.0-cp36-none-macosx_10_9_x86_64.whl",
+                "lib-wheel-tags-mismatch",
+            ),
+            (
+                "ERROR: torch-sparse has an invalid wheel, could not read 'WHEEL' file",
+                "lib-invalid-wheel",
+            ),
+            (
+                "Unknown linear updater grow_gpu_hist",
+                "lib-xgboost-gpu-updater",
+            ),
+            (
+                "OSError: CUDA runtime library not found",
+                "tk-runtime-library-not-found",
+            ),
+            ("CUSOLVER Error 7 at cusolver.cc:39", "tk-cusolver-failed"),
+            (
+                "torch.AcceleratorError: CUDA error: CUDA-capable device(s) is/are busy or unavailable\n\
+                 [373871.354096] NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required [NV_ERR_RESET_REQUIRED] (0x00000062)",
+                "hw-reset-required",
+            ),
+        ];
+        for (log, id) in cases {
+            let d = diagnose(log).unwrap_or_else(|| panic!("no hit: {log}"));
+            assert_eq!(d.id, id, "{log}");
+            assert_eq!(d.confidence, Confidence::Known, "{log}");
+        }
+    }
+
+    #[test]
+    fn a_broad_rule_answers_only_when_no_entry_matches_and_says_likely() {
+        for rule in broad::RULES {
+            let d = diagnose(rule.example).expect("a hit");
+            assert_eq!(d.id, rule.id, "an entry took {:?}", rule.example);
+            assert_eq!(d.layer, rule.layer);
+            assert_eq!(d.confidence, Confidence::Likely);
+            assert!(d.cause.starts_with("likely: "), "{}", d.cause);
+            assert_eq!(d.source, None);
+        }
+        // An entry on the same log wins over the broad memory rule.
+        let d = diagnose("CUDA error! 2\nAssertionError: Torch not compiled with CUDA enabled")
+            .expect("a hit");
+        assert_eq!(d.id, "lib-cpu-only-build");
+        assert_eq!(d.confidence, Confidence::Known);
+    }
+
+    #[test]
+    fn a_broad_memory_hit_still_names_the_batch_to_try() {
+        let d = diagnose("train.py --batch_size 48\nCUDA error! 2").expect("a hit");
+        assert_eq!(d.layer, FailureLayer::Memory);
+        assert!(d.fix.contains("batch 48: try 24"), "{}", d.fix);
+        let v = serde_json::to_value(&d).expect("json");
+        assert_eq!(v["confidence"], "likely");
+    }
+
+    #[test]
+    fn crashes_that_name_no_layer_stay_unknown() {
+        // README.md: ambiguous with no resolution in round 2; no layer's vocabulary in them.
+        for log in [
+            "RuntimeError: CUDA error: unspecified launch failure\nCUDA kernel errors might be asynchronously reported at some other API call",
+            "RuntimeError: CUDA error: unknown error",
+            "Segmentation fault (core dumped)",
+        ] {
+            let d = diagnose_or_unknown(log);
+            assert!(
+                d.layer == FailureLayer::Unknown || d.confidence == Confidence::Known,
+                "{log}: {} by {}",
+                d.layer,
+                d.id
+            );
+            assert_ne!(d.confidence, Confidence::Likely, "{log}");
+        }
     }
 
     proptest::proptest! {

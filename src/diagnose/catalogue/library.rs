@@ -267,4 +267,60 @@ pub(super) const ENTRIES: &[Entry] = &[
         source: "https://github.com/NVIDIA/nccl/issues/1948 ; \
                  https://github.com/NVIDIA/nccl/issues/932",
     },
+    Entry {
+        id: "lib-invalid-device-function",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["invalid device function", "cudaerrorinvaliddevicefunction"],
+        cause: "The library's kernels were not built for this GPU's architecture (the older \
+                wording of \"no kernel image\": CUDA error 8, invalid device function).",
+        fix: "Install the library build whose release notes list this GPU's compute capability \
+              (`torch.cuda.get_arch_list()` shows what a build carries); a build for a newer \
+              or older CUDA line may be needed.",
+        example: "RuntimeError: cuda runtime error (8) : invalid device function at \
+                  /work/torch/lib/THC/generated/../generic/THCTensorMathPointwise.cu:246",
+        source: "https://github.com/pytorch/tutorials/issues/8",
+    },
+    Entry {
+        id: "lib-wheel-tags-mismatch",
+        layer: Library,
+        specificity: Generic,
+        // Generic: `pip -v` lists this for every wheel of another platform even when a
+        // matching one is then installed, so it only speaks when nothing else does.
+        patterns: &["none of the wheel's tags match"],
+        cause: "pip skipped the release's wheels because none is built for this Python and \
+                platform, and fell back to a source build or to nothing.",
+        fix: "Create the venv with a Python and OS the release publishes wheels for (the cpXY \
+              and platform tags in the wheel names), or pin a release that has one; `stackpin \
+              pin` picks a consistent set.",
+        example: "Skipping link: none of the wheel's tags match: cp36-none-macosx_10_9_x86_64: \
+                  torch-1.4.0-cp36-none-macosx_10_9_x86_64.whl",
+        source: "https://github.com/pytorch/pytorch/issues/34798",
+    },
+    Entry {
+        id: "lib-invalid-wheel",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["has an invalid wheel", "is not a valid wheel filename"],
+        cause: "The downloaded wheel is damaged or misnamed (a truncated download, or a \
+                corrupt upload), so pip cannot read its metadata.",
+        fix: "Delete the wheel from the archive and fetch it again (`stackpin fetch` checks the \
+              SHA-256); if the published file itself is bad, pin another build and tell its \
+              maintainers.",
+        example: "ERROR: torch-sparse has an invalid wheel, could not read \
+                  'torch_sparse-0.6.18.dist-info/WHEEL' file",
+        source: "https://github.com/Looong01/pyg-rocm-build/issues/6",
+    },
+    Entry {
+        id: "lib-xgboost-gpu-updater",
+        layer: Library,
+        specificity: Specific,
+        patterns: &["updater grow_gpu_hist", "updater gpu_hist"],
+        cause: "The xgboost build or booster does not offer the GPU updater the configuration \
+                names (a CPU-only build, or a linear booster asked for gpu_hist).",
+        fix: "Install an xgboost build with CUDA support and use the GPU tree method with the \
+              tree booster (`tree_method=\"hist\", device=\"cuda\"` in xgboost 2.x).",
+        example: "Unknown linear updater grow_gpu_hist",
+        source: "https://github.com/mdabros/SharpLearning/issues/89",
+    },
 ];

@@ -69,6 +69,19 @@ pub(super) const MEMORY: &[Entry] = &[
                   (1617277696 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
         source: "https://github.com/tensorflow/tensorflow/issues/12237",
     },
+    Entry {
+        id: "mem-cudamalloc-error-2",
+        layer: Memory,
+        specificity: Specific,
+        patterns: &["cudasuccess (2 vs. 0)", "cudamalloc*out of memory"],
+        cause: "cudaMalloc failed with error 2 (cudaErrorMemoryAllocation): the GPU ran out of \
+                memory; Caffe-style checks print it as `error == cudaSuccess (2 vs. 0)`.",
+        fix: OOM_FIX,
+        example: "F0303 20:08:36.003052 42944 syncedmem.cpp:78] Check failed: error == \
+                  cudaSuccess (2 vs. 0)  out of memory",
+        source: "https://github.com/BVLC/caffe/issues/5353 ; \
+                 https://github.com/torrvision/crfasrnn/issues/20",
+    },
 ];
 
 pub(super) const HARDWARE: &[Entry] = &[
@@ -120,5 +133,20 @@ pub(super) const HARDWARE: &[Entry] = &[
                   Reboot the system to recover this GPU",
         source: "https://github.com/AlexeyAB/darknet/issues/86 ; \
                  https://github.com/NVIDIA/open-gpu-kernel-modules/issues/387",
+    },
+    Entry {
+        id: "hw-reset-required",
+        layer: Hardware,
+        specificity: Specific,
+        patterns: &["nv_err_reset_required", "nvrm:*reset required"],
+        cause: "The driver marked the GPU as needing a reset (NV_ERR_RESET_REQUIRED): the card is \
+                in a bad state, so CUDA reports it \"busy or unavailable\".",
+        fix: "Stop every process on that GPU, reset it (`nvidia-smi -r -i N`) or reboot, and \
+              prove again; if it returns on the same card, check its health (`nvidia-smi -q`, \
+              Xid lines in `dmesg`) and have it replaced.",
+        example: "[373871.354096] NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required \
+                  [NV_ERR_RESET_REQUIRED] (0x00000062) returned from status @ \
+                  kernel_channel.c:2827",
+        source: "https://github.com/kubernetes-sigs/dra-driver-nvidia-gpu/issues/982",
     },
 ];

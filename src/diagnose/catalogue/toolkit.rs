@@ -235,4 +235,29 @@ pub(super) const ENTRIES: &[Entry] = &[
         example: "CUDA Installer Failed",
         source: "https://github.com/philferriere/dlwin/issues/47",
     },
+    Entry {
+        id: "tk-runtime-library-not-found",
+        layer: Toolkit,
+        specificity: Specific,
+        patterns: &["cuda runtime library not found", "no cuda runtime is found"],
+        cause: "The library found no CUDA runtime: the toolkit is not installed, or its lib \
+                folder is not on the library path (CUDA_HOME / LD_LIBRARY_PATH).",
+        fix: INSTALL_NAMED_TOOLKIT,
+        example: "OSError: CUDA runtime library not found",
+        source: "https://github.com/hannes-brt/hebel/issues/20",
+    },
+    Entry {
+        id: "tk-cusolver-failed",
+        layer: Toolkit,
+        specificity: Specific,
+        patterns: &["cusolver error", "cusolver_status_internal_error"],
+        cause: "cuSOLVER (a CUDA toolkit library) failed inside its own call: most often this \
+                toolkit no longer supports the GPU (CUDA 11 dropped compute capability 3.0) or \
+                the toolkit and the library disagree.",
+        fix: "Check the GPU's compute capability against the toolkit's release notes and pin the \
+              newest toolkit that still lists it (with a library build for that toolkit); \
+              `stackpin check MANIFEST` tests the pins.",
+        example: "CUSOLVER Error 7 at /home/ti/tools/src/pyre/extensions/cuda/cusolver.cc:39",
+        source: "https://github.com/AlTarFramework/altar/issues/33",
+    },
 ];
