@@ -13,6 +13,7 @@ mod fetch_cmd;
 mod host_cmd;
 mod install_cmd;
 mod pin_cmd;
+mod prove_cmd;
 mod vram_cmd;
 
 use std::io::Write;
@@ -156,6 +157,12 @@ pub enum Command {
     /// Install driver → toolkit → library from the archive, each verified on the host.
     #[command(after_help = install_cmd::INSTALL_EXAMPLES)]
     Install(install_cmd::InstallArgs),
+    /// Run the bundled example at batch 64, measure peak GPU memory, write the proven-stack record.
+    #[command(after_help = prove_cmd::PROVE_EXAMPLES)]
+    Prove(prove_cmd::ProveArgs),
+    /// fetch → install → prove, resumable across the reboot after the driver.
+    #[command(after_help = prove_cmd::UP_EXAMPLES)]
+    Up(prove_cmd::UpArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -174,6 +181,8 @@ pub fn main() -> ExitCode {
         Command::Unbundle(args) => bundle_cmd::run_unbundle(args, &cli.global),
         Command::Plan(args) => install_cmd::run_plan(args, &cli.global),
         Command::Install(args) => install_cmd::run(args, &cli.global),
+        Command::Prove(args) => prove_cmd::run(args, &cli.global),
+        Command::Up(args) => prove_cmd::run_up(args, &cli.global),
     };
     match result {
         Ok(exit) => exit.into(),

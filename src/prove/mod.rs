@@ -20,6 +20,7 @@
 //! ```
 
 pub mod result_line;
+pub mod run;
 pub mod sampler;
 pub mod svg;
 

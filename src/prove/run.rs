@@ -21,8 +21,8 @@ use crate::install::proof::{HostView, Proof, library_python, prove_layer};
 use crate::install::runner::{self, RunnerError, Step, StepStatus, start_step};
 use crate::manifest::{Layer, Manifest};
 use crate::record::{
-    CollectEnv, ExampleRun, FailedRun, GpuFacts, HostFacts, InstallerFact, LibraryFacts, MeasuredFit,
-    PeakVram, ProvenStack, RecordError, ToolkitFacts, VramLine,
+    CollectEnv, ExampleRun, FailedRun, GpuFacts, HostFacts, InstallerFact, LibraryFacts,
+    MeasuredFit, PeakVram, ProvenStack, RecordError, ToolkitFacts, VramLine,
 };
 use crate::vram::{self, BatchPlan, Measurement, PlanRequest, VramError};
 
@@ -126,10 +126,11 @@ pub fn prove(
         .nvidia_smi
         .clone()
         .ok_or_else(|| ProveError::NoGpu("nvidia-smi was not found".into()))?;
-    let examples = crate::examples::write_examples(stack.root()).map_err(|source| ProveError::Examples {
-        path: stack.root().join("examples"),
-        source,
-    })?;
+    let examples =
+        crate::examples::write_examples(stack.root()).map_err(|source| ProveError::Examples {
+            path: stack.root().join("examples"),
+            source,
+        })?;
     let batch = options.batch.unwrap_or(m.example.batch);
     let mut batches = vec![batch];
     for b in &options.fit {
@@ -139,7 +140,9 @@ pub fn prove(
     }
     let mut runs = Vec::new();
     for b in batches {
-        runs.push(measure_once(m, stack, &smi, gpu.index, &examples, b, reporter)?);
+        runs.push(measure_once(
+            m, stack, &smi, gpu.index, &examples, b, reporter,
+        )?);
     }
     let main = &runs[0];
     let measurements: Vec<Measurement> = runs
@@ -161,7 +164,11 @@ pub fn prove(
     let record_path = stack.proven_stack_path();
     record.write(&record_path)?;
     let plot_path = stack.proven_plot_path();
-    let predictions: Vec<(u32, f64)> = plan.predictions.iter().map(|p| (p.batch, p.peak_mib)).collect();
+    let predictions: Vec<(u32, f64)> = plan
+        .predictions
+        .iter()
+        .map(|p| (p.batch, p.peak_mib))
+        .collect();
     super::svg::write(
         &plot_path,
         &super::svg::ProofChart {
@@ -238,14 +245,17 @@ fn measure_once(
     let step = Step {
         argv: argv.clone(),
         env,
-        log: stack.logs_dir().join(runner::log_name(&format!("example-b{batch}"))),
+        log: stack
+            .logs_dir()
+            .join(runner::log_name(&format!("example-b{batch}"))),
         timeout: m.example_timeout(),
     };
     let sampler = Sampler::start(smi, gpu_index, Arc::from(host_tree()))?;
     reporter.run_started(batch, &argv);
     let running = start_step(&step)?;
     sampler.attach(running.pid());
-    let outcome = running.wait_with(&mut |elapsed| reporter.tick(batch, elapsed, sampler.current_mib()))?;
+    let outcome =
+        running.wait_with(&mut |elapsed| reporter.tick(batch, elapsed, sampler.current_mib()))?;
     let trace = sampler.stop();
     let output = std::fs::read_to_string(&outcome.log).unwrap_or_default();
     let parsed = parse_output(&output);
@@ -255,7 +265,9 @@ fn measure_once(
             "it ran past its timeout of {}s and was stopped",
             m.example_timeout().as_secs()
         )),
-        (StepStatus::Succeeded, Err(e)) => Some(format!("its STACKPIN_RESULT line is unreadable: {e}")),
+        (StepStatus::Succeeded, Err(e)) => {
+            Some(format!("its STACKPIN_RESULT line is unreadable: {e}"))
+        }
         (_, _) => Some(match outcome.code {
             Some(code) => format!("it exited with code {code}"),
             None => "it was killed by a signal".to_string(),
@@ -372,11 +384,14 @@ fn assemble(
                 .collect()
         })
         .unwrap_or_default();
-    let fit = (runs.len() >= 2).then(|| plan.fit.as_ref()).flatten().map(|f| MeasuredFit {
-        fixed_mib: f.fixed_mib,
-        per_sample_mib: f.per_sample_mib,
-        points: runs.iter().map(|r| (r.batch, r.peak.mib)).collect(),
-    });
+    let fit = (runs.len() >= 2)
+        .then_some(plan.fit.as_ref())
+        .flatten()
+        .map(|f| MeasuredFit {
+            fixed_mib: f.fixed_mib,
+            per_sample_mib: f.per_sample_mib,
+            points: runs.iter().map(|r| (r.batch, r.peak.mib)).collect(),
+        });
     let mut environment = BTreeMap::new();
     environment.insert("PyTorch version".to_string(), library.version.clone());
     if let Some(c) = &library.cuda_build {
@@ -389,7 +404,10 @@ fn assemble(
         "GPU models and configuration".to_string(),
         format!("GPU {}: {}", gpu.index, gpu.name),
     );
-    environment.insert("Nvidia driver version".to_string(), gpu.driver_version.clone());
+    environment.insert(
+        "Nvidia driver version".to_string(),
+        gpu.driver_version.clone(),
+    );
     if let Some(c) = &library.cudnn {
         environment.insert("cuDNN version".to_string(), c.clone());
     }

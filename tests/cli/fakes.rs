@@ -53,10 +53,13 @@ case "$mode" in
   mismatch) echo "Failed to initialize NVML: Driver/library version mismatch"; echo "NVML library version: $driver"; exit 18 ;;
   hang) exec sleep 60 ;;
 esac
+# `-lms N` keeps printing until killed, as the real one does for the prove sampler.
+loop=0; for a in "$@"; do [ "$a" = "-lms" ] && loop=1; done
+emit() { while :; do cat "$1" 2>/dev/null; [ "$loop" = 1 ] || break; sleep 0.05; done; }
 case "$1" in
-  --query-gpu=memory.used*) cat "$d/memory.csv"; exit 0 ;;
+  --query-gpu=memory.used*) emit "$d/memory.csv"; exit 0 ;;
   --query-gpu=*) sed "s/@DRIVER@/$driver/" "$d/gpus.csv"; exit 0 ;;
-  --query-compute-apps=*) cat "$d/apps.csv" 2>/dev/null; exit 0 ;;
+  --query-compute-apps=*) emit "$d/apps.csv"; exit 0 ;;
 esac
 printf '| NVIDIA-SMI %s             Driver Version: %s     CUDA Version: %s     |\n' "$driver" "$driver" "$cuda"
 "#;
@@ -135,7 +138,7 @@ impl FakeHost {
         self.root().join("python")
     }
 
-    fn nvidia(&self) -> PathBuf {
+    pub fn nvidia(&self) -> PathBuf {
         self.root().join("nvidia")
     }
 

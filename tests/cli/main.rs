@@ -9,5 +9,6 @@ mod fakes;
 mod host;
 mod install;
 mod pin;
+mod prove;
 mod server;
 mod vram;

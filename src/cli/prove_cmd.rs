@@ -1,0 +1,311 @@
+//! `stackpin prove` and `stackpin up` (fetch → install → prove).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use super::check_cmd::require_valid;
+use super::install_cmd::{InstallArgs, run_install};
+use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::archive::StackDir;
+use crate::install::host_view::LiveHost;
+use crate::install::{ChainEnd, InstallReport};
+use crate::prove::MemorySource;
+use crate::prove::run::{ProveError, ProveOptions, ProveReporter, Proven, prove};
+use crate::record::PeakAuthority;
+
+pub const PROVE_EXAMPLES: &str = "\
+Examples:
+  stackpin prove manifests/torch-2.5.1-cu124-linux.yaml
+  stackpin prove manifests/torch-2.5.1-cu124-linux.yaml --fit 16,32,64
+  stackpin prove manifests/torch-2.5.1-cu124-linux.yaml --batch 96 --gpu 1
+
+Writes <archive>/<name>/proven-stack.yaml and proven-stack.svg. A failed example writes
+failed-run.yaml instead (an earlier record stays as it was) and exits 3.";
+
+pub const UP_EXAMPLES: &str = "\
+Examples:
+  sudo stackpin up manifests/torch-2.5.1-cu124-linux.yaml --yes
+  sudo stackpin up manifests/torch-2.5.1-cu124-linux.yaml --yes --mirror http://lab-mirror:8000 --json
+
+fetch → install → prove, resumable: after the driver's reboot run the same command again.";
+
+/// Arguments of `prove`.
+#[derive(Debug, clap::Args)]
+pub struct ProveArgs {
+    /// The stack's manifest.
+    pub manifest: PathBuf,
+    #[command(flatten)]
+    pub options: ProveFlags,
+}
+
+/// The flags `prove` and `up` share.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProveFlags {
+    /// The batch to prove at (default: the manifest's `example.batch`, 64).
+    #[arg(long)]
+    pub batch: Option<u32>,
+    /// Also measure these batches and fit `fixed + per_sample × batch` (e.g. 16,32,64).
+    #[arg(long, value_delimiter = ',', value_name = "B,B,…")]
+    pub fit: Vec<u32>,
+    /// The GPU to prove on (index); default: the first that CUDA_VISIBLE_DEVICES allows.
+    #[arg(long)]
+    pub gpu: Option<u32>,
+}
+
+impl ProveFlags {
+    fn options(&self) -> ProveOptions {
+        ProveOptions {
+            batch: self.batch,
+            fit: self.fit.clone(),
+            gpu: self.gpu,
+        }
+    }
+}
+
+/// Arguments of `up`.
+#[derive(Debug, clap::Args)]
+pub struct UpArgs {
+    #[command(flatten)]
+    pub fetch: super::fetch_cmd::FetchArgs,
+    /// Do not ask before installing.
+    #[arg(long, short)]
+    pub yes: bool,
+    /// When the driver needs a reboot: register a one-shot resume of this command and reboot.
+    #[arg(long)]
+    pub reboot: bool,
+    #[command(flatten)]
+    pub prove: ProveFlags,
+}
+
+struct Spinner {
+    bar: Option<ProgressBar>,
+}
+
+impl Spinner {
+    fn new(global: &GlobalArgs) -> Self {
+        let visible =
+            !global.quiet && !global.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let bar = visible.then(|| {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        Self { bar }
+    }
+}
+
+impl ProveReporter for Spinner {
+    fn run_started(&self, batch: u32, argv: &[String]) {
+        match &self.bar {
+            Some(bar) => bar.set_message(format!("batch {batch}: starting {}", argv.join(" "))),
+            None => eprintln!("→ example at batch {batch}: {}", argv.join(" ")),
+        }
+    }
+    fn tick(&self, batch: u32, elapsed: Duration, current_mib: Option<u64>) {
+        if let Some(bar) = &self.bar {
+            let mem = current_mib.map_or("—".to_string(), |m| format!("{m} MiB"));
+            bar.set_message(format!(
+                "batch {batch}: {:>5.1}s  GPU memory {mem}",
+                elapsed.as_secs_f64()
+            ));
+        }
+    }
+    fn run_finished(&self, batch: u32, peak: Option<f64>) {
+        let text = format!(
+            "batch {batch}: done, peak {}",
+            peak.map_or("unknown".to_string(), |p| format!("{p:.0} MiB"))
+        );
+        match &self.bar {
+            Some(bar) => bar.println(format!("✓ {text}")),
+            None => eprintln!("  {text}"),
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn prove_failure(e: ProveError) -> Failure {
+    match e {
+        ProveError::LayerMissing { .. } | ProveError::NoGpu(_) => Failure::problem(e),
+        ProveError::ExampleFailed {
+            ref explanation,
+            ref failed_run,
+            ref tail,
+            ..
+        } => {
+            let detail = format!(
+                "{e}\n  explanation: {explanation}\n  record of the failure: {}{}",
+                failed_run.display(),
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n  last lines:\n    | {}", tail.join("\n    | "))
+                }
+            );
+            Failure::external(anyhow!(detail))
+        }
+        other => Failure::external(other),
+    }
+}
+
+fn run_prove(
+    manifest: &std::path::Path,
+    flags: &ProveFlags,
+    global: &GlobalArgs,
+) -> Result<Proven, Failure> {
+    let m = require_valid(manifest)?;
+    let stack = StackDir::new(&global.archive_dir(), &m.name);
+    let view = LiveHost::new(flags.gpu, &m);
+    let spinner = Spinner::new(global);
+    prove(&m, &stack, &view, &flags.options(), &spinner).map_err(prove_failure)
+}
+
+pub fn run(args: &ProveArgs, global: &GlobalArgs) -> CmdResult {
+    let proven = run_prove(&args.manifest, &args.options, global)?;
+    if global.json {
+        print_json(&proven.record)?;
+    } else {
+        print_proven(&proven);
+    }
+    Ok(Exit::Ok)
+}
+
+fn print_proven(p: &Proven) {
+    let r = &p.record;
+    println!("proven: {} on {}", r.stack, r.host.hostname);
+    if let Some(gpu) = r.gpus.iter().find(|g| g.index == r.example.gpu_index) {
+        println!(
+            "  GPU {}: {} ({} MiB, compute {}), driver {}",
+            gpu.index,
+            gpu.name,
+            gpu.vram_mib,
+            gpu.compute_capability.as_deref().unwrap_or("?"),
+            gpu.driver
+        );
+    }
+    println!(
+        "  toolkit: CUDA {} in {}",
+        r.toolkit.version,
+        r.toolkit.root.display()
+    );
+    println!(
+        "  library: {} {} (CUDA {}, cuDNN {})",
+        r.library.name,
+        r.library.version,
+        r.library.cuda_build.as_deref().unwrap_or("?"),
+        r.library.cudnn.as_deref().unwrap_or("?")
+    );
+    println!(
+        "  example: batch {} in {:.1}s{}",
+        r.example.batch,
+        r.example.duration_s,
+        r.example
+            .samples_per_s
+            .map_or(String::new(), |s| format!(", {s:.0} samples/s"))
+    );
+    let source = match r.peak.outside_source {
+        MemorySource::PerProcess => "nvidia-smi, per process",
+        MemorySource::WindowsCounter => "Windows GPU process counter",
+        MemorySource::DeviceDelta => "the card's memory.used over its idle baseline",
+        MemorySource::Unmeasured => "not measured",
+    };
+    let outside = r
+        .peak
+        .outside_mib
+        .map_or("—".into(), |m| format!("{m} MiB ({source})"));
+    let framework = r
+        .peak
+        .framework_mib
+        .map_or("—".into(), |m| format!("{m:.0} MiB"));
+    let authority = match r.peak.authority {
+        PeakAuthority::Outside => "the outside view, CUDA context included",
+        PeakAuthority::FrameworkPlusContext => "the framework's peak plus its CUDA context",
+        PeakAuthority::Framework => "the framework's peak alone (no context estimate)",
+    };
+    println!("  peak GPU memory: outside {outside}; framework {framework}");
+    println!("  predictions use {:.0} MiB: {authority}", r.peak.mib);
+    println!();
+    print!("{}", super::vram_cmd::render(&p.plan));
+    println!();
+    println!("record: {}", p.record_path.display());
+    println!("plot:   {}", p.plot_path.display());
+}
+
+#[derive(Serialize)]
+struct UpJson<'a> {
+    stack: String,
+    install: &'a InstallReport,
+    reboot_required: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proven: Option<&'a crate::record::ProvenStack>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record: Option<String>,
+}
+
+pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
+    // fetch prints nothing on stdout here, so `up --json` stays one JSON document.
+    let quiet = GlobalArgs {
+        json: false,
+        quiet: global.quiet || global.json,
+        archive: global.archive.clone(),
+    };
+    let fetched = super::fetch_cmd::run(&args.fetch, &quiet)?;
+    if fetched != Exit::Ok {
+        return Err(Failure::problem(anyhow!(
+            "fetch did not archive every installer; nothing was installed"
+        )));
+    }
+    let install = InstallArgs {
+        manifest: args.fetch.manifest.clone(),
+        dry_run: false,
+        yes: args.yes,
+        force: vec![],
+        reboot: args.reboot,
+        gpu: args.prove.gpu,
+    };
+    let report = run_install(&install, &quiet)?;
+    let reboot_required = matches!(report.end, ChainEnd::RebootRequired { .. });
+    if !matches!(report.end, ChainEnd::Complete) {
+        if global.json {
+            print_json(&UpJson {
+                stack: report.stack.clone(),
+                install: &report,
+                reboot_required,
+                proven: None,
+                record: None,
+            })?;
+            return match report.end {
+                ChainEnd::RebootRequired { .. } => Ok(Exit::Ok),
+                _ => super::install_cmd::finish(&report, &quiet),
+            };
+        }
+        return super::install_cmd::finish(&report, global);
+    }
+    let proven = run_prove(&args.fetch.manifest, &args.prove, global)?;
+    if global.json {
+        print_json(&UpJson {
+            stack: report.stack.clone(),
+            install: &report,
+            reboot_required,
+            proven: Some(&proven.record),
+            record: Some(proven.record_path.display().to_string()),
+        })?;
+    } else {
+        print_proven(&proven);
+    }
+    Ok(Exit::Ok)
+}
