@@ -99,6 +99,18 @@ impl HostView for LiveHost {
         }
     }
 
+    fn run_check(&self, argv: &[String]) -> Result<bool, String> {
+        let (program, args) = argv.split_first().ok_or("the command is empty")?;
+        let program = self
+            .system
+            .which(program)
+            .unwrap_or_else(|| std::path::PathBuf::from(program));
+        self.system
+            .run(&program, args, Duration::from_secs(120))
+            .map(|out| out.code == Some(0))
+            .map_err(|e| e.to_string())
+    }
+
     fn compute_capability(&self) -> Option<String> {
         let probe = host::nvidia_smi::probe(&self.system, self.wsl, self.smi_timeout);
         let visible = self.system.env("CUDA_VISIBLE_DEVICES");

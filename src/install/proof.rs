@@ -62,6 +62,9 @@ pub trait HostView {
     fn library(&self, python: &Path, library: &str) -> LibrarySeen;
     /// The selected GPU's compute capability (`8.6`), if a GPU was found.
     fn compute_capability(&self) -> Option<String>;
+    /// Runs a manifest's `verify:` command; `Ok(true)` when it exits 0, `Err` with the reason
+    /// when it cannot run.
+    fn run_check(&self, argv: &[String]) -> Result<bool, String>;
 }
 
 /// A layer's proof: whether it holds and, either way, what was seen.
@@ -90,8 +93,35 @@ pub fn library_python(m: &Manifest) -> PathBuf {
     }
 }
 
-/// Proves one layer against the host.
+/// Proves one layer against the host: the layer's `verify:` command when the manifest gives
+/// one, else the default proof of DESIGN.md.
 pub fn prove_layer(m: &Manifest, layer: Layer, host: &dyn HostView) -> Proof {
+    let verify = match layer {
+        Layer::Driver => m.driver.verify.as_ref(),
+        Layer::Toolkit => m.toolkit.verify.as_ref(),
+        Layer::Library => m.library.verify.as_ref(),
+    };
+    if let Some(argv) = verify {
+        let mut values = std::collections::BTreeMap::new();
+        values.insert("root", m.toolkit.root.clone());
+        values.insert("name", m.name.clone());
+        values.insert("python", library_python(m).display().to_string());
+        if let Some(venv) = &m.library.venv {
+            values.insert("venv", venv.clone());
+        }
+        let argv = super::runner::substitute(argv, &values).unwrap_or_else(|_| argv.clone());
+        let (holds, seen) = match host.run_check(&argv) {
+            Ok(true) => (true, format!("`{}` passed", argv.join(" "))),
+            Ok(false) => (false, format!("`{}` failed", argv.join(" "))),
+            Err(why) => (false, format!("`{}` could not run: {why}", argv.join(" "))),
+        };
+        return Proof {
+            layer,
+            holds,
+            seen,
+            reboot_pending: false,
+        };
+    }
     match layer {
         Layer::Driver => driver_proof(m, &host.driver()),
         Layer::Toolkit => toolkit_proof(m, host.toolkit(Path::new(&m.toolkit.root))),

@@ -393,3 +393,24 @@ fn pip_library_installs_offline_from_the_archive_into_a_fresh_venv() {
         "{requirements}"
     );
 }
+
+#[test]
+fn a_layer_verify_command_overrides_the_default_proof() {
+    let lab = Lab::new();
+    let text = std::fs::read_to_string(&lab.manifest).expect("manifest");
+    let with_verify = text.replace(
+        "toolkit:\n",
+        "toolkit:\n  verify: [\"sh\", \"-c\", \"test -n '{root}'\"]\n",
+    );
+    std::fs::write(&lab.manifest, with_verify).expect("rewrite");
+    let out = lab.run(&["plan", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let toolkit = &doc["layers"][1];
+    assert_eq!(toolkit["verdict"], "in-place", "{doc}");
+    assert!(
+        toolkit["proof"]["seen"]
+            .as_str()
+            .is_some_and(|s| s.contains("passed")),
+        "{doc}"
+    );
+}
