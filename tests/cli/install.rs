@@ -414,3 +414,48 @@ fn a_layer_verify_command_overrides_the_default_proof() {
         "{doc}"
     );
 }
+
+#[test]
+fn up_fetches_installs_stops_for_the_reboot_then_finishes_with_a_proof() {
+    let lab = Lab::new();
+    let nv = lab.host.nvidia();
+    let example = lab.host.root().join("example.sh");
+    std::fs::write(
+        &example,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$$, 2560\" > '{nv}/apps.csv'\necho 9000 > '{nv}/memory.csv'\nsleep 0.5\n\
+             echo 'STACKPIN_RESULT {{\"batch\": 64, \"samples_per_s\": 100}}'\n: > '{nv}/apps.csv'\n",
+            nv = nv.display()
+        ),
+    )
+    .expect("example");
+    std::fs::write(nv.join("memory.csv"), "500\n").expect("idle");
+    let text0 = std::fs::read_to_string(&lab.manifest).expect("manifest");
+    let start = text0.find("example:").expect("example section");
+    let rewritten = format!(
+        "{}example:\n  run: [\"sh\", \"{}\", \"{{batch}}\"]\n",
+        &text0[..start],
+        example.display()
+    );
+    std::fs::write(&lab.manifest, rewritten).expect("rewrite");
+
+    let first = lab.run(&["up", "--yes", "--json"]);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    let doc: serde_json::Value = serde_json::from_slice(&first.stdout).expect("one JSON document");
+    assert_eq!(doc["reboot_required"], true, "{doc}");
+    assert_eq!(lab.order(), ["driver"]);
+
+    lab.reboot();
+    let second = lab.run(&["up", "--yes", "--json"]);
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second));
+    let doc: serde_json::Value = serde_json::from_slice(&second.stdout).expect("one JSON document");
+    assert_eq!(doc["reboot_required"], false, "{doc}");
+    assert_eq!(doc["proven"]["peak"]["outside_mib"], 2560, "{doc}");
+    assert_eq!(lab.order(), ["driver", "toolkit", "library"]);
+    assert!(
+        lab.host
+            .root()
+            .join("installers/fake-torch-stack/proven-stack.yaml")
+            .exists()
+    );
+}
