@@ -71,21 +71,40 @@ pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
     let m = require_valid(&args.manifest)?;
     let stack = StackDir::new(&global.archive_dir(), &m.name);
     let files = match stack.read_lock() {
-        Ok(lock) => install::archived_files(&stack, &lock),
-        Err(_) => Vec::new(),
+        Ok(lock) if stack.lock_path().exists() => install::archived_files(&stack, &lock),
+        _ => not_fetched(&m, &stack),
     };
     let host = LiveHost::new(args.gpu, &m);
     let plan = plan::plan(&m, stack.root(), &host, &files).map_err(Failure::input)?;
+    let no_archive = !stack.lock_path().exists();
     if global.json {
         print_json(&plan)?;
     } else {
-        print_plan(&plan, files.is_empty());
+        print_plan(&plan, no_archive);
     }
     Ok(if plan.blocked() {
         Exit::Problem
     } else {
         Exit::Ok
     })
+}
+
+/// Before the first fetch: the manifest's installers, where fetch will put them, as missing.
+fn not_fetched(m: &crate::manifest::Manifest, stack: &StackDir) -> Vec<plan::ArchivedFile> {
+    Layer::ORDER
+        .iter()
+        .flat_map(|layer| m.installers(*layer).into_iter().map(move |i| (*layer, i)))
+        .filter_map(|(layer, installer)| {
+            let file = installer.file_name()?;
+            Some(plan::ArchivedFile {
+                layer,
+                path: stack.file_path(layer, &file),
+                file,
+                sha256: installer.sha256.clone(),
+                state: plan::FileState::Missing,
+            })
+        })
+        .collect()
 }
 
 fn print_plan(plan: &plan::Plan, no_archive: bool) {

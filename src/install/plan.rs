@@ -199,9 +199,11 @@ pub fn plan(
                 why: arch_blocker.clone().unwrap_or_default(),
             }
         } else if !missing.is_empty() {
-            Verdict::Blocked {
-                why: format!(
-                    "archive not ready: {} — run `stackpin fetch`",
+            // Not a blocker: `fetch` archives (or repairs) the file, then install can run.
+            Verdict::ToInstall {
+                reason: format!(
+                    "{}; archive not ready ({}): run `stackpin fetch` first",
+                    proof.seen,
                     missing
                         .iter()
                         .map(|f| format!("{} {}", f.file, f.state.as_str()))
