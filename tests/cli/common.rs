@@ -45,3 +45,12 @@ pub fn shipped_manifests() -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// stdout and stderr of a finished command, together, for assertions and failure messages.
+pub fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}

@@ -8,6 +8,8 @@
 use std::path::PathBuf;
 use std::process::Output;
 
+use crate::common::text;
+
 use crate::fakes::{DriverMode, FakeHost};
 use crate::server::TestServer;
 
@@ -139,14 +141,6 @@ impl Lab {
             .join(layer)
             .join(file)
     }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]

@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 use std::process::Output;
 
+use crate::common::text;
+
 use crate::fakes::{FakeHost, FakeTorch};
 
 const DRIVER: &str = "595.71.05";
@@ -76,14 +78,6 @@ impl Bench {
     fn stack(&self) -> PathBuf {
         self.host.root().join("installers/fake-prove")
     }
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]
