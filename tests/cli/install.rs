@@ -43,7 +43,7 @@ fn toolkit_script(host: &FakeHost) -> String {
     format!(
         "#!/bin/sh\necho toolkit >> '{log}'\n[ -e '{root}/fail-toolkit' ] && {{ echo 'Installation failed. See log at /var/log/cuda-installer.log for details.' >&2; exit 1; }}\n\
          for a in \"$@\"; do case \"$a\" in --toolkitpath=*) dir=\"${{a#--toolkitpath=}}\";; esac; done\n\
-         mkdir -p \"$dir/bin\"\nprintf '{{\"cuda\": {{\"name\": \"CUDA SDK\", \"version\": \"12.4.1\"}}}}' > \"$dir/version.json\"\n",
+         [ -e '{root}/slow-toolkit' ] && sleep 2\nmkdir -p \"$dir/bin\"\nprintf '{{\"cuda\": {{\"name\": \"CUDA SDK\", \"version\": \"12.4.1\"}}}}' > \"$dir/version.json\"\n",
         log = order_log(host).display(),
         root = host.root().display(),
     )
@@ -452,4 +452,54 @@ fn up_fetches_installs_stops_for_the_reboot_then_finishes_with_a_proof() {
             .join("installers/fake-torch-stack/proven-stack.yaml")
             .exists()
     );
+}
+
+#[test]
+fn ctrl_c_waits_for_the_running_installer_then_stops_before_the_next_layer() {
+    let lab = Lab::new();
+    lab.reboot(); // the driver is already in place
+    std::fs::write(lab.host.root().join("slow-toolkit"), "").expect("marker");
+    let mut cmd = lab
+        .host
+        .stackpin(["install", "--yes", lab.manifest.to_str().expect("utf-8")]);
+    cmd.env("STACKPIN_ARCHIVE", lab.host.root().join("installers"))
+        .env("STACKPIN_SKIP_ADMIN_CHECK", "1");
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Wait until the toolkit installer is running, then press Ctrl-C (SIGINT to stackpin only).
+    let started = std::time::Instant::now();
+    while !lab.order().contains(&"toolkit".to_string()) {
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "the toolkit installer never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(kill.success());
+    let out = child.wait_with_output().expect("stackpin ends");
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert!(all.contains("interrupted before the library"), "{all}");
+    assert_eq!(lab.order(), ["toolkit"], "the library never ran");
+    assert!(
+        lab.host
+            .toolkit_root("12.4.1")
+            .join("version.json")
+            .exists(),
+        "the toolkit installer was allowed to finish"
+    );
+    let state = std::fs::read_to_string(
+        lab.host
+            .root()
+            .join("installers/fake-torch-stack/state.yaml"),
+    )
+    .expect("state");
+    assert!(state.contains("interrupted_at: library"), "{state}");
 }
