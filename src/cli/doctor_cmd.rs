@@ -150,7 +150,12 @@ fn print_examination(exam: &Examination) {
         println!("  running driver: {} — from {origin}", d.describe());
     }
     for c in &exam.checks {
-        println!("  {:<8} {}: {}", c.status.as_str(), c.check.question(), c.found);
+        println!(
+            "  {:<8} {}: {}",
+            c.status.as_str(),
+            c.check.question(),
+            c.found
+        );
         if let Some(fix) = &c.fix {
             println!("           fix: {fix}");
         }
@@ -207,7 +212,9 @@ fn confirm(m: &Manifest, layers: &[manifest::Layer]) -> Result<(), Failure> {
     if answer.trim().eq_ignore_ascii_case("y") {
         Ok(())
     } else {
-        Err(Failure::input(anyhow!("not confirmed; nothing was reinstalled")))
+        Err(Failure::input(anyhow!(
+            "not confirmed; nothing was reinstalled"
+        )))
     }
 }
 

@@ -5,6 +5,7 @@ use crate::install::proof::LibrarySeen;
 use crate::install::state::{ChainState, LayerStatus};
 use crate::manifest::{Layer, Role, Severity, SourceMap};
 use crate::record::ProvenStack;
+use crate::version::Version;
 
 use super::{Check, CheckId, Drift, Examination, Facts, Status};
 
@@ -48,7 +49,10 @@ fn check(check: CheckId, status: Status, found: String, fix: Option<String>) -> 
 
 fn no_record(facts: &Facts<'_>, id: CheckId) -> Check {
     let (found, fix) = match &facts.record {
-        Err(why) => (why.clone(), "run `stackpin prove MANIFEST` to write it again"),
+        Err(why) => (
+            why.clone(),
+            "run `stackpin prove MANIFEST` to write it again",
+        ),
         Ok(_) => (
             format!("no proven-stack record ({})", facts.record_path.display()),
             "run `stackpin prove MANIFEST` (after `stackpin install`)",
@@ -223,12 +227,22 @@ fn example(facts: &Facts<'_>, record: Option<&ProvenStack>, drift: &mut Vec<Drif
         return no_record(facts, CheckId::Example);
     };
     let prove_again = Some("run `stackpin prove MANIFEST` (or `stackpin repair MANIFEST`)".into());
+    // The probe may report the public version (`2.5.1`) where the record kept the local
+    // build tag (`2.5.1+cu124`); the release is what must not have moved.
+    let recorded = Version::parse(&r.library.version).ok();
     let library_now = match &facts.library {
+        LibrarySeen::Present { version, .. }
+            if recorded
+                .as_ref()
+                .is_some_and(|rv| rv.public() == version.public()) =>
+        {
+            None
+        }
         LibrarySeen::Present { version, .. } => Some(version.to_string()),
         LibrarySeen::ImportFailed { .. } => Some("import fails".to_string()),
         LibrarySeen::NoInterpreter => Some("no interpreter".to_string()),
     };
-    if let Some(now) = library_now.filter(|now| *now != r.library.version) {
+    if let Some(now) = library_now {
         drift.push(Drift {
             layer: Layer::Library,
             recorded: format!("{} {}", r.library.name, r.library.version),
@@ -248,7 +262,10 @@ fn example(facts: &Facts<'_>, record: Option<&ProvenStack>, drift: &mut Vec<Drif
         return check(
             CheckId::Example,
             Status::Fail,
-            format!("the record's proven_at `{}` is not a timestamp", r.proven_at),
+            format!(
+                "the record's proven_at `{}` is not a timestamp",
+                r.proven_at
+            ),
             prove_again,
         );
     };
@@ -338,10 +355,9 @@ fn archive(facts: &Facts<'_>) -> Check {
         .iter()
         .filter(|f| f.status.is_failure())
         .map(|f| match (&f.expected, &f.actual) {
-            (Some(e), Some(a)) => format!(
-                "{} {:?} (expected sha256 {e}, found {a})",
-                f.path, f.status
-            ),
+            (Some(e), Some(a)) => {
+                format!("{} {:?} (expected sha256 {e}, found {a})", f.path, f.status)
+            }
             _ => format!("{} {:?}", f.path, f.status),
         })
         .map(|s| s.to_lowercase())

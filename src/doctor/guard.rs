@@ -216,7 +216,9 @@ mod tests {
             ["nvidia-utils-565"]
         );
         assert_eq!(
-            parse_dpkg_owners("nvidia-utils-550-server, nvidia-compute-utils-550: /usr/bin/nvidia-smi\n"),
+            parse_dpkg_owners(
+                "nvidia-utils-550-server, nvidia-compute-utils-550: /usr/bin/nvidia-smi\n"
+            ),
             ["nvidia-utils-550-server", "nvidia-compute-utils-550"]
         );
     }
@@ -224,7 +226,8 @@ mod tests {
     #[test]
     fn a_packaged_driver_on_debian_gets_an_apt_mark_hold() {
         let mut sys = FakeSystem::new(Os::Linux);
-        sys.on_path.insert("nvidia-smi".into(), "/usr/bin/nvidia-smi".into());
+        sys.on_path
+            .insert("nvidia-smi".into(), "/usr/bin/nvidia-smi".into());
         sys.on_path.insert("dpkg".into(), "/usr/bin/dpkg".into());
         sys.answer(
             "/usr/bin/dpkg",
@@ -239,7 +242,8 @@ mod tests {
     #[test]
     fn a_packaged_driver_on_fedora_gets_a_versionlock() {
         let mut sys = FakeSystem::new(Os::Linux);
-        sys.on_path.insert("nvidia-smi".into(), "/usr/bin/nvidia-smi".into());
+        sys.on_path
+            .insert("nvidia-smi".into(), "/usr/bin/nvidia-smi".into());
         sys.on_path.insert("rpm".into(), "/usr/bin/rpm".into());
         sys.answer("/usr/bin/rpm", &["-qf"], 0, "nvidia-driver-cuda\n");
         let guard = for_host(&sys, Os::Linux);
@@ -252,12 +256,17 @@ mod tests {
     #[test]
     fn a_runfile_driver_has_nothing_to_hold_and_says_why() {
         let mut sys = FakeSystem::new(Os::Linux);
-        sys.on_path.insert("nvidia-smi".into(), "/usr/bin/nvidia-smi".into());
+        sys.on_path
+            .insert("nvidia-smi".into(), "/usr/bin/nvidia-smi".into());
         sys.on_path.insert("dpkg".into(), "/usr/bin/dpkg".into());
         sys.answer("/usr/bin/dpkg", &["-S"], 1, "");
         let guard = for_host(&sys, Os::Linux);
         assert!(guard.argv.is_empty());
-        assert!(guard.what.contains("belongs to no package"), "{}", guard.what);
+        assert!(
+            guard.what.contains("belongs to no package"),
+            "{}",
+            guard.what
+        );
         assert!(matches!(guard.apply(&sys), Err(GuardError::Nothing)));
     }
 }

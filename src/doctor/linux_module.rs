@@ -154,8 +154,14 @@ mod tests {
         let found = probe(&sys, "6.8.0-51-generic");
         assert_eq!(found.module_files, Some(vec![]));
         let text = found.explain().expect("no module");
-        assert!(text.contains("6.8.0-51-generic has no NVIDIA module"), "{text}");
-        assert!(text.contains("dkms built it for 6.8.0-49-generic"), "{text}");
+        assert!(
+            text.contains("6.8.0-51-generic has no NVIDIA module"),
+            "{text}"
+        );
+        assert!(
+            text.contains("dkms built it for 6.8.0-49-generic"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -201,21 +201,20 @@ pub fn gather<'a>(
         .collect();
     let library = host.library(&proof::library_python(m), &m.library.name);
     let threads = std::thread::available_parallelism().map_or(2, usize::from);
-    let audit = archive::audit_stack(stack, Some(m), threads, &archive::Silent)
-        .map_err(|e| e.to_string());
+    let audit =
+        archive::audit_stack(stack, Some(m), threads, &archive::Silent).map_err(|e| e.to_string());
     let archive_root = stack.root().parent().unwrap_or(Path::new("."));
     let deployment_stack = proven_inference_stack(archive_root, &m.name);
     let driver_drifted = !layers.first().is_some_and(|p| p.holds);
-    let windows_driver = (driver_drifted && system.os() == Os::Windows)
-        .then(|| windows_driver::query(system));
-    let module_problem = (driver.version.is_none()
-        && !driver.reboot_pending
-        && system.os() == Os::Linux)
-        .then(|| {
-            let kernel = crate::host::os_info::probe(system).kernel?;
-            linux_module::probe(system, &kernel).explain()
-        })
-        .flatten();
+    let windows_driver =
+        (driver_drifted && system.os() == Os::Windows).then(|| windows_driver::query(system));
+    let module_problem =
+        (driver.version.is_none() && !driver.reboot_pending && system.os() == Os::Linux)
+            .then(|| {
+                let kernel = crate::host::os_info::probe(system).kernel?;
+                linux_module::probe(system, &kernel).explain()
+            })
+            .flatten();
     Facts {
         m,
         manifest_text,

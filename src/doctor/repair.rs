@@ -11,7 +11,9 @@ use serde::Serialize;
 use super::{CheckId, Drift, Examination, Status};
 use crate::archive::StackDir;
 use crate::install::proof::HostView;
-use crate::install::{self, ChainEnd, InstallError, InstallOptions, InstallReport, InstallReporter};
+use crate::install::{
+    self, ChainEnd, InstallError, InstallOptions, InstallReport, InstallReporter,
+};
 use crate::manifest::{Layer, Manifest};
 use crate::prove::run::{ProveError, ProveOptions, ProveReporter, Proven, prove};
 

@@ -74,7 +74,10 @@ pub fn nvidia_version(windows_version: &str) -> Option<String> {
     let [_, _, third, fourth] = parts.as_slice() else {
         return None;
     };
-    if !third.chars().chain(fourth.chars()).all(|c| c.is_ascii_digit())
+    if !third
+        .chars()
+        .chain(fourth.chars())
+        .all(|c| c.is_ascii_digit())
         || third.is_empty()
         || fourth.is_empty()
         || fourth.len() > 4
@@ -115,9 +118,11 @@ pub fn parse(json: &str) -> Result<Vec<WindowsDriver>, String> {
         if raw.name.is_some() && !nvidia && !is_basic_display(raw.name.as_deref()) {
             continue;
         }
+        // Microsoft's fallback adapter carries Windows' own version (10.0.x), not NVIDIA's.
+        let basic = is_basic_display(raw.name.as_deref());
         out.push(WindowsDriver {
+            nvidia_version: (!basic).then(|| nvidia_version(&windows_version)).flatten(),
             adapter: raw.name,
-            nvidia_version: nvidia_version(&windows_version),
             windows_version,
             provider,
             date: raw.driver_date.as_ref().and_then(parse_date),
