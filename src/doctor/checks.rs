@@ -423,3 +423,170 @@ fn deployment(facts: &Facts<'_>) -> Check {
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::archive::AuditReport;
+    use crate::doctor::windows_driver;
+    use crate::install::proof::{DriverSeen, Proof};
+    use crate::install::state::LayerState;
+    use crate::manifest::Manifest;
+
+    const WINDOWS: &str = include_str!("../../manifests/torch-2.5.1-cu124-windows.yaml");
+
+    fn manifest() -> Manifest {
+        crate::manifest::parse(WINDOWS, std::path::Path::new("w.yaml")).expect("shipped manifest")
+    }
+
+    /// The record a Windows workstation keeps after proving driver 566.36.
+    fn record(driver: &str) -> ProvenStack {
+        serde_json::from_value(serde_json::json!({
+            "record": 1, "stack": "torch-2.5.1-cu124-windows",
+            "proven_at": "2026-12-01T10:00:00Z",
+            "host": {"hostname": "ws-01", "os": "windows", "os_version": null, "kernel": null, "cpu": null},
+            "gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 4070", "vram_mib": 12282,
+                      "compute_capability": "8.9", "driver": driver, "driver_cuda": "12.7"}],
+            "toolkit": {"version": "12.4.1", "root": "C:/cuda", "nvcc": null},
+            "library": {"name": "torch", "version": "2.5.1+cu124", "cuda_build": "12.4", "cudnn": null},
+            "example": {"argv": [], "batch": 64, "gpu_index": 0, "duration_s": 40.0,
+                        "exit_code": 0, "samples_per_s": null, "log": "x.log"},
+            "peak": {"outside_mib": 2560, "outside_source": "per_process", "baseline_mib": null,
+                     "framework_mib": null, "framework_counter": null, "allocated_mib": null,
+                     "context_mib": null, "authority": "outside", "mib": 2560.0},
+            "per_sample_mib": 40.0,
+            "line": {"share": 0.8, "mib": 9825.6, "vram_mib": 12282},
+            "predictions": [], "largest_safe_batch": 192, "environment": {}
+        }))
+        .expect("record")
+    }
+
+    fn facts<'a>(m: &'a Manifest, recorded: &str, running: Option<&str>) -> Facts<'a> {
+        let holds = running == Some(m.driver.version.to_string().as_str());
+        Facts {
+            m,
+            manifest_text: Some(WINDOWS),
+            record: Ok(Some(record(recorded))),
+            record_path: PathBuf::from("proven-stack.yaml"),
+            state: None,
+            driver: DriverSeen {
+                version: running.map(|v| v.parse().expect("version")),
+                ..DriverSeen::default()
+            },
+            layers: Layer::ORDER
+                .iter()
+                .map(|l| Proof {
+                    layer: *l,
+                    holds: *l != Layer::Driver || holds,
+                    seen: String::new(),
+                    reboot_pending: false,
+                })
+                .collect(),
+            library: LibrarySeen::Present {
+                version: "2.5.1".parse().expect("version"),
+                cuda: None,
+                gpu_visible: true,
+                arch_list: vec![],
+            },
+            audit: Ok(AuditReport {
+                stack: PathBuf::new(),
+                files: vec![],
+            }),
+            deployment_stack: None,
+            windows_driver: None,
+            module_problem: None,
+        }
+    }
+
+    fn status(exam: &Examination, id: CheckId) -> Status {
+        exam.check(id).map(|c| c.status).expect("check present")
+    }
+
+    #[test]
+    fn a_feature_update_driver_is_named_with_both_versions_and_its_provider() {
+        let m = manifest();
+        let pinned = m.driver.version.to_string();
+        let mut f = facts(&m, &pinned, Some("551.86"));
+        f.windows_driver = Some(windows_driver::parse(
+            r#"{"Name": "NVIDIA GeForce RTX 4070", "DriverVersion": "31.0.15.5186",
+                "DriverProviderName": "Microsoft", "DriverDate": "2024-03-15T00:00:00Z"}"#,
+        ));
+        let exam = judge(&f);
+        assert!(!exam.ok);
+        assert_eq!(
+            exam.drift[0].to_string(),
+            format!("driver {pinned} → 551.86")
+        );
+        let driver = exam.check(CheckId::Driver).expect("driver check");
+        assert!(
+            driver.found.contains("provider Microsoft"),
+            "{}",
+            driver.found
+        );
+        assert!(driver.found.contains("feature update"), "{}", driver.found);
+        assert_eq!(exam.drifted_layers(), [Layer::Driver]);
+    }
+
+    #[test]
+    fn a_mismatch_after_an_upgrade_says_reboot() {
+        let m = manifest();
+        let mut f = facts(&m, "581.15", None);
+        f.driver.state = Some("driver/library mismatch".into());
+        f.driver.reboot_pending = true;
+        let exam = judge(&f);
+        let driver = exam.check(CheckId::Driver).expect("driver check");
+        assert_eq!(driver.found, "driver 581.15 → driver/library mismatch");
+        assert!(driver.fix.as_deref().is_some_and(|f| f.contains("reboot")));
+    }
+
+    #[test]
+    fn a_missing_kernel_module_is_the_fix_when_no_driver_answers() {
+        let m = manifest();
+        let mut f = facts(&m, "581.15", None);
+        f.module_problem = Some("the running kernel 6.8.0-51-generic has no NVIDIA module".into());
+        let exam = judge(&f);
+        let fix = exam.check(CheckId::Driver).and_then(|c| c.fix.clone());
+        assert!(fix.is_some_and(|f| f.contains("no NVIDIA module")));
+    }
+
+    #[test]
+    fn an_install_after_the_record_makes_the_example_check_fail() {
+        let m = manifest();
+        let mut f = facts(&m, "581.15", Some("581.15"));
+        assert_eq!(status(&judge(&f), CheckId::Example), Status::Pass);
+        let mut state = ChainState::default();
+        state.layers.insert(
+            Layer::Driver,
+            LayerState {
+                status: LayerStatus::Done,
+                at: "2026-12-02T08:00:00Z".into(),
+                log: None,
+                detail: None,
+            },
+        );
+        f.state = Some(state);
+        let exam = judge(&f);
+        assert_eq!(status(&exam, CheckId::Example), Status::Fail);
+        assert!(!exam.ok);
+    }
+
+    #[test]
+    fn deployment_is_unknown_without_failing_and_passes_with_an_inference_stack() {
+        let m = manifest();
+        let mut f = facts(&m, "581.15", Some("581.15"));
+        assert_eq!(
+            status(&judge(&f), CheckId::Deployment),
+            Status::Pass,
+            "the shipped manifest says `role: training`"
+        );
+        let silent = WINDOWS.replace("role: training", "");
+        f.manifest_text = Some(&silent);
+        let exam = judge(&f);
+        assert_eq!(status(&exam, CheckId::Deployment), Status::Unknown);
+        assert!(exam.ok, "unknown never fails");
+        f.deployment_stack = Some("onnxruntime-line-side".into());
+        assert_eq!(status(&judge(&f), CheckId::Deployment), Status::Pass);
+    }
+}
