@@ -316,6 +316,9 @@ fn print_repair(report: &RepairReport, guard: &Guard, applied: bool, os: Os) {
     } else if report.plan.reinstall.is_empty() {
         println!("no layer drifted; proving {} again", report.stack);
     }
+    if !report.changes.is_empty() {
+        println!("repaired {}, before → after:", report.stack);
+    }
     for c in &report.changes {
         println!("  {:<8} {} → {}", c.layer.as_str(), c.before, c.after);
     }
