@@ -10,6 +10,7 @@ pub mod check;
 pub mod cli;
 pub mod compat;
 pub mod diagnose;
+pub mod doctor;
 pub mod examples;
 pub mod fsutil;
 pub mod host;

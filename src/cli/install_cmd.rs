@@ -176,8 +176,8 @@ fn print_plan(plan: &plan::Plan, no_archive: bool) {
     }
 }
 
-struct CliReporter {
-    quiet: bool,
+pub(super) struct CliReporter {
+    pub(super) quiet: bool,
 }
 
 impl InstallReporter for CliReporter {

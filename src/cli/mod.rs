@@ -9,6 +9,7 @@ mod budget_cmd;
 mod bundle_cmd;
 mod check_cmd;
 mod diagnose_cmd;
+mod doctor_cmd;
 mod fetch_cmd;
 mod host_cmd;
 mod install_cmd;
@@ -163,6 +164,12 @@ pub enum Command {
     /// fetch → install → prove, resumable across the reboot after the driver.
     #[command(after_help = prove_cmd::UP_EXAMPLES)]
     Up(prove_cmd::UpArgs),
+    /// Check the host against the proven record before training: drift, archive, proof, VRAM.
+    #[command(after_help = doctor_cmd::DOCTOR_EXAMPLES)]
+    Doctor(doctor_cmd::DoctorArgs),
+    /// Reinstall only the drifted layers from the archive, prove again, offer the guard.
+    #[command(after_help = doctor_cmd::REPAIR_EXAMPLES)]
+    Repair(doctor_cmd::RepairArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -183,6 +190,8 @@ pub fn main() -> ExitCode {
         Command::Install(args) => install_cmd::run(args, &cli.global),
         Command::Prove(args) => prove_cmd::run(args, &cli.global),
         Command::Up(args) => prove_cmd::run_up(args, &cli.global),
+        Command::Doctor(args) => doctor_cmd::run_doctor(args, &cli.global),
+        Command::Repair(args) => doctor_cmd::run_repair(args, &cli.global),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -81,12 +81,12 @@ pub struct UpArgs {
     pub prove: ProveFlags,
 }
 
-struct Spinner {
+pub(super) struct Spinner {
     bar: Option<ProgressBar>,
 }
 
 impl Spinner {
-    fn new(global: &GlobalArgs) -> Self {
+    pub(super) fn new(global: &GlobalArgs) -> Self {
         let visible =
             !global.quiet && !global.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
         let bar = visible.then(|| {

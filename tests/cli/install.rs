@@ -23,12 +23,12 @@ struct Lab {
     manifest: PathBuf,
 }
 
-fn order_log(host: &FakeHost) -> PathBuf {
+pub(crate) fn order_log(host: &FakeHost) -> PathBuf {
     host.root().join("order.log")
 }
 
 /// `sh {installer} …` scripts; each logs its layer and honours `fail-<layer>` marker files.
-fn driver_script(host: &FakeHost) -> String {
+pub(crate) fn driver_script(host: &FakeHost) -> String {
     format!(
         "#!/bin/sh\necho driver >> '{log}'\n[ -e '{root}/fail-driver' ] && {{ echo 'ERROR: An NVIDIA kernel module nvidia-drm appears to already be loaded in your kernel.' >&2; exit 1; }}\n\
          # The new driver is on disk; the running module is the old one until the reboot.\n\
@@ -39,7 +39,7 @@ fn driver_script(host: &FakeHost) -> String {
     )
 }
 
-fn toolkit_script(host: &FakeHost) -> String {
+pub(crate) fn toolkit_script(host: &FakeHost) -> String {
     format!(
         "#!/bin/sh\necho toolkit >> '{log}'\n[ -e '{root}/fail-toolkit' ] && {{ echo 'Installation failed. See log at /var/log/cuda-installer.log for details.' >&2; exit 1; }}\n\
          for a in \"$@\"; do case \"$a\" in --toolkitpath=*) dir=\"${{a#--toolkitpath=}}\";; esac; done\n\
@@ -49,7 +49,7 @@ fn toolkit_script(host: &FakeHost) -> String {
     )
 }
 
-fn library_script(host: &FakeHost) -> String {
+pub(crate) fn library_script(host: &FakeHost) -> String {
     // Writes the fake torch the way `FakeHost::torch` does, but only when the installer runs.
     let torch = "import types\n__version__ = '2.5.1+cu124'\nversion = types.SimpleNamespace(cuda='12.4')\n\
          backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 90100))\n\

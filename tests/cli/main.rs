@@ -5,6 +5,7 @@ mod budget;
 mod check;
 mod common;
 mod diagnose;
+mod doctor;
 mod fakes;
 mod host;
 mod install;

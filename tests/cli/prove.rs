@@ -18,7 +18,7 @@ struct Bench {
 
 /// The fake example: its own process rises to `300 + 35 × batch` MiB (2,560 at batch 64) and
 /// falls again, while another process on the card holds 7,000 MiB throughout.
-fn example_script(host: &FakeHost, wddm: bool, fail: bool) -> String {
+pub(crate) fn example_script(host: &FakeHost, wddm: bool, fail: bool) -> String {
     let nv = host.nvidia();
     // The example's own row; another job (pid 4242) holds 7,000 MiB throughout.
     let row = if wddm { "$pid, [N/A]" } else { "$pid, $1" };

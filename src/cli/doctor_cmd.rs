@@ -1,0 +1,353 @@
+//! `stackpin doctor` and `stackpin repair`: the checks before training, the drift since the
+//! stack was proven, and the repair from the archive with its guard.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::anyhow;
+use clap::Parser;
+use serde::Serialize;
+
+use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::archive::StackDir;
+use crate::compat::Os;
+use crate::doctor::guard::{self, Guard};
+use crate::doctor::repair::{RepairContext, RepairError, RepairReport, repair};
+use crate::doctor::{self, Examination, Status};
+use crate::host::RealSystem;
+use crate::install::host_view::LiveHost;
+use crate::install::{ChainEnd, QuietReporter};
+use crate::manifest::{self, Manifest};
+
+pub const DOCTOR_EXAMPLES: &str = "\
+Examples:
+  stackpin doctor manifests/torch-2.5.1-cu124-linux.yaml
+  stackpin doctor --all --json
+
+Each check is pass, FAIL or unknown (unknown never fails). Exit 0 when nothing fails, 1 otherwise.
+Drift names what changed since the stack was proven: \"driver 566.36 → 551.86\".";
+
+pub const REPAIR_EXAMPLES: &str = "\
+Examples:
+  sudo stackpin repair manifests/torch-2.5.1-cu124-linux.yaml --yes
+  sudo stackpin repair manifests/torch-2.5.1-windows.yaml --yes --apply-guard
+
+Reinstalls only the drifted layers from the archive (never downloads unless --fetch), in order,
+each verified; then proves the stack again and prints before → after. After a driver reinstall
+that needs a reboot: reboot, then run the same command again.";
+
+/// Arguments of `doctor`.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// The stack's manifest.
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub manifest: Option<PathBuf>,
+    /// Every stack under the archive (each folder with a fetched manifest.yaml).
+    #[arg(long)]
+    pub all: bool,
+    /// The GPU to check (index).
+    #[arg(long)]
+    pub gpu: Option<u32>,
+}
+
+/// Arguments of `repair`.
+#[derive(Debug, clap::Args)]
+pub struct RepairArgs {
+    /// The stack's manifest.
+    pub manifest: PathBuf,
+    /// Do not ask before reinstalling.
+    #[arg(long, short)]
+    pub yes: bool,
+    /// Fetch missing or corrupt installers first (repair never downloads otherwise).
+    #[arg(long)]
+    pub fetch: bool,
+    /// Apply the guard against the driver being replaced again (needs root / Administrator).
+    #[arg(long)]
+    pub apply_guard: bool,
+    /// The GPU to prove on (index).
+    #[arg(long)]
+    pub gpu: Option<u32>,
+}
+
+/// Reads and parses a manifest; release-note problems are left to the toolkit check.
+fn read_manifest(path: &Path) -> Result<(Manifest, String), Failure> {
+    let text = std::fs::read_to_string(path).map_err(|source| {
+        Failure::input(manifest::ManifestError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+    })?;
+    let m = manifest::parse(&text, path).map_err(Failure::input)?;
+    Ok((m, text))
+}
+
+fn examine(m: &Manifest, text: &str, archive: &Path, gpu: Option<u32>) -> Examination {
+    let stack = StackDir::new(archive, &m.name);
+    let host = LiveHost::new(gpu, m);
+    let facts = doctor::gather(m, Some(text), &stack, &host, &RealSystem);
+    doctor::judge(&facts)
+}
+
+#[derive(Serialize)]
+struct AllJson<'a> {
+    ok: bool,
+    stacks: &'a [Examination],
+}
+
+pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
+    let archive = global.archive_dir();
+    let exams = match &args.manifest {
+        Some(path) => {
+            let (m, text) = read_manifest(path)?;
+            vec![examine(&m, &text, &archive, args.gpu)]
+        }
+        None => {
+            let dirs = doctor::stacks_in(&archive).map_err(Failure::input)?;
+            if dirs.is_empty() {
+                return Err(Failure::input(anyhow!(
+                    "no stacks under {}: run `stackpin fetch MANIFEST` first, or pass --archive",
+                    archive.display()
+                )));
+            }
+            let mut exams = Vec::new();
+            for dir in dirs {
+                let (m, text) = read_manifest(&StackDir::at(dir).manifest_path())?;
+                exams.push(examine(&m, &text, &archive, args.gpu));
+            }
+            exams
+        }
+    };
+    let ok = exams.iter().all(|e| e.ok);
+    if global.json {
+        match (args.all, exams.first()) {
+            (false, Some(one)) => print_json(one)?,
+            _ => print_json(&AllJson { ok, stacks: &exams })?,
+        }
+    } else {
+        for (i, exam) in exams.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            print_examination(exam);
+        }
+    }
+    Ok(if ok { Exit::Ok } else { Exit::Problem })
+}
+
+fn print_examination(exam: &Examination) {
+    println!("doctor: {} ({})", exam.stack, exam.os);
+    for d in &exam.drift {
+        println!("  drift: {d}");
+    }
+    if let Some(d) = &exam.windows_driver {
+        let origin = if d.from_microsoft() {
+            "Microsoft (a Windows feature update)"
+        } else {
+            "NVIDIA"
+        };
+        println!("  running driver: {} — from {origin}", d.describe());
+    }
+    for c in &exam.checks {
+        println!(
+            "  {:<8} {}: {}",
+            c.status.as_str(),
+            c.check.question(),
+            c.found
+        );
+        if let Some(fix) = &c.fix {
+            println!("           fix: {fix}");
+        }
+    }
+    let failed = exam
+        .checks
+        .iter()
+        .filter(|c| c.status == Status::Fail)
+        .count();
+    if failed == 0 {
+        println!("ready to train: every check passed or could not be told");
+    } else {
+        println!("{failed} check(s) failed");
+    }
+}
+
+/// Runs `stackpin fetch MANIFEST` through its own argument parser, so its defaults and
+/// environment knobs apply exactly as on the command line.
+fn fetch_first(manifest: &Path, global: &GlobalArgs) -> Result<(), Failure> {
+    #[derive(Parser)]
+    struct FetchOnly {
+        #[command(flatten)]
+        fetch: super::fetch_cmd::FetchArgs,
+    }
+    let parsed = FetchOnly::try_parse_from([std::ffi::OsStr::new("fetch"), manifest.as_os_str()])
+        .map_err(|e| Failure::input(anyhow!("fetch arguments: {e}")))?;
+    let quiet = GlobalArgs {
+        json: false,
+        quiet: global.quiet || global.json,
+        archive: global.archive.clone(),
+    };
+    match super::fetch_cmd::run(&parsed.fetch, &quiet)? {
+        Exit::Ok => Ok(()),
+        _ => Err(Failure::problem(anyhow!(
+            "fetch did not archive every installer; nothing was reinstalled"
+        ))),
+    }
+}
+
+fn confirm(m: &Manifest, layers: &[manifest::Layer]) -> Result<(), Failure> {
+    let names: Vec<&str> = layers.iter().map(|l| l.as_str()).collect();
+    eprint!(
+        "reinstall {} of {} from the archive and prove it again? [y/N] ",
+        if names.is_empty() {
+            "nothing".to_string()
+        } else {
+            names.join(", ")
+        },
+        m.name
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().read_line(&mut answer);
+    if answer.trim().eq_ignore_ascii_case("y") {
+        Ok(())
+    } else {
+        Err(Failure::input(anyhow!(
+            "not confirmed; nothing was reinstalled"
+        )))
+    }
+}
+
+#[derive(Serialize)]
+struct RepairJson<'a> {
+    #[serde(flatten)]
+    report: &'a RepairReport,
+    guard: &'a Guard,
+    guard_applied: bool,
+}
+
+pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
+    let (m, text) = read_manifest(&args.manifest)?;
+    let report = crate::check::check(&m, Some(&text));
+    if !report.ok {
+        return Err(Failure::problem(anyhow!(
+            "{} does not pass `stackpin check`; fix the pins before repairing",
+            args.manifest.display()
+        )));
+    }
+    if args.fetch {
+        fetch_first(&args.manifest, global)?;
+    }
+    let archive = global.archive_dir();
+    let stack = StackDir::new(&archive, &m.name);
+    let exam = examine(&m, &text, &archive, args.gpu);
+    let plan = crate::doctor::repair::RepairPlan::from_examination(&exam);
+    if !plan.is_empty()
+        && !args.yes
+        && !global.json
+        && std::io::IsTerminal::is_terminal(&std::io::stdin())
+    {
+        confirm(&m, &plan.reinstall)?;
+    }
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let flag = Arc::clone(&interrupted);
+        let _ = ctrlc::set_handler(move || {
+            flag.store(true, Ordering::Relaxed);
+            eprintln!("\ninterrupted: waiting for the running installer to finish, then stopping");
+        });
+    }
+    let host = LiveHost::new(args.gpu, &m);
+    let quiet = global.quiet || global.json;
+    let install_reporter = super::install_cmd::CliReporter { quiet };
+    let ctx = RepairContext {
+        host: &host,
+        install_reporter: if quiet {
+            &QuietReporter
+        } else {
+            &install_reporter
+        },
+        prove_reporter: &super::prove_cmd::Spinner::new(global),
+        interrupted: &interrupted,
+        skip_admin_check: std::env::var_os("STACKPIN_SKIP_ADMIN_CHECK").is_some(),
+        gpu: args.gpu,
+    };
+    let report = repair(&m, &stack, &exam, &ctx).map_err(repair_failure)?;
+    let guard = guard::for_host(&RealSystem, m.os);
+    let guard_applied = args.apply_guard && !guard.argv.is_empty();
+    if guard_applied {
+        guard.apply(&RealSystem).map_err(Failure::external)?;
+    }
+    if global.json {
+        print_json(&RepairJson {
+            report: &report,
+            guard: &guard,
+            guard_applied,
+        })?;
+    } else {
+        print_repair(&report, &guard, guard_applied, m.os);
+    }
+    match report.install.as_ref().map(|i| &i.end) {
+        Some(ChainEnd::Failed { layer, why }) => Err(Failure::external(anyhow!(
+            "the {layer} layer failed during the repair: {why}"
+        ))),
+        Some(ChainEnd::Interrupted { .. }) => Ok(Exit::External),
+        _ => Ok(Exit::Ok),
+    }
+}
+
+fn repair_failure(e: RepairError) -> Failure {
+    match &e {
+        RepairError::Install(inner) if inner.is_problem() => Failure::problem(anyhow!(
+            "{:#}; the archive cannot rebuild this layer: run `stackpin repair MANIFEST --fetch`",
+            anyhow::Error::new(e)
+        )),
+        RepairError::Install(crate::install::InstallError::NotAdmin) => Failure::input(e),
+        _ => Failure::external(e),
+    }
+}
+
+fn print_repair(report: &RepairReport, guard: &Guard, applied: bool, os: Os) {
+    if report.plan.is_empty() {
+        println!(
+            "nothing to repair: {} matches its proven record",
+            report.stack
+        );
+    } else if report.plan.reinstall.is_empty() {
+        println!("no layer drifted; proving {} again", report.stack);
+    }
+    if !report.changes.is_empty() {
+        println!("repaired {}, before → after:", report.stack);
+    }
+    for c in &report.changes {
+        println!("  {:<8} {} → {}", c.layer.as_str(), c.before, c.after);
+    }
+    if report.reboot_required() {
+        println!(
+            "the driver is reinstalled but takes effect after a reboot: reboot, then run the same \
+             `stackpin repair` again to finish and prove the stack"
+        );
+    }
+    if let (Some(before), Some(after)) = (&report.proven_at.0, &report.proven_at.1)
+        && report.proven.is_some()
+    {
+        println!("  record   proven {before} → proven {after}");
+    } else if let Some(after) = report.proven.as_ref().map(|r| &r.proven_at) {
+        println!("  record   none → proven {after}");
+    }
+    let what = match os {
+        Os::Windows => "guard (Windows Update)",
+        Os::Linux => "guard (package hold)",
+    };
+    if guard.argv.is_empty() {
+        println!("{what}: {}", guard.what);
+    } else if applied {
+        println!("{what}: applied `{}`", guard.command_line());
+    } else {
+        println!(
+            "{what}: {}; run as root / Administrator, or pass --apply-guard:\n  {}",
+            guard.what,
+            guard.command_line()
+        );
+    }
+}

@@ -1,0 +1,592 @@
+//! The six checks before training, as plain functions of the gathered [`Facts`], and the drift
+//! they find. Nothing here touches the host.
+
+use crate::install::proof::LibrarySeen;
+use crate::install::state::{ChainState, LayerStatus};
+use crate::manifest::{Layer, Role, Severity, SourceMap};
+use crate::record::ProvenStack;
+use crate::version::Version;
+
+use super::{Check, CheckId, Drift, Examination, Facts, Status};
+
+/// Turns the facts into the checks, the drift and the verdict.
+pub fn judge(facts: &Facts<'_>) -> Examination {
+    let mut drift = Vec::new();
+    let record = facts.record.as_ref().ok().and_then(Option::as_ref);
+    let checks = vec![
+        driver(facts, record, &mut drift),
+        toolkit(facts, record, &mut drift),
+        example(facts, record, &mut drift),
+        vram(facts, record),
+        archive(facts),
+        deployment(facts),
+    ];
+    let windows_driver = facts
+        .windows_driver
+        .as_ref()
+        .and_then(|r| r.as_ref().ok())
+        .and_then(|d| d.first().cloned());
+    Examination {
+        stack: facts.m.name.clone(),
+        os: facts.m.os,
+        record: record.map(|_| facts.record_path.clone()),
+        ok: !checks.iter().any(|c| c.status == Status::Fail),
+        checks,
+        drift,
+        layers: facts.layers.clone(),
+        windows_driver,
+    }
+}
+
+fn check(check: CheckId, status: Status, found: String, fix: Option<String>) -> Check {
+    Check {
+        check,
+        status,
+        found,
+        fix,
+    }
+}
+
+fn no_record(facts: &Facts<'_>, id: CheckId) -> Check {
+    let (found, fix) = match &facts.record {
+        Err(why) => (
+            why.clone(),
+            "run `stackpin prove MANIFEST` to write it again",
+        ),
+        Ok(_) => (
+            format!("no proven-stack record ({})", facts.record_path.display()),
+            "run `stackpin prove MANIFEST` (after `stackpin install`)",
+        ),
+    };
+    check(id, Status::Fail, found, Some(fix.to_string()))
+}
+
+fn proof_holds(facts: &Facts<'_>, layer: Layer) -> bool {
+    facts.layers.iter().any(|p| p.layer == layer && p.holds)
+}
+
+fn proof_seen(facts: &Facts<'_>, layer: Layer) -> String {
+    facts
+        .layers
+        .iter()
+        .find(|p| p.layer == layer)
+        .map_or_else(String::new, |p| p.seen.clone())
+}
+
+/// The driver the record proved on: the example's GPU's driver.
+fn recorded_driver(record: &ProvenStack) -> Option<&str> {
+    record
+        .gpus
+        .iter()
+        .find(|g| g.index == record.example.gpu_index)
+        .or(record.gpus.first())
+        .map(|g| g.driver.as_str())
+}
+
+fn driver(facts: &Facts<'_>, record: Option<&ProvenStack>, drift: &mut Vec<Drift>) -> Check {
+    let Some(recorded) = record.and_then(recorded_driver) else {
+        return no_record(facts, CheckId::Driver);
+    };
+    let now = match &facts.driver.version {
+        Some(v) => v.to_string(),
+        None => facts
+            .driver
+            .state
+            .clone()
+            .unwrap_or_else(|| "no driver running".to_string()),
+    };
+    let same = facts
+        .driver
+        .version
+        .as_ref()
+        .is_some_and(|v| v.to_string() == recorded);
+    if same && proof_holds(facts, Layer::Driver) {
+        return check(
+            CheckId::Driver,
+            Status::Pass,
+            format!("driver {recorded} recorded and running"),
+            None,
+        );
+    }
+    if !same {
+        drift.push(Drift {
+            layer: Layer::Driver,
+            recorded: recorded.to_string(),
+            now: now.clone(),
+        });
+    }
+    let mut found = if same {
+        format!(
+            "driver {recorded} recorded and running, but the manifest pins {}",
+            facts.m.driver.version
+        )
+    } else {
+        format!("driver {recorded} → {now}")
+    };
+    if let Some(Ok(drivers)) = &facts.windows_driver {
+        for d in drivers {
+            let origin = if d.from_microsoft() {
+                "supplied by Microsoft, not NVIDIA: the signature of a Windows feature update"
+            } else {
+                "supplied by NVIDIA"
+            };
+            found.push_str(&format!("; Windows reports {}: {origin}", d.describe()));
+        }
+    }
+    let fix = if facts.driver.reboot_pending {
+        "driver/library mismatch: the driver was upgraded (an unattended upgrade?) but the old \
+         kernel module is still loaded; reboot, then run `stackpin doctor` again, and \
+         `stackpin repair MANIFEST` if the version is not the recorded one"
+            .to_string()
+    } else if let Some(module) = &facts.module_problem {
+        module.clone()
+    } else if same {
+        "run `stackpin install MANIFEST` then `stackpin prove MANIFEST` for the new pin".to_string()
+    } else {
+        format!(
+            "`stackpin repair MANIFEST` reinstalls driver {recorded} from the archive and proves \
+             the stack again; then apply its guard so it is not replaced again"
+        )
+    };
+    check(CheckId::Driver, Status::Fail, found, Some(fix))
+}
+
+fn toolkit(facts: &Facts<'_>, record: Option<&ProvenStack>, drift: &mut Vec<Drift>) -> Check {
+    let report = crate::check::check(facts.m, facts.manifest_text);
+    let about_toolkit =
+        |field: &str| field.starts_with("toolkit") || field.starts_with("library.cuda");
+    if let Some(p) = report
+        .problems
+        .iter()
+        .find(|p| p.severity == Severity::Error && about_toolkit(&p.field))
+    {
+        return check(
+            CheckId::Toolkit,
+            Status::Fail,
+            format!("{}: {}", p.field, p.message),
+            Some("re-pin the stack with `stackpin pin`, then install and prove it".to_string()),
+        );
+    }
+    let seen = proof_seen(facts, Layer::Toolkit);
+    if !proof_holds(facts, Layer::Toolkit) {
+        let recorded = record.map_or_else(
+            || facts.m.toolkit.version.to_string(),
+            |r| r.toolkit.version.clone(),
+        );
+        let now = if seen.ends_with("does not exist") {
+            format!("missing from {}", facts.m.toolkit.root)
+        } else {
+            seen.clone()
+        };
+        drift.push(Drift {
+            layer: Layer::Toolkit,
+            recorded,
+            now,
+        });
+        return check(
+            CheckId::Toolkit,
+            Status::Fail,
+            seen,
+            Some(format!(
+                "`stackpin repair MANIFEST` reinstalls CUDA {} into {} from the archive",
+                facts.m.toolkit.version, facts.m.toolkit.root
+            )),
+        );
+    }
+    if let Some(p) = report.problems.iter().find(|p| about_toolkit(&p.field)) {
+        return check(
+            CheckId::Toolkit,
+            Status::Unknown,
+            format!("{seen}; the release notes cannot confirm it: {}", p.message),
+            Some("check the library's release notes by hand".to_string()),
+        );
+    }
+    check(
+        CheckId::Toolkit,
+        Status::Pass,
+        format!(
+            "{seen}, the CUDA line {} {}'s release notes name",
+            facts.m.library.name, facts.m.library.version
+        ),
+        None,
+    )
+}
+
+/// The latest time the install chain changed a layer.
+fn last_install(state: &ChainState) -> Option<jiff::Timestamp> {
+    state
+        .layers
+        .values()
+        .filter(|l| l.status != LayerStatus::Failed)
+        .filter_map(|l| l.at.parse::<jiff::Timestamp>().ok())
+        .max()
+}
+
+fn example(facts: &Facts<'_>, record: Option<&ProvenStack>, drift: &mut Vec<Drift>) -> Check {
+    let Some(r) = record else {
+        return no_record(facts, CheckId::Example);
+    };
+    let prove_again = Some("run `stackpin prove MANIFEST` (or `stackpin repair MANIFEST`)".into());
+    // The probe may report the public version (`2.5.1`) where the record kept the local
+    // build tag (`2.5.1+cu124`); the release is what must not have moved.
+    let recorded = Version::parse(&r.library.version).ok();
+    let library_now = match &facts.library {
+        LibrarySeen::Present { version, .. }
+            if recorded
+                .as_ref()
+                .is_some_and(|rv| rv.public() == version.public()) =>
+        {
+            None
+        }
+        LibrarySeen::Present { version, .. } => Some(version.to_string()),
+        LibrarySeen::ImportFailed { .. } => Some("import fails".to_string()),
+        LibrarySeen::NoInterpreter => Some("no interpreter".to_string()),
+    };
+    if let Some(now) = library_now {
+        drift.push(Drift {
+            layer: Layer::Library,
+            recorded: format!("{} {}", r.library.name, r.library.version),
+            now: now.clone(),
+        });
+        return check(
+            CheckId::Example,
+            Status::Fail,
+            format!(
+                "the record proved {} {}; the host now has {now}: the proof no longer holds",
+                r.library.name, r.library.version
+            ),
+            Some("`stackpin repair MANIFEST` reinstalls the library and proves again".into()),
+        );
+    }
+    let Ok(proven_at) = r.proven_at.parse::<jiff::Timestamp>() else {
+        return check(
+            CheckId::Example,
+            Status::Fail,
+            format!(
+                "the record's proven_at `{}` is not a timestamp",
+                r.proven_at
+            ),
+            prove_again,
+        );
+    };
+    let after = facts.state.as_ref().and_then(last_install);
+    if let Some(installed) = after.filter(|i| *i > proven_at) {
+        return check(
+            CheckId::Example,
+            Status::Fail,
+            format!(
+                "the record is from {proven_at}, before the last install at {installed}: the \
+                 stack as installed now has not run the example"
+            ),
+            prove_again,
+        );
+    }
+    check(
+        CheckId::Example,
+        Status::Pass,
+        format!(
+            "example passed at batch {} in {:.1}s at {proven_at}{}",
+            r.example.batch,
+            r.example.duration_s,
+            if after.is_some() {
+                ", after the last install"
+            } else {
+                ""
+            }
+        ),
+        None,
+    )
+}
+
+fn vram(facts: &Facts<'_>, record: Option<&ProvenStack>) -> Check {
+    let Some(r) = record else {
+        return no_record(facts, CheckId::Vram);
+    };
+    let working = facts.m.example.batch;
+    if r.example.batch != working {
+        return check(
+            CheckId::Vram,
+            Status::Fail,
+            format!(
+                "peak recorded at batch {}, the working batch is {working}",
+                r.example.batch
+            ),
+            Some(format!("run `stackpin prove MANIFEST --batch {working}`")),
+        );
+    }
+    let share = 100.0 * r.peak.mib / r.line.vram_mib.max(1) as f64;
+    let found = format!(
+        "peak {:.0} MiB at batch {} ({share:.0}% of {} MiB)",
+        r.peak.mib, r.example.batch, r.line.vram_mib
+    );
+    match r.largest_safe_batch {
+        Some(b) => check(
+            CheckId::Vram,
+            Status::Pass,
+            format!(
+                "{found}; largest safe batch {b} under the {:.0}% line",
+                r.line.share * 100.0
+            ),
+            None,
+        ),
+        None => check(
+            CheckId::Vram,
+            Status::Fail,
+            format!("{found}; no configured batch stays under the line"),
+            Some("lower the batch (vram.batches) or train on a card with more memory".into()),
+        ),
+    }
+}
+
+fn archive(facts: &Facts<'_>) -> Check {
+    let report = match &facts.audit {
+        Ok(report) => report,
+        Err(why) => {
+            return check(
+                CheckId::Archive,
+                Status::Fail,
+                why.clone(),
+                Some("run `stackpin fetch MANIFEST` to archive the installers".into()),
+            );
+        }
+    };
+    let bad: Vec<String> = report
+        .files
+        .iter()
+        .filter(|f| f.status.is_failure())
+        .map(|f| match (&f.expected, &f.actual) {
+            (Some(e), Some(a)) => {
+                format!("{} {:?} (expected sha256 {e}, found {a})", f.path, f.status)
+            }
+            _ => format!("{} {:?}", f.path, f.status),
+        })
+        .map(|s| s.to_lowercase())
+        .collect();
+    if bad.is_empty() {
+        let n = report.files.len();
+        return check(
+            CheckId::Archive,
+            Status::Pass,
+            format!("{n} installer file(s) archived and verified against stack.lock"),
+            None,
+        );
+    }
+    check(
+        CheckId::Archive,
+        Status::Fail,
+        bad.join("; "),
+        Some(
+            "move the bad file(s) away and run `stackpin fetch MANIFEST` (or `stackpin repair \
+             MANIFEST --fetch`); a repair from this archive would refuse them"
+                .into(),
+        ),
+    )
+}
+
+fn deployment(facts: &Facts<'_>) -> Check {
+    if facts.m.role == Role::Inference {
+        return check(
+            CheckId::Deployment,
+            Status::Pass,
+            "this stack is the deployment runtime, pinned on its own".into(),
+            None,
+        );
+    }
+    if let Some(name) = &facts.deployment_stack {
+        return check(
+            CheckId::Deployment,
+            Status::Pass,
+            format!("the deployment runtime is pinned and proven apart as `{name}`"),
+            None,
+        );
+    }
+    let explicit = facts
+        .manifest_text
+        .is_some_and(|t| SourceMap::new(t).line_of("role").is_some());
+    if explicit {
+        return check(
+            CheckId::Deployment,
+            Status::Pass,
+            "the manifest says `role: training`: this machine trains only".into(),
+            None,
+        );
+    }
+    check(
+        CheckId::Deployment,
+        Status::Unknown,
+        "no inference-role stack in the archive, and the manifest does not say `role: training`"
+            .into(),
+        Some(
+            "keep the line-side controller off this machine: pin its runtime in its own manifest \
+             (`role: inference`), or write `role: training` here if this machine only trains"
+                .into(),
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::archive::AuditReport;
+    use crate::doctor::windows_driver;
+    use crate::install::proof::{DriverSeen, Proof};
+    use crate::install::state::LayerState;
+    use crate::manifest::Manifest;
+
+    const WINDOWS: &str = include_str!("../../manifests/torch-2.5.1-cu124-windows.yaml");
+
+    fn manifest() -> Manifest {
+        crate::manifest::parse(WINDOWS, std::path::Path::new("w.yaml")).expect("shipped manifest")
+    }
+
+    /// The record a Windows workstation keeps after proving driver 566.36.
+    fn record(driver: &str) -> ProvenStack {
+        serde_json::from_value(serde_json::json!({
+            "record": 1, "stack": "torch-2.5.1-cu124-windows",
+            "proven_at": "2026-12-01T10:00:00Z",
+            "host": {"hostname": "ws-01", "os": "windows", "os_version": null, "kernel": null, "cpu": null},
+            "gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 4070", "vram_mib": 12282,
+                      "compute_capability": "8.9", "driver": driver, "driver_cuda": "12.7"}],
+            "toolkit": {"version": "12.4.1", "root": "C:/cuda", "nvcc": null},
+            "library": {"name": "torch", "version": "2.5.1+cu124", "cuda_build": "12.4", "cudnn": null},
+            "example": {"argv": [], "batch": 64, "gpu_index": 0, "duration_s": 40.0,
+                        "exit_code": 0, "samples_per_s": null, "log": "x.log"},
+            "peak": {"outside_mib": 2560, "outside_source": "per_process", "baseline_mib": null,
+                     "framework_mib": null, "framework_counter": null, "allocated_mib": null,
+                     "context_mib": null, "authority": "outside", "mib": 2560.0},
+            "per_sample_mib": 40.0,
+            "line": {"share": 0.8, "mib": 9825.6, "vram_mib": 12282},
+            "predictions": [], "largest_safe_batch": 192, "environment": {}
+        }))
+        .expect("record")
+    }
+
+    fn facts<'a>(m: &'a Manifest, recorded: &str, running: Option<&str>) -> Facts<'a> {
+        let holds = running == Some(m.driver.version.to_string().as_str());
+        Facts {
+            m,
+            manifest_text: Some(WINDOWS),
+            record: Ok(Some(record(recorded))),
+            record_path: PathBuf::from("proven-stack.yaml"),
+            state: None,
+            driver: DriverSeen {
+                version: running.map(|v| v.parse().expect("version")),
+                ..DriverSeen::default()
+            },
+            layers: Layer::ORDER
+                .iter()
+                .map(|l| Proof {
+                    layer: *l,
+                    holds: *l != Layer::Driver || holds,
+                    seen: String::new(),
+                    reboot_pending: false,
+                })
+                .collect(),
+            library: LibrarySeen::Present {
+                version: "2.5.1".parse().expect("version"),
+                cuda: None,
+                gpu_visible: true,
+                arch_list: vec![],
+            },
+            audit: Ok(AuditReport {
+                stack: PathBuf::new(),
+                files: vec![],
+            }),
+            deployment_stack: None,
+            windows_driver: None,
+            module_problem: None,
+        }
+    }
+
+    fn status(exam: &Examination, id: CheckId) -> Status {
+        exam.check(id).map(|c| c.status).expect("check present")
+    }
+
+    #[test]
+    fn a_feature_update_driver_is_named_with_both_versions_and_its_provider() {
+        let m = manifest();
+        let pinned = m.driver.version.to_string();
+        let mut f = facts(&m, &pinned, Some("551.86"));
+        f.windows_driver = Some(windows_driver::parse(
+            r#"{"Name": "NVIDIA GeForce RTX 4070", "DriverVersion": "31.0.15.5186",
+                "DriverProviderName": "Microsoft", "DriverDate": "2024-03-15T00:00:00Z"}"#,
+        ));
+        let exam = judge(&f);
+        assert!(!exam.ok);
+        assert_eq!(
+            exam.drift[0].to_string(),
+            format!("driver {pinned} → 551.86")
+        );
+        let driver = exam.check(CheckId::Driver).expect("driver check");
+        assert!(
+            driver.found.contains("provider Microsoft"),
+            "{}",
+            driver.found
+        );
+        assert!(driver.found.contains("feature update"), "{}", driver.found);
+        assert_eq!(exam.drifted_layers(), [Layer::Driver]);
+    }
+
+    #[test]
+    fn a_mismatch_after_an_upgrade_says_reboot() {
+        let m = manifest();
+        let mut f = facts(&m, "581.15", None);
+        f.driver.state = Some("driver/library mismatch".into());
+        f.driver.reboot_pending = true;
+        let exam = judge(&f);
+        let driver = exam.check(CheckId::Driver).expect("driver check");
+        assert_eq!(driver.found, "driver 581.15 → driver/library mismatch");
+        assert!(driver.fix.as_deref().is_some_and(|f| f.contains("reboot")));
+    }
+
+    #[test]
+    fn a_missing_kernel_module_is_the_fix_when_no_driver_answers() {
+        let m = manifest();
+        let mut f = facts(&m, "581.15", None);
+        f.module_problem = Some("the running kernel 6.8.0-51-generic has no NVIDIA module".into());
+        let exam = judge(&f);
+        let fix = exam.check(CheckId::Driver).and_then(|c| c.fix.clone());
+        assert!(fix.is_some_and(|f| f.contains("no NVIDIA module")));
+    }
+
+    #[test]
+    fn an_install_after_the_record_makes_the_example_check_fail() {
+        let m = manifest();
+        let mut f = facts(&m, "581.15", Some("581.15"));
+        assert_eq!(status(&judge(&f), CheckId::Example), Status::Pass);
+        let mut state = ChainState::default();
+        state.layers.insert(
+            Layer::Driver,
+            LayerState {
+                status: LayerStatus::Done,
+                at: "2026-12-02T08:00:00Z".into(),
+                log: None,
+                detail: None,
+            },
+        );
+        f.state = Some(state);
+        let exam = judge(&f);
+        assert_eq!(status(&exam, CheckId::Example), Status::Fail);
+        assert!(!exam.ok);
+    }
+
+    #[test]
+    fn deployment_is_unknown_without_failing_and_passes_with_an_inference_stack() {
+        let m = manifest();
+        let mut f = facts(&m, "581.15", Some("581.15"));
+        assert_eq!(
+            status(&judge(&f), CheckId::Deployment),
+            Status::Pass,
+            "the shipped manifest says `role: training`"
+        );
+        let silent = WINDOWS.replace("role: training", "");
+        f.manifest_text = Some(&silent);
+        let exam = judge(&f);
+        assert_eq!(status(&exam, CheckId::Deployment), Status::Unknown);
+        assert!(exam.ok, "unknown never fails");
+        f.deployment_stack = Some("onnxruntime-line-side".into());
+        assert_eq!(status(&judge(&f), CheckId::Deployment), Status::Pass);
+    }
+}

@@ -1,0 +1,330 @@
+//! `doctor` and `repair` on a proven fake host: the install tests' fake installers (served over
+//! loopback, fetched into the archive, logging their layer to `order.log`) and the prove tests'
+//! fake example, so a repair really reinstalls from the archive and really proves again.
+#![cfg(unix)]
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use crate::fakes::{DriverMode, FakeHost, FakeTorch};
+use crate::install::{driver_script, library_script, order_log, toolkit_script};
+use crate::prove::example_script;
+use crate::server::TestServer;
+
+const DRIVER: &str = "595.71.05";
+const SWAPPED: &str = "590.48.01";
+
+/// A host with the whole stack in place, its installers archived, installed and proven.
+struct Clinic {
+    host: FakeHost,
+    _server: TestServer,
+    manifest: PathBuf,
+}
+
+impl Clinic {
+    fn proven() -> Self {
+        let host = FakeHost::new()
+            .gpu("NVIDIA L4", 23034, "8.9")
+            .driver(DRIVER, "12.8")
+            .toolkit("12.4.1")
+            .torch(FakeTorch::default());
+        std::fs::write(host.nvidia().join("memory.csv"), "7300\n").expect("idle memory");
+        std::fs::write(host.nvidia().join("apps.csv"), "4242, 7000\n").expect("other job");
+        let script = host.root().join("example.sh");
+        std::fs::write(&script, example_script(&host, false, false)).expect("example");
+        let server = TestServer::start();
+        server.file(
+            "NVIDIA-Linux-x86_64-595.71.05.run",
+            driver_script(&host).as_bytes(),
+        );
+        server.file(
+            "cuda_12.4.1_550.54.15_linux.run",
+            toolkit_script(&host).as_bytes(),
+        );
+        server.file("install-torch.sh", library_script(&host).as_bytes());
+        let manifest = host.root().join("stack.yaml");
+        let yaml = format!(
+            "schema: 1\nname: fake-doctor\nos: linux\n\
+             driver:\n  version: \"{DRIVER}\"\n  installer:\n    url: {d}\n  run: [\"sh\", \"{{installer}}\", \"--silent\", \"--dkms\"]\n\
+             toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{root}\"\n  run: [\"sh\", \"{{installer}}\", \"--silent\", \"--toolkit\", \"--toolkitpath={{root}}\"]\n\
+             library:\n  name: torch\n  version: \"2.5.1\"\n  cuda: \"12.4\"\n  python: python3\n  installers:\n    - url: {l}\n  run: [\"sh\", \"{{installer}}\"]\n\
+             example:\n  run: [\"sh\", \"{script}\", \"{{batch}}\"]\n  timeout: 60s\n\
+             vram:\n  line: 0.8\n  batches: [16, 32, 64, 96, 128, 256, 512]\n",
+            d = server.url("NVIDIA-Linux-x86_64-595.71.05.run"),
+            t = server.url("cuda_12.4.1_550.54.15_linux.run"),
+            l = server.url("install-torch.sh"),
+            root = host.toolkit_root("12.4.1").display(),
+            script = script.display(),
+        );
+        std::fs::write(&manifest, yaml).expect("manifest");
+        let clinic = Self {
+            host,
+            _server: server,
+            manifest,
+        };
+        for step in [&["fetch"][..], &["install", "--yes"], &["prove"]] {
+            let out = clinic.run(step);
+            assert!(out.status.success(), "{step:?}: {}", text(&out));
+        }
+        clinic.clear_order();
+        clinic
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = self.host.stackpin(
+            args.iter()
+                .copied()
+                .chain([self.manifest.to_str().expect("utf-8 path")]),
+        );
+        cmd.env("STACKPIN_ARCHIVE", self.archive())
+            .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
+            .env("STACKPIN_RETRY_BASE_MS", "0");
+        cmd.output().expect("stackpin runs")
+    }
+
+    fn archive(&self) -> PathBuf {
+        self.host.root().join("installers")
+    }
+
+    fn record(&self) -> String {
+        std::fs::read_to_string(self.archive().join("fake-doctor/proven-stack.yaml"))
+            .expect("record")
+    }
+
+    fn order(&self) -> Vec<String> {
+        std::fs::read_to_string(order_log(&self.host))
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    fn clear_order(&self) {
+        let _ = std::fs::remove_file(order_log(&self.host));
+    }
+
+    /// A fake `dpkg` that says the NVIDIA utilities package owns nvidia-smi, and a fake
+    /// `apt-mark` that logs what it was asked to hold.
+    fn packaged_driver(&self) -> PathBuf {
+        let held = self.host.root().join("held.log");
+        let bin = self.host.bin();
+        write_script(
+            &bin.join("dpkg"),
+            "#!/bin/sh\necho \"nvidia-utils-595:amd64: $2\"\n",
+        );
+        write_script(
+            &bin.join("apt-mark"),
+            &format!("#!/bin/sh\necho \"$*\" >> '{}'\n", held.display()),
+        );
+        held
+    }
+}
+
+fn write_script(path: &std::path::Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).expect("script");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn proven_at(record: &str) -> String {
+    let doc: serde_json::Value = serde_saphyr::from_str(record).expect("record parses");
+    doc["proven_at"].as_str().expect("proven_at").to_string()
+}
+
+#[test]
+fn a_proven_host_passes_every_check_and_json_lists_all_six() {
+    let clinic = Clinic::proven();
+    let out = clinic.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let checks: Vec<(&str, &str)> = doc["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .map(|c| {
+            (
+                c["check"].as_str().unwrap_or(""),
+                c["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            ("driver", "pass"),
+            ("toolkit", "pass"),
+            ("example", "pass"),
+            ("vram", "pass"),
+            ("archive", "pass"),
+            // No inference stack and no explicit `role: training`: reported, never failing.
+            ("deployment", "unknown"),
+        ],
+        "{doc}"
+    );
+    assert_eq!(doc["drift"], serde_json::json!([]));
+    let vram = &doc["checks"][3]["found"];
+    assert!(
+        vram.as_str()
+            .is_some_and(|f| f.contains("largest safe batch")),
+        "{vram}"
+    );
+}
+
+#[test]
+fn a_swapped_driver_fails_doctor_and_repair_reinstalls_only_the_driver_then_proves_again() {
+    let clinic = Clinic::proven();
+    let before = proven_at(&clinic.record());
+    // An unattended upgrade (or a feature update) replaced the proven driver.
+    clinic
+        .host
+        .set_driver_state(DriverMode::Ok, SWAPPED, "12.8");
+
+    let doctor = clinic.run(&["doctor"]);
+    let all = text(&doctor);
+    assert_eq!(doctor.status.code(), Some(1), "{all}");
+    assert!(all.contains("driver 595.71.05 → 590.48.01"), "{all}");
+
+    let repair = clinic.run(&["repair", "--yes"]);
+    let all = text(&repair);
+    assert_eq!(repair.status.code(), Some(0), "{all}");
+    assert_eq!(
+        clinic.order(),
+        ["driver"],
+        "only the driver installer: {all}"
+    );
+    assert!(
+        all.contains("reboot"),
+        "the new module needs a reboot: {all}"
+    );
+
+    // The reboot loads the reinstalled driver; the same command finishes the repair.
+    clinic.host.set_driver_state(DriverMode::Ok, DRIVER, "12.8");
+    let finish = clinic.run(&["repair", "--yes"]);
+    let all = text(&finish);
+    assert_eq!(finish.status.code(), Some(0), "{all}");
+    assert_eq!(clinic.order(), ["driver"], "nothing else ran: {all}");
+    let after = proven_at(&clinic.record());
+    assert!(after > before, "a new record: {before} → {after}");
+    assert!(
+        all.contains(&format!("proven {before} → proven {after}")),
+        "{all}"
+    );
+
+    let doctor = clinic.run(&["doctor"]);
+    assert_eq!(doctor.status.code(), Some(0), "{}", text(&doctor));
+}
+
+#[test]
+fn a_deleted_toolkit_folder_is_reinstalled_alone_and_the_driver_package_is_held() {
+    let clinic = Clinic::proven();
+    let held = clinic.packaged_driver();
+    std::fs::remove_dir_all(clinic.host.toolkit_root("12.4.1")).expect("delete toolkit");
+
+    let doctor = clinic.run(&["doctor"]);
+    let all = text(&doctor);
+    assert_eq!(doctor.status.code(), Some(1), "{all}");
+    assert!(all.contains("toolkit 12.4.1 → missing"), "{all}");
+
+    let repair = clinic.run(&["repair", "--yes", "--apply-guard"]);
+    let all = text(&repair);
+    assert_eq!(repair.status.code(), Some(0), "{all}");
+    assert_eq!(clinic.order(), ["toolkit"], "{all}");
+    assert!(all.contains("toolkit  missing"), "before → after: {all}");
+    assert!(
+        clinic
+            .host
+            .toolkit_root("12.4.1")
+            .join("version.json")
+            .is_file(),
+        "the folder is back"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&held).expect("apt-mark ran").trim(),
+        "hold nvidia-utils-595"
+    );
+
+    let doctor = clinic.run(&["doctor"]);
+    assert_eq!(doctor.status.code(), Some(0), "{}", text(&doctor));
+}
+
+#[test]
+fn a_corrupted_archive_fails_the_archive_check_and_repair_refuses_it() {
+    let clinic = Clinic::proven();
+    let file = clinic
+        .archive()
+        .join("fake-doctor/toolkit/cuda_12.4.1_550.54.15_linux.run");
+    let mut perms = std::fs::metadata(&file).expect("meta").permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&file, perms).expect("writable");
+    std::fs::write(&file, "#!/bin/sh\necho bitrot\n").expect("corrupt");
+
+    let out = clinic.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let archive = doc["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["check"] == "archive")
+        .expect("archive check")
+        .clone();
+    assert_eq!(archive["status"], "fail", "{archive}");
+    let found = archive["found"].as_str().expect("found");
+    assert!(
+        found.contains("toolkit/cuda_12.4.1_550.54.15_linux.run corrupt"),
+        "{found}"
+    );
+
+    // With the toolkit gone too, repair must not run the corrupt file.
+    std::fs::remove_dir_all(clinic.host.toolkit_root("12.4.1")).expect("delete toolkit");
+    let repair = clinic.run(&["repair", "--yes"]);
+    let all = text(&repair);
+    assert_eq!(repair.status.code(), Some(1), "{all}");
+    assert!(all.contains("--fetch"), "{all}");
+    assert!(
+        clinic.order().is_empty(),
+        "never executed: {:?}",
+        clinic.order()
+    );
+}
+
+#[test]
+fn doctor_all_walks_every_stack_under_the_archive() {
+    let clinic = Clinic::proven();
+    let out = clinic
+        .host
+        .stackpin(["doctor", "--all", "--json"])
+        .env("STACKPIN_ARCHIVE", clinic.archive())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(doc["ok"], true);
+    let names: Vec<&str> = doc["stacks"]
+        .as_array()
+        .expect("stacks")
+        .iter()
+        .filter_map(|s| s["stack"].as_str())
+        .collect();
+    assert_eq!(names, ["fake-doctor"]);
+}
+
+#[test]
+fn a_stack_never_proven_fails_with_the_command_that_proves_it() {
+    let clinic = Clinic::proven();
+    std::fs::remove_file(clinic.archive().join("fake-doctor/proven-stack.yaml")).expect("rm");
+    let out = clinic.run(&["doctor"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("no proven-stack record"), "{all}");
+    assert!(all.contains("stackpin prove"), "{all}");
+}
