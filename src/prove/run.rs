@@ -205,7 +205,7 @@ fn probe_host(m: &Manifest, gpu: Option<u32>) -> Result<HostReport, ProveError> 
 
 /// The example's environment: the toolkit's `bin` first on PATH and its libraries on the loader
 /// path, so the stack runs as pinned whatever else is installed.
-fn stack_env(m: &Manifest) -> Vec<(String, String)> {
+pub(crate) fn stack_env(m: &Manifest) -> Vec<(String, String)> {
     let root = Path::new(&m.toolkit.root);
     let sep = if m.os == Os::Windows { ";" } else { ":" };
     let prepend = |var: &str, dir: PathBuf| {

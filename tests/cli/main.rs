@@ -8,6 +8,7 @@ mod diagnose;
 mod fakes;
 mod host;
 mod install;
+mod measure;
 mod pin;
 mod prove;
 mod server;
