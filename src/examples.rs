@@ -39,6 +39,11 @@ pub const BUNDLED: &[BundledScript] = &[
         text: include_str!("../scripts/infer.py"),
         about: "PyTorch: forward passes only, report p50/p99 latency and GPU memory",
     },
+    BundledScript {
+        name: "infer_ort.py",
+        text: include_str!("../scripts/infer_ort.py"),
+        about: "ONNX Runtime GPU: a small CNN built in memory, report p50/p99 latency",
+    },
 ];
 
 /// The folder name under a stack's folder that `{examples}` expands to.

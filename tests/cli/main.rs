@@ -7,6 +7,7 @@ mod common;
 mod diagnose;
 mod fakes;
 mod host;
+mod inference;
 mod install;
 mod measure;
 mod pin;
