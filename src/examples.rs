@@ -136,7 +136,10 @@ mod tests {
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, ["classify.py", "classify_tf.py", "infer.py"]);
+        assert_eq!(
+            names,
+            ["classify.py", "classify_tf.py", "infer.py", "infer_ort.py"]
+        );
     }
 
     /// Byte-compiles each written script with the host's python3, as CI does; a syntax error in a
