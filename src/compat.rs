@@ -141,6 +141,27 @@ struct TensorflowRow {
     cuda: Version,
 }
 
+/// `data/onnxruntime.yaml`: the deployment runtime's releases (see the file for sources).
+#[derive(Debug, Deserialize)]
+struct OnnxRuntimeData {
+    read_on: String,
+    releases: Vec<OnnxRuntimeRow>,
+}
+
+#[derive(Debug, Deserialize)]
+struct OnnxRuntimeRow {
+    release: Version,
+    versions: Vec<Version>,
+    python: PythonRange,
+    /// Every toolkit line the build runs on (a 12.x build runs on any 12.x).
+    cuda: Vec<Version>,
+    /// The cuDNN major the build needs (`9.x`).
+    cudnn: String,
+    /// Packages the bundled inference script needs beside the runtime.
+    #[serde(default)]
+    extras: Vec<String>,
+}
+
 #[derive(Debug, Deserialize)]
 struct DriverData {
     read_on: String,
@@ -162,6 +183,7 @@ struct Knowledge {
     cuda: CudaData,
     pytorch: PytorchData,
     tensorflow: TensorflowData,
+    onnxruntime: OnnxRuntimeData,
     drivers: DriverData,
 }
 
@@ -173,6 +195,10 @@ fn knowledge() -> &'static Knowledge {
         tensorflow: parse_table(
             "data/tensorflow.yaml",
             include_str!("../data/tensorflow.yaml"),
+        ),
+        onnxruntime: parse_table(
+            "data/onnxruntime.yaml",
+            include_str!("../data/onnxruntime.yaml"),
         ),
         drivers: parse_table("data/drivers.yaml", include_str!("../data/drivers.yaml")),
     })
@@ -352,7 +378,7 @@ pub fn drivers_read_on() -> &'static str {
 }
 
 /// Training libraries stackpin has release data for.
-pub const KNOWN_LIBRARIES: &[&str] = &["torch", "tensorflow"];
+pub const KNOWN_LIBRARIES: &[&str] = &["torch", "tensorflow", "onnxruntime-gpu"];
 
 /// One release of a training library, as the release notes describe it.
 #[derive(Debug, Clone, Serialize)]
@@ -373,6 +399,8 @@ pub struct LibraryRelease {
     pub index_urls: BTreeMap<String, String>,
     /// Companion packages pinned with the library (`torchvision`), version per library version.
     companion: Option<(String, Version)>,
+    /// Further pip requirements pinned with the library (what its bundled example needs).
+    extras: Vec<String>,
     pub read_on: String,
 }
 
@@ -404,6 +432,7 @@ impl LibraryRelease {
             let patch = version.parts().get(2).copied().unwrap_or(0);
             reqs.push(format!("{name}=={minor}.{patch}"));
         }
+        reqs.extend(self.extras.iter().cloned());
         reqs
     }
 
@@ -439,6 +468,7 @@ pub fn library_release(library: &str, version: &Version, os: Os) -> LibraryLooku
     match library {
         "torch" | "pytorch" => torch_release(version),
         "tensorflow" | "tensorflow-gpu" | "tensorflow_gpu" => tensorflow_release(version, os),
+        "onnxruntime-gpu" | "onnxruntime" => onnxruntime_release(version),
         _ => LibraryLookup::UnknownLibrary,
     }
 }
@@ -499,6 +529,7 @@ fn torch_release(version: &Version) -> LibraryLookup {
         archs: row.archs.clone(),
         index_urls,
         companion: Some(("torchvision".into(), row.torchvision.clone())),
+        extras: vec![],
         read_on: data.read_on.clone(),
     }))
 }
@@ -527,6 +558,51 @@ fn tensorflow_release(version: &Version, os: Os) -> LibraryLookup {
         archs: BTreeMap::new(),
         index_urls: BTreeMap::new(),
         companion: None,
+        extras: vec![],
+        read_on: data.read_on.clone(),
+    }))
+}
+
+/// Whether a library is a deployment runtime (an inference stack's library) rather than a
+/// training library.
+pub fn is_inference_runtime(library: &str) -> bool {
+    matches!(library, "onnxruntime-gpu" | "onnxruntime")
+}
+
+/// ONNX Runtime is keyed by `major.minor`; every CUDA line of a row is stable (the docs' table
+/// names one build per release, compatible with the whole CUDA major).
+fn onnxruntime_release(version: &Version) -> LibraryLookup {
+    let data = &knowledge().onnxruntime;
+    let line = version.major_minor();
+    let Some(row) = data
+        .releases
+        .iter()
+        .find(|r| r.release.major_minor() == line)
+    else {
+        return LibraryLookup::UnknownRelease {
+            known: data
+                .releases
+                .iter()
+                .map(|r| r.release.to_string())
+                .collect(),
+        };
+    };
+    LibraryLookup::Known(Box::new(LibraryRelease {
+        library: "onnxruntime-gpu".into(),
+        release: row.release.clone(),
+        versions: row.versions.clone(),
+        stable_cuda: row.cuda.clone(),
+        experimental_cuda: vec![],
+        python: row.python.clone(),
+        cudnn: row
+            .cuda
+            .iter()
+            .map(|c| (c.major_minor(), row.cudnn.clone()))
+            .collect(),
+        archs: BTreeMap::new(),
+        index_urls: BTreeMap::new(),
+        companion: None,
+        extras: row.extras.clone(),
         read_on: data.read_on.clone(),
     }))
 }
@@ -547,6 +623,12 @@ pub fn known_releases(library: &str, os: Os) -> Vec<Version> {
         .iter()
         .map(|r| r.version.clone())
         .collect(),
+        "onnxruntime-gpu" | "onnxruntime" => knowledge()
+            .onnxruntime
+            .releases
+            .iter()
+            .filter_map(|r| r.versions.iter().max().cloned())
+            .collect(),
         _ => vec![],
     };
     out.sort_by(|a, b| b.cmp(a));
@@ -646,6 +728,36 @@ mod tests {
             panic!("torch 2.4 should be known");
         };
         assert_eq!(rel.cuda_support(&v("12.4")), CudaSupport::Experimental);
+    }
+
+    #[test]
+    fn onnxruntime_gpu_1_20_runs_on_any_cuda_12_line_with_cudnn_9() {
+        let LibraryLookup::Known(r) = library_release("onnxruntime-gpu", &v("1.20.1"), Os::Linux)
+        else {
+            panic!("1.20 is in the table");
+        };
+        assert_eq!(r.cuda_support(&v("12.4")), CudaSupport::Stable);
+        assert_eq!(r.cuda_support(&v("11.8")), CudaSupport::Unsupported);
+        assert_eq!(r.cudnn.get("12.4").map(String::as_str), Some("9.x"));
+        assert!(!r.python.contains(&v("3.9")), "1.20 dropped Python 3.9");
+        let reqs = r.requirements(&v("1.20.1"));
+        assert_eq!(reqs[0], "onnxruntime-gpu==1.20.1");
+        assert!(reqs.iter().any(|q| q.starts_with("onnx==")), "{reqs:?}");
+    }
+
+    #[test]
+    fn onnxruntime_1_18_on_pypi_is_the_cuda_11_8_cudnn_8_build() {
+        let LibraryLookup::Known(r) = library_release("onnxruntime", &v("1.18.1"), Os::Windows)
+        else {
+            panic!("1.18 is in the table");
+        };
+        assert_eq!(r.cuda_support(&v("11.8")), CudaSupport::Stable);
+        assert_eq!(r.cuda_support(&v("12.4")), CudaSupport::Unsupported);
+        assert!(matches!(
+            library_release("onnxruntime-gpu", &v("1.9.0"), Os::Linux),
+            LibraryLookup::UnknownRelease { .. }
+        ));
+        assert_eq!(known_releases("onnxruntime-gpu", Os::Linux)[0], v("1.20.1"));
     }
 
     #[test]

@@ -39,6 +39,11 @@ pub const BUNDLED: &[BundledScript] = &[
         text: include_str!("../scripts/infer.py"),
         about: "PyTorch: forward passes only, report p50/p99 latency and GPU memory",
     },
+    BundledScript {
+        name: "infer_ort.py",
+        text: include_str!("../scripts/infer_ort.py"),
+        about: "ONNX Runtime GPU: a small CNN built in memory, report p50/p99 latency",
+    },
 ];
 
 /// The folder name under a stack's folder that `{examples}` expands to.
@@ -131,7 +136,10 @@ mod tests {
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, ["classify.py", "classify_tf.py", "infer.py"]);
+        assert_eq!(
+            names,
+            ["classify.py", "classify_tf.py", "infer.py", "infer_ort.py"]
+        );
     }
 
     /// Byte-compiles each written script with the host's python3, as CI does; a syntax error in a

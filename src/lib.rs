@@ -9,6 +9,7 @@ pub mod budget;
 pub mod check;
 pub mod cli;
 pub mod compat;
+pub mod deployment;
 pub mod diagnose;
 pub mod doctor;
 pub mod examples;

@@ -14,6 +14,10 @@ use crate::manifest::{
 };
 use crate::version::Version;
 
+/// The cycle time written into a pinned inference manifest until the user sets the line's own:
+/// a 30 frames-per-second camera.
+pub const PINNED_CYCLE_TIME_MS: f64 = 33.0;
+
 /// What the user asked `pin` for.
 #[derive(Debug, Clone)]
 pub struct PinRequest {
@@ -370,14 +374,51 @@ fn build(
             format!(r"C:\stackpin\{name}"),
         ),
     };
-    let example_script = if release.library == "tensorflow" {
-        "classify_tf.py"
+    let inference = compat::is_inference_runtime(&release.library);
+    let example = if inference {
+        // The deployment runtime alone: the bundled ONNX Runtime script, timed per request.
+        Example {
+            run: [
+                "{python}",
+                "{examples}/infer_ort.py",
+                "--batch-size",
+                "{batch}",
+                "--iterations",
+                "200",
+            ]
+            .map(String::from)
+            .to_vec(),
+            batch: 1,
+            timeout: Some(crate::manifest::DEFAULT_EXAMPLE_TIMEOUT),
+            cycle_time_ms: Some(PINNED_CYCLE_TIME_MS),
+        }
     } else {
-        "classify.py"
+        let script = if release.library == "tensorflow" {
+            "classify_tf.py"
+        } else {
+            "classify.py"
+        };
+        Example {
+            run: vec![
+                "{python}".into(),
+                format!("{{examples}}/{script}"),
+                "--batch-size".into(),
+                "{batch}".into(),
+                "--steps".into(),
+                "30".into(),
+            ],
+            batch: crate::manifest::DEFAULT_BATCH,
+            timeout: Some(crate::manifest::DEFAULT_EXAMPLE_TIMEOUT),
+            cycle_time_ms: None,
+        }
     };
     Manifest {
         schema: SCHEMA,
-        role: Role::Training,
+        role: if inference {
+            Role::Inference
+        } else {
+            Role::Training
+        },
         name,
         os: req.os,
         mirror: None,
@@ -419,19 +460,7 @@ fn build(
             verify: None,
             timeout: None,
         },
-        example: Example {
-            run: vec![
-                "{python}".into(),
-                format!("{{examples}}/{example_script}"),
-                "--batch-size".into(),
-                "{batch}".into(),
-                "--steps".into(),
-                "30".into(),
-            ],
-            batch: crate::manifest::DEFAULT_BATCH,
-            timeout: Some(crate::manifest::DEFAULT_EXAMPLE_TIMEOUT),
-            cycle_time_ms: None,
-        },
+        example,
         vram: VramSettings::default(),
     }
 }
@@ -460,7 +489,9 @@ pub fn render(m: &Manifest, release: &LibraryRelease, min_driver: &Version) -> S
         "# {} {} + CUDA {} on {} — written by `stackpin pin` from release data read {}.",
         m.library.name, m.library.version, m.toolkit.version, m.os, release.read_on
     ));
-    let notes_url = if m.library.name == "tensorflow" {
+    let notes_url = if compat::is_inference_runtime(&m.library.name) {
+        "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements"
+    } else if m.library.name == "tensorflow" {
         match m.os {
             Os::Linux => "https://www.tensorflow.org/install/source#gpu",
             Os::Windows => "https://www.tensorflow.org/install/source_windows#gpu",
@@ -480,7 +511,10 @@ pub fn render(m: &Manifest, release: &LibraryRelease, min_driver: &Version) -> S
     ));
     push("#   https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html).");
     push(&format!("schema: {}", m.schema));
-    push("role: training");
+    push(match m.role {
+        Role::Training => "role: training",
+        Role::Inference => "role: inference",
+    });
     push(&format!("name: {}", m.name));
     push(&format!("os: {}", m.os));
     push("driver:");
@@ -534,6 +568,11 @@ pub fn render(m: &Manifest, release: &LibraryRelease, min_driver: &Version) -> S
     push("example:");
     push(&format!("  run: {}", list(&m.example.run)));
     push(&format!("  batch: {}", m.example.batch));
+    if let Some(ms) = m.example.cycle_time_ms {
+        push(&format!(
+            "  cycle_time_ms: {ms}   # the line's cycle time: set yours; prove fails when p99 exceeds it"
+        ));
+    }
     if let Some(t) = m.example.timeout {
         push(&format!("  timeout: {}", duration_text::format(t)));
     }

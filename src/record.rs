@@ -54,6 +54,32 @@ pub struct ProvenStack {
     pub fit: Option<MeasuredFit>,
     /// The facts `python -m torch.utils.collect_env` prints, where stackpin knows them.
     pub environment: CollectEnv,
+    /// Inference stacks: the example's latency against the line's cycle time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyCheck>,
+}
+
+/// An inference example's per-request latency checked against the cycle time it must meet.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyCheck {
+    pub p50_ms: Option<f64>,
+    pub p99_ms: f64,
+    /// The manifest's `example.cycle_time_ms`.
+    pub cycle_time_ms: f64,
+    /// Whether p99 is at or under the cycle time: 99 requests in 100 finish within one cycle.
+    pub meets: bool,
+}
+
+impl LatencyCheck {
+    /// Checks a p99 against a cycle time.
+    pub fn new(p50_ms: Option<f64>, p99_ms: f64, cycle_time_ms: f64) -> Self {
+        Self {
+            p50_ms,
+            p99_ms,
+            cycle_time_ms,
+            meets: p99_ms <= cycle_time_ms,
+        }
+    }
 }
 
 /// When and where: the machine.
@@ -454,6 +480,7 @@ mod tests {
                 points: vec![(32, 1400.0), (64, 2500.0)],
             }),
             environment: env,
+            latency: None,
         }
     }
 

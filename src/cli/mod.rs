@@ -13,8 +13,10 @@ mod doctor_cmd;
 mod fetch_cmd;
 mod host_cmd;
 mod install_cmd;
+mod measure_cmd;
 mod pin_cmd;
 mod prove_cmd;
+mod record_cmd;
 mod vram_cmd;
 
 use std::io::Write;
@@ -137,6 +139,11 @@ pub enum Command {
     /// Inference memory budget: per-process fixed costs, models, merging, the card to plan for.
     #[command(after_help = budget_cmd::EXAMPLES)]
     Budget(budget_cmd::BudgetArgs),
+    /// Any command's GPU memory per process: peak and after warm-up; `--baseline` for budget.
+    #[command(after_help = measure_cmd::EXAMPLES)]
+    Measure(measure_cmd::MeasureArgs),
+    /// Records beside a trained model: `record export` writes the stack it came from.
+    Record(record_cmd::RecordArgs),
     /// Name the layer, cause and fix of a failure log (example, installer, traceback).
     #[command(after_help = diagnose_cmd::EXAMPLES)]
     Diagnose(diagnose_cmd::DiagnoseArgs),
@@ -181,6 +188,8 @@ pub fn main() -> ExitCode {
         Command::Host(args) => host_cmd::run(args, &cli.global),
         Command::Vram(args) => vram_cmd::run(args, &cli.global),
         Command::Budget(args) => budget_cmd::run(args, &cli.global),
+        Command::Measure(args) => measure_cmd::run(args, &cli.global),
+        Command::Record(args) => record_cmd::run(args, &cli.global),
         Command::Diagnose(args) => diagnose_cmd::run(args, &cli.global),
         Command::Fetch(args) => fetch_cmd::run(args, &cli.global),
         Command::Audit(args) => audit_cmd::run(args, &cli.global),

@@ -141,6 +141,7 @@ impl Drop for Spinner {
 fn prove_failure(e: ProveError) -> Failure {
     match e {
         ProveError::LayerMissing { .. } | ProveError::NoGpu(_) => Failure::problem(e),
+        ProveError::NoLatency { .. } => Failure::external(e),
         ProveError::ExampleFailed {
             ref explanation,
             ref failed_run,
@@ -181,7 +182,24 @@ pub fn run(args: &ProveArgs, global: &GlobalArgs) -> CmdResult {
     } else {
         print_proven(&proven);
     }
-    Ok(Exit::Ok)
+    latency_verdict(&proven)
+}
+
+/// Exit 1 when an inference stack's p99 latency is over its cycle time (the record keeps the
+/// numbers either way: the stack works, it is too slow for the line).
+fn latency_verdict(p: &Proven) -> CmdResult {
+    match p.record.latency {
+        Some(l) if !l.meets => Err(Failure::problem(anyhow!(
+            "p99 latency {:.2} ms is over the cycle time of {} ms (p50 {}); the stack runs but misses the line's cycle. \
+             Use a faster GPU or a smaller model or input, or correct example.cycle_time_ms; recorded in {}",
+            l.p99_ms,
+            l.cycle_time_ms,
+            l.p50_ms
+                .map_or("not reported".to_string(), |v| format!("{v:.2} ms")),
+            p.record_path.display()
+        ))),
+        _ => Ok(Exit::Ok),
+    }
 }
 
 fn print_proven(p: &Proven) {
@@ -238,6 +256,15 @@ fn print_proven(p: &Proven) {
     };
     println!("  peak GPU memory: outside {outside}; framework {framework}");
     println!("  predictions use {:.0} MiB: {authority}", r.peak.mib);
+    if let Some(l) = &r.latency {
+        println!(
+            "  latency: p50 {} ms, p99 {:.2} ms against a cycle time of {} ms: {}",
+            l.p50_ms.map_or("—".to_string(), |v| format!("{v:.2}")),
+            l.p99_ms,
+            l.cycle_time_ms,
+            if l.meets { "meets it" } else { "OVER" }
+        );
+    }
     println!();
     print!("{}", super::vram_cmd::render(&p.plan));
     println!();
@@ -307,5 +334,5 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
     } else {
         print_proven(&proven);
     }
-    Ok(Exit::Ok)
+    latency_verdict(&proven)
 }

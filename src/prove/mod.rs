@@ -19,6 +19,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod measure;
 pub mod result_line;
 pub mod run;
 pub mod sampler;
@@ -27,7 +28,7 @@ pub mod svg;
 pub use result_line::{
     ExampleReport, FrameworkCounter, RESULT_PREFIX, ResultLineError, parse_output,
 };
-pub use sampler::{MemorySource, MemoryTrace, ProcessTree, Sampler, SamplerError};
+pub use sampler::{MemorySource, MemoryTrace, ProcessSeries, ProcessTree, Sampler, SamplerError};
 
 use crate::record::{PeakAuthority, PeakVram};
 

@@ -21,8 +21,8 @@ use crate::install::proof::{HostView, Proof, library_python, prove_layer};
 use crate::install::runner::{self, RunnerError, Step, StepStatus, start_step};
 use crate::manifest::{Layer, Manifest};
 use crate::record::{
-    CollectEnv, ExampleRun, FailedRun, GpuFacts, HostFacts, InstallerFact, LibraryFacts,
-    MeasuredFit, PeakVram, ProvenStack, RecordError, ToolkitFacts, VramLine,
+    CollectEnv, ExampleRun, FailedRun, GpuFacts, HostFacts, InstallerFact, LatencyCheck,
+    LibraryFacts, MeasuredFit, PeakVram, ProvenStack, RecordError, ToolkitFacts, VramLine,
 };
 use crate::vram::{self, BatchPlan, Measurement, PlanRequest, VramError};
 
@@ -53,6 +53,11 @@ pub enum ProveError {
         explanation: String,
         tail: Vec<String>,
     },
+    #[error(
+        "the manifest sets example.cycle_time_ms = {cycle_time_ms}, but the example reported no `p99_ms` in its STACKPIN_RESULT line; \
+         use the bundled infer.py / infer_ort.py, or make your example print p50_ms and p99_ms"
+    )]
+    NoLatency { cycle_time_ms: f64 },
     #[error("the example finished but GPU memory could not be measured from any view: {0}")]
     Unmeasured(String),
     #[error("batch planning")]
@@ -160,7 +165,8 @@ pub fn prove(
         batches: &m.vram.batches,
         dataset_mib: main.report.as_ref().and_then(|r| r.dataset_mib),
     })?;
-    let record = assemble(m, stack, &report, &gpu, main, &plan, &runs);
+    let mut record = assemble(m, stack, &report, &gpu, main, &plan, &runs);
+    record.latency = latency_check(m, main.report.as_ref())?;
     let record_path = stack.proven_stack_path();
     record.write(&record_path)?;
     let plot_path = stack.proven_plot_path();
@@ -188,6 +194,25 @@ pub fn prove(
     })
 }
 
+/// The latency check when the manifest states a cycle time: p99 against it, recorded whether it
+/// meets it or not (the CLI turns a miss into exit 1).
+fn latency_check(
+    m: &Manifest,
+    report: Option<&ExampleReport>,
+) -> Result<Option<LatencyCheck>, ProveError> {
+    let Some(cycle_time_ms) = m.example.cycle_time_ms else {
+        return Ok(None);
+    };
+    let p99 = report
+        .and_then(|r| r.p99_ms)
+        .ok_or(ProveError::NoLatency { cycle_time_ms })?;
+    Ok(Some(LatencyCheck::new(
+        report.and_then(|r| r.p50_ms),
+        p99,
+        cycle_time_ms,
+    )))
+}
+
 fn probe_host(m: &Manifest, gpu: Option<u32>) -> Result<HostReport, ProveError> {
     let options = ProbeOptions {
         gpu,
@@ -205,7 +230,7 @@ fn probe_host(m: &Manifest, gpu: Option<u32>) -> Result<HostReport, ProveError> 
 
 /// The example's environment: the toolkit's `bin` first on PATH and its libraries on the loader
 /// path, so the stack runs as pinned whatever else is installed.
-fn stack_env(m: &Manifest) -> Vec<(String, String)> {
+pub(crate) fn stack_env(m: &Manifest) -> Vec<(String, String)> {
     let root = Path::new(&m.toolkit.root);
     let sep = if m.os == Os::Windows { ";" } else { ":" };
     let prepend = |var: &str, dir: PathBuf| {
@@ -465,6 +490,7 @@ fn assemble(
         largest_safe_batch: plan.largest_safe_batch,
         fit,
         environment: CollectEnv { facts: environment },
+        latency: None,
     }
 }
 

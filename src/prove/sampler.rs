@@ -15,7 +15,7 @@ mod monitor;
 mod rows;
 mod tree;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -75,6 +75,14 @@ pub struct MemoryTrace {
     pub notes: Vec<String>,
 }
 
+/// One process of the sampled tree and its own per-process figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessSeries {
+    pub pid: u32,
+    /// `(ms since attach, MiB)` as nvidia-smi listed this process.
+    pub samples: Vec<(u64, u64)>,
+}
+
 /// Could not start sampling at all.
 #[derive(Debug, thiserror::Error)]
 pub enum SamplerError {
@@ -102,6 +110,8 @@ struct State {
     device: Vec<(u64, u64)>,
     per_process: Vec<(u64, u64)>,
     latest_by_pid: HashMap<u32, (u64, u64)>,
+    /// Every figure of each process of the tree, for `measure`'s per-process rows.
+    by_pid: BTreeMap<u32, Vec<(u64, u64)>>,
     membership: HashMap<u32, bool>,
     unavailable_rows: usize,
     counter: Vec<(u64, u64)>,
@@ -204,6 +214,12 @@ impl Sampler {
 
     /// Stops every monitor and returns the trace in the best view that produced figures.
     pub fn stop(self) -> MemoryTrace {
+        self.stop_with_processes().0
+    }
+
+    /// Like [`stop`](Self::stop), and also each process of the tree that nvidia-smi listed with
+    /// a figure, with its own samples (empty where per-process figures were `[N/A]`).
+    pub fn stop_with_processes(self) -> (MemoryTrace, Vec<ProcessSeries>) {
         let mut notes = Vec::new();
         notes.extend(self.per_process.stop());
         // The per-process reader has ended, so no new counter monitor can appear after this.
@@ -214,7 +230,11 @@ impl Sampler {
         notes.extend(self.device.stop());
         let mut state = std::mem::take(&mut *lock(&self.state));
         state.notes.extend(notes);
-        choose_trace(state)
+        let processes = std::mem::take(&mut state.by_pid)
+            .into_iter()
+            .map(|(pid, samples)| ProcessSeries { pid, samples })
+            .collect();
+        (choose_trace(state), processes)
     }
 }
 
@@ -265,6 +285,7 @@ fn on_compute_app_line(state: &Arc<Mutex<State>>, tree: &dyn ProcessTree, line: 
     match row.used {
         SmiMemory::Mib(mib) => {
             st.latest_by_pid.insert(row.pid, (t, mib));
+            st.by_pid.entry(row.pid).or_default().push((t, mib));
             // Several processes of the tree may hold memory at once: their sum is the tree's need.
             let sum = st
                 .latest_by_pid

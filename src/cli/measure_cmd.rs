@@ -1,0 +1,242 @@
+//! `stackpin measure -- CMD ARGS…`: any command's GPU memory per process, peak and after warm-up;
+//! `--baseline --manifest M` measures the stack's context + runtime alone and prints the budget
+//! lines to paste.
+//!
+//! Finding nvidia-smi, the GPU and the log path, and printing, happen here; running and
+//! summarising are [`crate::prove::measure`]'s.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::anyhow;
+use serde::Serialize;
+
+use super::check_cmd::require_valid;
+use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::archive::StackDir;
+use crate::host::RealSystem;
+use crate::host::nvidia_smi;
+use crate::install::runner::{self, StepStatus};
+use crate::manifest::duration_text;
+use crate::prove::measure::{self, CommandMemory, MeasureRequest};
+use crate::prove::run::stack_env;
+
+pub const EXAMPLES: &str = "\
+Examples:
+  stackpin measure -- python3 serve.py --camera 1
+  stackpin measure --for 60s --json -- ./detector-service
+  stackpin measure --baseline --manifest manifests/torch-2.5.1-cu124-linux.yaml
+
+Reports the peak of the command's processes (summed at each moment) and each process's own peak,
+and the level held after warm-up: the median of the last half of the samples. --baseline runs a
+one-tensor script with the stack's Python and prints the context_mib / runtime_mib lines for
+`stackpin budget`. Exit 0 when the command succeeded, 3 when it failed or GPU memory could not be
+sampled, 2 on bad input.";
+
+/// A command that never exits on its own is given a week; `--for` sets a real limit.
+const NO_LIMIT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+#[derive(Debug, clap::Args)]
+pub struct MeasureArgs {
+    /// The GPU to watch (index as nvidia-smi numbers it); default: the first one
+    /// CUDA_VISIBLE_DEVICES names, else 0. The command is given CUDA_VISIBLE_DEVICES=N.
+    #[arg(long)]
+    pub gpu: Option<u32>,
+    /// Stop the command after this long (`90s`, `5m`) and report: for a service that never exits.
+    #[arg(long = "for", value_name = "DURATION", value_parser = duration_text::parse)]
+    pub run_for: Option<Duration>,
+    /// Measure the CUDA context + framework runtime alone with a one-tensor script.
+    #[arg(long, requires = "manifest", conflicts_with = "command")]
+    pub baseline: bool,
+    /// The stack whose library and Python `--baseline` uses.
+    #[arg(long, value_name = "MANIFEST")]
+    pub manifest: Option<PathBuf>,
+    /// The command to measure, after `--`.
+    #[arg(last = true, value_name = "CMD ARGS")]
+    pub command: Vec<String>,
+}
+
+/// The `--json` document: the measurement, and the budget lines for a baseline.
+#[derive(Serialize)]
+struct Report<'a> {
+    #[serde(flatten)]
+    memory: &'a CommandMemory,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline: Option<BaselineLines>,
+}
+
+/// What `--baseline` feeds into `budget`.
+#[derive(Serialize)]
+struct BaselineLines {
+    library: String,
+    /// Context and runtime as one figure: from outside the split cannot be seen, and `budget`
+    /// only adds them, so the whole figure goes into `context_mib` and `runtime_mib` is 0.
+    context_mib: u64,
+    runtime_mib: u64,
+}
+
+pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
+    let gpu_index = args.gpu.unwrap_or_else(default_gpu);
+    let smi = nvidia_smi::find(&RealSystem, false).map_err(|searched| {
+        Failure::external(anyhow!(
+            "nvidia-smi was not found (looked in {}); install the NVIDIA driver or put nvidia-smi on PATH",
+            searched
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    let (argv, mut env, log, library) = if args.baseline {
+        let path = args
+            .manifest
+            .as_ref()
+            .ok_or_else(|| Failure::input(anyhow!("--baseline needs --manifest MANIFEST")))?;
+        let m = require_valid(path)?;
+        let argv = measure::baseline_argv(&m).map_err(Failure::input)?;
+        let log = StackDir::new(&global.archive_dir(), &m.name)
+            .logs_dir()
+            .join(runner::log_name("baseline"));
+        (argv, stack_env(&m), log, Some(m.library.name.clone()))
+    } else {
+        if args.command.is_empty() {
+            return Err(Failure::input(anyhow!(
+                "no command to measure; give it after `--`, e.g. `stackpin measure -- python3 serve.py`, or use --baseline --manifest M"
+            )));
+        }
+        let log = std::env::temp_dir().join(format!("stackpin-measure-{}.log", std::process::id()));
+        (args.command.clone(), Vec::new(), log, None)
+    };
+    if args.gpu.is_some() {
+        env.push(("CUDA_VISIBLE_DEVICES".into(), gpu_index.to_string()));
+    }
+    let request = MeasureRequest {
+        argv,
+        env,
+        smi,
+        gpu_index,
+        log,
+        timeout: args.run_for.unwrap_or(NO_LIMIT),
+    };
+    if !global.quiet && !global.json {
+        eprintln!(
+            "→ measuring on GPU {gpu_index}: {}",
+            runner::shell_words(&request.argv)
+        );
+    }
+    let memory = measure::measure(&request, &mut |_, _| {}).map_err(Failure::external)?;
+    let baseline = library.map(|library| BaselineLines {
+        library,
+        context_mib: memory.peak_mib.unwrap_or(0),
+        runtime_mib: 0,
+    });
+    if global.json {
+        print_json(&Report {
+            memory: &memory,
+            baseline,
+        })?;
+    } else {
+        print!("{}", render(&memory, baseline.as_ref()));
+    }
+    outcome(&memory, args.run_for.is_some())
+}
+
+/// The first index in CUDA_VISIBLE_DEVICES when it is a number (the GPU the command will use),
+/// else 0.
+fn default_gpu() -> u32 {
+    std::env::var("CUDA_VISIBLE_DEVICES")
+        .ok()
+        .and_then(|v| v.split(',').next().and_then(|f| f.trim().parse().ok()))
+        .unwrap_or(0)
+}
+
+/// Exit 0 when the command ended well (or was stopped by `--for`) and memory was measured.
+fn outcome(memory: &CommandMemory, stopped_on_purpose: bool) -> CmdResult {
+    let ended_well = match memory.status {
+        StepStatus::Succeeded => true,
+        StepStatus::TimedOut => stopped_on_purpose,
+        StepStatus::RebootRequired | StepStatus::Failed => false,
+    };
+    if !ended_well {
+        return Err(Failure::external(anyhow!(
+            "the command {}; the figures above cover the run up to then; its output is in {}",
+            match memory.exit_code {
+                Some(code) => format!("exited with code {code}"),
+                None => "was killed by a signal".to_string(),
+            },
+            memory.log.display()
+        )));
+    }
+    if memory.peak_mib.is_none() {
+        return Err(Failure::external(anyhow!(
+            "no GPU memory was seen for the command on GPU {}: {}. Check that it uses that GPU (--gpu N)",
+            memory.gpu_index,
+            if memory.notes.is_empty() {
+                "nvidia-smi listed none of its processes".to_string()
+            } else {
+                memory.notes.join("; ")
+            }
+        )));
+    }
+    Ok(Exit::Ok)
+}
+
+fn mib(value: Option<u64>) -> String {
+    value.map_or("—".to_string(), |v| v.to_string())
+}
+
+/// The human report: one row per process, the total, notes, and the budget lines.
+fn render(m: &CommandMemory, baseline: Option<&BaselineLines>) -> String {
+    let mut out = format!(
+        "GPU {} memory of `{}` ({:.1} s, {}; {})\n",
+        m.gpu_index,
+        runner::shell_words(&m.argv),
+        m.duration_s,
+        m.status.as_str(),
+        source_words(m.source)
+    );
+    out.push_str(&format!(
+        "  {:<12} {:>10} {:>20} {:>8}\n",
+        "process", "peak MiB", "after warm-up MiB", "samples"
+    ));
+    for p in &m.processes {
+        let label = format!("{}{}", p.pid, if p.root { " (cmd)" } else { "" });
+        out.push_str(&format!(
+            "  {:<12} {:>10} {:>20} {:>8}\n",
+            label,
+            p.peak_mib,
+            mib(p.reserved_after_warmup_mib),
+            p.samples
+        ));
+    }
+    out.push_str(&format!(
+        "  {:<12} {:>10} {:>20}\n",
+        "all",
+        mib(m.peak_mib),
+        mib(m.reserved_after_warmup_mib)
+    ));
+    out.push_str("  (after warm-up = median of the last half of the samples)\n");
+    for note in &m.notes {
+        out.push_str(&format!("  note: {note}\n"));
+    }
+    if let Some(b) = baseline {
+        out.push_str(&format!(
+            "\n{} context + runtime, measured with one tensor: {} MiB. Paste into the budget file\n\
+             (top level or per process; the split is not visible from outside, budget adds them):\n\
+             context_mib: {}\nruntime_mib: {}\n",
+            b.library, b.context_mib, b.context_mib, b.runtime_mib
+        ));
+    }
+    out.push_str(&format!("log: {}\n", m.log.display()));
+    out
+}
+
+fn source_words(source: crate::prove::MemorySource) -> &'static str {
+    use crate::prove::MemorySource as S;
+    match source {
+        S::PerProcess => "per process, nvidia-smi",
+        S::WindowsCounter => "Windows GPU process counter",
+        S::DeviceDelta => "the card's memory.used minus its idle baseline",
+        S::Unmeasured => "not measured",
+    }
+}
