@@ -14,6 +14,7 @@ mod host_cmd;
 mod install_cmd;
 mod pin_cmd;
 mod prove_cmd;
+mod status_cmd;
 mod vram_cmd;
 
 use std::io::Write;
@@ -163,6 +164,9 @@ pub enum Command {
     /// fetch → install → prove, resumable across the reboot after the driver.
     #[command(after_help = prove_cmd::UP_EXAMPLES)]
     Up(prove_cmd::UpArgs),
+    /// Summarise every stack on this host: lock, audit, install state, proven record.
+    #[command(after_help = status_cmd::EXAMPLES)]
+    Status(status_cmd::StatusArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -183,6 +187,7 @@ pub fn main() -> ExitCode {
         Command::Install(args) => install_cmd::run(args, &cli.global),
         Command::Prove(args) => prove_cmd::run(args, &cli.global),
         Command::Up(args) => prove_cmd::run_up(args, &cli.global),
+        Command::Status(args) => status_cmd::run(args, &cli.global),
     };
     match result {
         Ok(exit) => exit.into(),
