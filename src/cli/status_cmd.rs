@@ -147,7 +147,8 @@ impl StackStatus {
 
 /// The stage a stack is at, from its lock, chain state and record.
 pub fn stage_of(lock: bool, state: &ChainState, proven: bool) -> Stage {
-    let statuses: Vec<Option<LayerStatus>> = Layer::ORDER.iter().map(|&l| state.status(l)).collect();
+    let statuses: Vec<Option<LayerStatus>> =
+        Layer::ORDER.iter().map(|&l| state.status(l)).collect();
     if statuses.contains(&Some(LayerStatus::Failed)) {
         Stage::Failed
     } else if statuses.contains(&Some(LayerStatus::RebootPending)) {
@@ -221,7 +222,12 @@ fn stack_dirs(archive_dir: &Path) -> Result<Vec<StackDir>, Failure> {
             ))));
         }
     };
-    let markers = ["stack.lock", "manifest.yaml", "state.yaml", "proven-stack.yaml"];
+    let markers = [
+        "stack.lock",
+        "manifest.yaml",
+        "state.yaml",
+        "proven-stack.yaml",
+    ];
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
@@ -339,7 +345,9 @@ fn print_human(s: &StackStatus) {
             "  proven:  {} on {}{}, batch {} peak {:.0} MiB, largest safe batch {}",
             p.proven_at,
             p.hostname,
-            p.gpu.as_deref().map_or(String::new(), |g| format!(" ({g})")),
+            p.gpu
+                .as_deref()
+                .map_or(String::new(), |g| format!(" ({g})")),
             p.batch,
             p.peak_mib,
             p.largest_safe_batch
@@ -367,7 +375,10 @@ mod tests {
     #[test]
     fn a_bare_folder_is_empty_and_a_locked_one_fetched() {
         assert_eq!(stage_of(false, &ChainState::default(), false), Stage::Empty);
-        assert_eq!(stage_of(true, &ChainState::default(), false), Stage::Fetched);
+        assert_eq!(
+            stage_of(true, &ChainState::default(), false),
+            Stage::Fetched
+        );
     }
 
     #[test]

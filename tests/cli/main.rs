@@ -11,4 +11,5 @@ mod install;
 mod pin;
 mod prove;
 mod server;
+mod status;
 mod vram;
