@@ -16,6 +16,8 @@
 #   7. each record is checked on the controller and its path printed; the PLAY RECAP ends the
 #      output and must say unreachable=0 failed=0 for every host.
 #
+# STACKPIN_FLEET_BROKEN=1 adds a third host, ws3, whose CUDA installer fails: it must be the one
+# failed host in the recap, failed with stackpin's own error text, while ws1 and ws2 still pass.
 # Environment: STACKPIN_FLEET_WORK=DIR puts the lab in DIR (default target/fleet-lab, laid anew each
 # run and kept afterwards, so the records can be read); STACKPIN_FLEET_VENV=DIR moves the venv.
 # Needs python3 with venv, and pip's index the first time.
@@ -61,7 +63,9 @@ if [ ! -x "$VENV/bin/ansible-playbook" ]; then
   python3 -m venv "$VENV" || die "python3 -m venv failed; install python3-venv"
   "$VENV/bin/pip" install --quiet "$ANSIBLE_SPEC" || die "pip could not install $ANSIBLE_SPEC"
 fi
-"$VENV/bin/ansible-playbook" --version | head -n 1
+# Read whole: `| head -n 1` would close the pipe on ansible, which then dies of BrokenPipeError.
+version=$("$VENV/bin/ansible-playbook" --version)
+echo "${version%%$'\n'*}"
 
 say "cargo build --release"
 cargo build --release --quiet
@@ -90,6 +94,7 @@ cat >"$WORK/origin/cuda_12.4.1_550.54.15_linux.run" <<'EOF'
 #!/bin/sh
 # Fake CUDA runfile: writes the toolkit folder --toolkitpath names.
 echo toolkit >> "$STACKPIN_FAKE_HOST/order.log"
+[ -e "$STACKPIN_FAKE_HOST/fail-toolkit" ] && { echo 'Installation failed. See log at /var/log/cuda-installer.log for details.' >&2; exit 1; }
 for a in "$@"; do case "$a" in --toolkitpath=*) dir="${a#--toolkitpath=}" ;; esac; done
 [ -n "$dir" ] || { echo 'no --toolkitpath' >&2; exit 1; }
 mkdir -p "$dir/bin"
@@ -202,6 +207,11 @@ EOF
 }
 fake_host ws1 2560
 fake_host ws2 3200
+BROKEN=${STACKPIN_FLEET_BROKEN:-}
+if [ -n "$BROKEN" ]; then
+  fake_host ws3 2560
+  touch "$WORK/hosts/ws3/fail-toolkit"
+fi
 
 inventory_host() {
   local h=$WORK/hosts/$1
@@ -238,6 +248,7 @@ all:
 EOF
   inventory_host ws1
   inventory_host ws2
+  [ -z "$BROKEN" ] || inventory_host ws3
 } >"$WORK/inventory.yml"
 
 say "ansible-playbook site.yml"
@@ -284,6 +295,20 @@ hits=$(grep -c "GET /$STACK/" "$WORK/mirror.log" || true)
   echo "FAIL the mirror served $hits installer downloads, expected 3 per host"
   problems=$((problems + 1))
 }
+if [ -n "$BROKEN" ]; then
+  line=$(printf '%s\n' "$RECAP" | grep -E "^ws3[[:space:]]" || true)
+  if printf '%s' "$line" | grep -q 'failed=1' &&
+    grep -q 'stackpin up failed on ws3 (exit 3)' "$WORK/playbook.log" &&
+    grep -q 'the toolkit layer failed' "$WORK/playbook.log" &&
+    grep -q 'Installation failed' "$WORK/playbook.log"; then
+    echo "ok   ws3: failed with stackpin's error (the toolkit layer failed, installer's last lines)"
+    # ansible-playbook exits 2 when a host failed; that failure was the one asked for.
+    [ "$PLAY_RC" -ne 2 ] || PLAY_RC=0
+  else
+    echo "FAIL ws3: expected failed=1 with stackpin's toolkit error; recap: ${line:-none}"
+    problems=$((problems + 1))
+  fi
+fi
 [ "$PLAY_RC" -eq 0 ] || {
   echo "FAIL ansible-playbook exited $PLAY_RC"
   problems=$((problems + 1))
