@@ -305,6 +305,11 @@ pub fn finish(report: &InstallReport, global: &GlobalArgs) -> CmdResult {
     } else {
         print_report(report, global.quiet);
     }
+    end_exit(report)
+}
+
+/// The exit status a chain's end maps to; a failure carries its message for stderr.
+pub fn end_exit(report: &InstallReport) -> CmdResult {
     match &report.end {
         ChainEnd::Failed { layer, why } => Err(Failure::external(anyhow!(
             "the {layer} layer failed: {why}{}",

@@ -17,6 +17,7 @@ mod measure_cmd;
 mod pin_cmd;
 mod prove_cmd;
 mod record_cmd;
+mod status_cmd;
 mod vram_cmd;
 
 use std::io::Write;
@@ -177,6 +178,9 @@ pub enum Command {
     /// Reinstall only the drifted layers from the archive, prove again, offer the guard.
     #[command(after_help = doctor_cmd::REPAIR_EXAMPLES)]
     Repair(doctor_cmd::RepairArgs),
+    /// Summarise every stack on this host: lock, audit, install state, proven record.
+    #[command(after_help = status_cmd::EXAMPLES)]
+    Status(status_cmd::StatusArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -201,6 +205,7 @@ pub fn main() -> ExitCode {
         Command::Up(args) => prove_cmd::run_up(args, &cli.global),
         Command::Doctor(args) => doctor_cmd::run_doctor(args, &cli.global),
         Command::Repair(args) => doctor_cmd::run_repair(args, &cli.global),
+        Command::Status(args) => status_cmd::run(args, &cli.global),
     };
     match result {
         Ok(exit) => exit.into(),

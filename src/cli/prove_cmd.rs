@@ -315,10 +315,8 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
                 proven: None,
                 record: None,
             })?;
-            return match report.end {
-                ChainEnd::RebootRequired { .. } => Ok(Exit::Ok),
-                _ => super::install_cmd::finish(&report, &quiet),
-            };
+            // One JSON document on stdout; the failure itself goes to stderr with its exit code.
+            return super::install_cmd::end_exit(&report);
         }
         return super::install_cmd::finish(&report, global);
     }

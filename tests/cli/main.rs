@@ -14,4 +14,5 @@ mod measure;
 mod pin;
 mod prove;
 mod server;
+mod status;
 mod vram;

@@ -1,0 +1,327 @@
+#!/usr/bin/env bash
+# A lab of two workstations on this machine, provisioned through the Ansible playbook in
+# scripts/ansible/ from a loopback lab mirror, the way a real lab works:
+#
+#   1. ansible-core is installed into a virtual environment (target/ansible-venv) through pip;
+#   2. stackpin is built (cargo build: the debug binary `cargo test` already built, so CI pays nothing);
+#   3. an "origin" server on 127.0.0.1 serves fake installers (small sh scripts written here);
+#      `stackpin fetch` archives them into the mirror's archive, then the origin is stopped, so
+#      every workstation can only get its files from the mirror;
+#   4. `python3 -m http.server` on 127.0.0.1 serves that archive folder as the lab mirror;
+#   5. two fake workstations (ws1, ws2), each with its own archive and fake-host folders: a fake
+#      nvidia-smi first on PATH driven by a state file, a CUDA prefix, a fake torch on PYTHONPATH
+#      (modelled on tests/cli/fakes.rs); the inventory gives them ansible_connection=local and a
+#      "reboot" that flips the fake driver's state file (stackpin_fake_reboot_cmd);
+#   6. the playbook runs: up → reboot → up again → record fetched to records/<host>/;
+#   7. each record is checked on the controller and its path printed; the PLAY RECAP ends the
+#      output and must say unreachable=0 failed=0 for every host.
+#
+# STACKPIN_FLEET_BROKEN=1 adds a third host, ws3, whose CUDA installer fails: it must be the one
+# failed host in the recap, failed with stackpin's own error text, while ws1 and ws2 still pass.
+# Environment: STACKPIN_FLEET_WORK=DIR puts the lab in DIR (default target/fleet-lab, laid anew each
+# run and kept afterwards, so the records can be read); STACKPIN_FLEET_VENV=DIR moves the venv.
+# Needs python3 with venv, and pip's index the first time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+
+VENV=${STACKPIN_FLEET_VENV:-$REPO/target/ansible-venv}
+# ansible-core 2.19 is the last line that runs on Python 3.11; newer Pythons get the same line.
+ANSIBLE_SPEC='ansible-core>=2.16,<2.20'
+WORK=${STACKPIN_FLEET_WORK:-$REPO/target/fleet-lab}
+STACK=fleet-torch-stack
+DRIVER=595.71.05
+PIDS=()
+
+say() { printf '\n== %s\n' "$*"; }
+die() {
+  printf 'error: %s\n' "$*" >&2
+  exit 1
+}
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+# Starts `python3 -m http.server` on 127.0.0.1 with a free port serving $1; prints the port.
+serve() {
+  local dir=$1 log=$2 port=''
+  python3 -u -m http.server 0 --bind 127.0.0.1 --directory "$dir" >"$log" 2>&1 &
+  PIDS+=($!)
+  for _ in $(seq 1 100); do
+    port=$(sed -n 's/.*port \([0-9][0-9]*\).*/\1/p' "$log" | head -n 1)
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ] || die "python3 -m http.server for $dir did not start; see $log"
+  SERVED_PORT=$port
+  SERVED_PID=$!
+}
+
+say "ansible-core in $VENV"
+if [ ! -x "$VENV/bin/ansible-playbook" ]; then
+  python3 -m venv "$VENV" || die "python3 -m venv failed; install python3-venv"
+  "$VENV/bin/pip" install --quiet "$ANSIBLE_SPEC" || die "pip could not install $ANSIBLE_SPEC"
+fi
+# Read whole: `| head -n 1` would close the pipe on ansible, which then dies of BrokenPipeError.
+version=$("$VENV/bin/ansible-playbook" --version)
+echo "${version%%$'\n'*}"
+
+say "cargo build"
+cargo build --quiet
+BIN=$REPO/target/debug/stackpin
+[ -x "$BIN" ] || die "$BIN was not built"
+
+say "the lab in $WORK"
+# Only a folder this script made (it leaves a marker) is ever cleared.
+if [ -n "$(ls -A "$WORK" 2>/dev/null)" ] && [ ! -f "$WORK/.stackpin-fleet-lab" ]; then
+  die "$WORK is not empty and was not made by this script; pick another STACKPIN_FLEET_WORK"
+fi
+rm -rf "$WORK"
+mkdir -p "$WORK" && touch "$WORK/.stackpin-fleet-lab"
+mkdir -p "$WORK/origin" "$WORK/mirror" "$WORK/hosts" "$WORK/records"
+
+# Fake installers, one file for every host (the mirror serves one copy, checked by one lock), so
+# they find their host through STACKPIN_FAKE_HOST, which the inventory sets per host.
+cat >"$WORK/origin/NVIDIA-Linux-x86_64-$DRIVER.run" <<EOF
+#!/bin/sh
+# Fake driver installer: the new driver is on disk, the running module stays the old one until
+# the reboot (nvidia-smi: "Driver/library version mismatch").
+echo driver >> "\$STACKPIN_FAKE_HOST/order.log"
+printf 'mode=mismatch\\ndriver=$DRIVER\\ncuda=12.8\\n' > "\$STACKPIN_FAKE_HOST/nvidia/state"
+EOF
+cat >"$WORK/origin/cuda_12.4.1_550.54.15_linux.run" <<'EOF'
+#!/bin/sh
+# Fake CUDA runfile: writes the toolkit folder --toolkitpath names.
+echo toolkit >> "$STACKPIN_FAKE_HOST/order.log"
+[ -e "$STACKPIN_FAKE_HOST/fail-toolkit" ] && { echo 'Installation failed. See log at /var/log/cuda-installer.log for details.' >&2; exit 1; }
+for a in "$@"; do case "$a" in --toolkitpath=*) dir="${a#--toolkitpath=}" ;; esac; done
+[ -n "$dir" ] || { echo 'no --toolkitpath' >&2; exit 1; }
+mkdir -p "$dir/bin"
+printf '{"cuda": {"name": "CUDA SDK", "version": "12.4.1"}}' > "$dir/version.json"
+EOF
+cat >"$WORK/origin/install-torch.sh" <<'EOF'
+#!/bin/sh
+# Fake library installer: a `torch` package on the host's PYTHONPATH.
+echo library >> "$STACKPIN_FAKE_HOST/order.log"
+mkdir -p "$STACKPIN_FAKE_HOST/python/torch"
+cat > "$STACKPIN_FAKE_HOST/python/torch/__init__.py" <<'PY'
+import types
+__version__ = '2.5.1+cu124'
+version = types.SimpleNamespace(cuda='12.4')
+backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 90100))
+cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1,
+    get_arch_list=lambda: ['sm_80', 'sm_86', 'sm_89', 'sm_90'],
+    get_device_capability=lambda i=0: (8, 9), get_device_name=lambda i=0: 'NVIDIA L4')
+PY
+EOF
+
+# The manifest, rendered per host by the role: each host has its own toolkit root and example.
+cat >"$WORK/lab-stack.yaml.j2" <<EOF
+schema: 1
+name: $STACK
+os: linux
+driver:
+  version: "$DRIVER"
+  installer:
+    url: http://127.0.0.1:@ORIGIN@/NVIDIA-Linux-x86_64-$DRIVER.run
+  run: ["sh", "{installer}", "--silent", "--dkms"]
+toolkit:
+  version: "12.4.1"
+  installer:
+    url: http://127.0.0.1:@ORIGIN@/cuda_12.4.1_550.54.15_linux.run
+  root: "{{ fake_host }}/cuda/cuda-12.4"
+  run: ["sh", "{installer}", "--silent", "--toolkit", "--toolkitpath={root}"]
+library:
+  name: torch
+  version: "2.5.1"
+  cuda: "12.4"
+  python: python3
+  installers:
+    - url: http://127.0.0.1:@ORIGIN@/install-torch.sh
+  run: ["sh", "{installer}"]
+example:
+  run: ["sh", "{{ fake_host }}/example.sh", "{batch}"]
+  timeout: 60s
+vram:
+  line: 0.8
+  batches: [16, 32, 64, 96, 128]
+EOF
+
+say "origin server and the mirror's fetch"
+serve "$WORK/origin" "$WORK/origin.log"
+ORIGIN_PID=$SERVED_PID
+sed -i "s/@ORIGIN@/$SERVED_PORT/" "$WORK/lab-stack.yaml.j2"
+sed "s#{{ fake_host }}#$WORK/hosts/mirror#" "$WORK/lab-stack.yaml.j2" >"$WORK/lab-stack.yaml"
+STACKPIN_RETRY_BASE_MS=0 "$BIN" fetch "$WORK/lab-stack.yaml" --archive "$WORK/mirror" --quiet
+"$BIN" audit --all --archive "$WORK/mirror" --quiet
+# From here on the origin is gone: the workstations get every file from the mirror or nowhere.
+kill "$ORIGIN_PID"
+
+serve "$WORK/mirror" "$WORK/mirror.log"
+MIRROR="http://127.0.0.1:$SERVED_PORT"
+echo "lab mirror: $MIRROR serves $WORK/mirror"
+
+# A fake workstation (see tests/cli/fakes.rs): $1 its name, $2 its example's peak in MiB.
+fake_host() {
+  local h=$WORK/hosts/$1 peak=$2
+  mkdir -p "$h/bin" "$h/nvidia" "$h/cuda" "$h/python" "$h/stackpin"
+  printf 'mode=no-driver\ndriver=\ncuda=\n' >"$h/nvidia/state"
+  echo "0, NVIDIA L4, GPU-00000000-fake-4c1e-8f3a-$1, @DRIVER@, 23034, 8.9" >"$h/nvidia/gpus.csv"
+  echo "0" >"$h/nvidia/memory.csv"
+  : >"$h/nvidia/apps.csv"
+  cat >"$h/bin/nvidia-smi" <<EOF
+#!/bin/sh
+# Fake nvidia-smi: answers from $h/nvidia/state (mode=ok|no-driver|mismatch, driver=, cuda=).
+d='$h/nvidia'
+mode=ok; driver=; cuda=
+. "\$d/state"
+case "\$mode" in
+  no-driver) echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."; exit 9 ;;
+  mismatch) echo "Failed to initialize NVML: Driver/library version mismatch"; echo "NVML library version: \$driver"; exit 18 ;;
+esac
+loop=0; for a in "\$@"; do [ "\$a" = "-lms" ] && loop=1; done
+emit() { while :; do cat "\$1" 2>/dev/null; [ "\$loop" = 1 ] || break; sleep 0.05; done; }
+case "\$1" in
+  --query-gpu=memory.used*) emit "\$d/memory.csv"; exit 0 ;;
+  --query-gpu=*) sed "s/@DRIVER@/\$driver/" "\$d/gpus.csv"; exit 0 ;;
+  --query-compute-apps=*) emit "\$d/apps.csv"; exit 0 ;;
+esac
+printf '| NVIDIA-SMI %s             Driver Version: %s     CUDA Version: %s     |\n' "\$driver" "\$driver" "\$cuda"
+EOF
+  chmod +x "$h/bin/nvidia-smi"
+  # The example: its own process holds $peak MiB for a moment, then it reports STACKPIN_RESULT.
+  cat >"$h/example.sh" <<EOF
+#!/bin/sh
+nv='$h/nvidia'
+printf '%s\n' "\$\$, $peak" > "\$nv/apps.csv"; echo $peak > "\$nv/memory.csv"; sleep 0.6
+echo 'STACKPIN_RESULT {"batch": '"\$1"', "peak_reserved_mib": $((peak - 260)), "context_mib": 260, "samples_per_s": 800}'
+: > "\$nv/apps.csv"; echo 0 > "\$nv/memory.csv"
+EOF
+  # The "reboot": the new driver's module is the running one now.
+  cat >"$h/reboot.sh" <<EOF
+#!/bin/sh
+sed -i 's/^mode=.*/mode=ok/' '$h/nvidia/state'
+EOF
+  chmod +x "$h/reboot.sh"
+}
+fake_host ws1 2560
+fake_host ws2 3200
+BROKEN=${STACKPIN_FLEET_BROKEN:-}
+if [ -n "$BROKEN" ]; then
+  fake_host ws3 2560
+  touch "$WORK/hosts/ws3/fail-toolkit"
+fi
+
+inventory_host() {
+  local h=$WORK/hosts/$1
+  cat <<EOF
+        $1:
+          fake_host: $h
+          stackpin_dir: $h/stackpin
+          stackpin_fake_reboot_cmd: $h/reboot.sh
+          stackpin_environment:
+            PATH: "$h/bin:$PATH"
+            PYTHONPATH: $h/python
+            PYTHONDONTWRITEBYTECODE: "1"
+            STACKPIN_CUDA_PREFIX: $h/cuda
+            STACKPIN_FAKE_HOST: $h
+            STACKPIN_SKIP_ADMIN_CHECK: "1"
+EOF
+}
+{
+  cat <<EOF
+all:
+  children:
+    workstations:
+      vars:
+        ansible_connection: local
+        ansible_python_interpreter: $VENV/bin/python
+        stackpin_become: false
+        stackpin_binaries: {linux: $BIN}
+        stackpin_manifest: $WORK/lab-stack.yaml.j2
+        stackpin_manifest_is_template: true
+        stackpin_mirror: $MIRROR
+        stackpin_lock: $WORK/mirror/$STACK/stack.lock
+        stackpin_records_dir: $WORK/records
+      hosts:
+EOF
+  inventory_host ws1
+  inventory_host ws2
+  [ -z "$BROKEN" ] || inventory_host ws3
+} >"$WORK/inventory.yml"
+
+say "ansible-playbook site.yml"
+set +e
+ANSIBLE_NOCOLOR=1 ANSIBLE_HOST_KEY_CHECKING=False ANSIBLE_RETRY_FILES_ENABLED=False \
+  ANSIBLE_LOCALHOST_WARNING=False ANSIBLE_INVENTORY_UNPARSED_WARNING=False \
+  "$VENV/bin/ansible-playbook" -i "$WORK/inventory.yml" scripts/ansible/site.yml \
+  | tee "$WORK/playbook.log"
+PLAY_RC=${PIPESTATUS[0]}
+set -e
+
+say "checks"
+RECAP=$(sed -n '/^PLAY RECAP/,$p' "$WORK/playbook.log")
+[ -n "$RECAP" ] || die "no PLAY RECAP in $WORK/playbook.log"
+problems=0
+for host in ws1 ws2; do
+  line=$(printf '%s\n' "$RECAP" | grep -E "^$host[[:space:]]" || true)
+  if ! printf '%s' "$line" | grep -q 'unreachable=0' || ! printf '%s' "$line" | grep -q 'failed=0'; then
+    echo "FAIL $host: ${line:-not in the PLAY RECAP}"
+    problems=$((problems + 1))
+    continue
+  fi
+  record=$WORK/records/$host/proven-stack.yaml
+  if [ ! -s "$record" ]; then
+    echo "FAIL $host: no record at $record"
+    problems=$((problems + 1))
+    continue
+  fi
+  if ! grep -q "^stack: $STACK\$" "$record" || ! grep -q "driver: $DRIVER\$\|driver: '$DRIVER'\$\|driver: \"$DRIVER\"\$" "$record"; then
+    echo "FAIL $host: $record is not a record of $STACK with driver $DRIVER"
+    problems=$((problems + 1))
+    continue
+  fi
+  order=$(tr '\n' ' ' <"$WORK/hosts/$host/order.log")
+  [ "$order" = "driver toolkit library " ] || {
+    echo "FAIL $host: installers ran as '$order', expected driver → toolkit → library once each"
+    problems=$((problems + 1))
+    continue
+  }
+  echo "ok   $host: record $record"
+done
+hits=$(grep -c "GET /$STACK/" "$WORK/mirror.log" || true)
+[ "$hits" -ge 6 ] || {
+  echo "FAIL the mirror served $hits installer downloads, expected 3 per host"
+  problems=$((problems + 1))
+}
+if [ -n "$BROKEN" ]; then
+  line=$(printf '%s\n' "$RECAP" | grep -E "^ws3[[:space:]]" || true)
+  if printf '%s' "$line" | grep -q 'failed=1' &&
+    grep -q 'stackpin up failed on ws3 (exit 3)' "$WORK/playbook.log" &&
+    grep -q 'the toolkit layer failed' "$WORK/playbook.log" &&
+    grep -q 'Installation failed' "$WORK/playbook.log"; then
+    echo "ok   ws3: failed with stackpin's error (the toolkit layer failed, installer's last lines)"
+    # ansible-playbook exits 2 when a host failed; that failure was the one asked for.
+    [ "$PLAY_RC" -ne 2 ] || PLAY_RC=0
+  else
+    echo "FAIL ws3: expected failed=1 with stackpin's toolkit error; recap: ${line:-none}"
+    problems=$((problems + 1))
+  fi
+fi
+[ "$PLAY_RC" -eq 0 ] || {
+  echo "FAIL ansible-playbook exited $PLAY_RC"
+  problems=$((problems + 1))
+}
+
+say "records on the controller"
+for host in ws1 ws2; do
+  [ -f "$WORK/records/$host/proven-stack.yaml" ] && echo "$WORK/records/$host/proven-stack.yaml"
+done
+
+if [ "$problems" -ne 0 ]; then
+  echo "$problems check(s) failed; the lab stays in $WORK for a look" >&2
+  printf '\n%s\n' "$RECAP"
+  exit 1
+fi
+printf '\n%s\n' "$RECAP"
