@@ -235,6 +235,10 @@ impl Downloader {
     }
 
     /// Copies the body into the file and the hasher; syncs before returning.
+    ///
+    /// Receiving and hashing run on two threads: while SHA-256 digests one buffer the next one
+    /// is already arriving, so the download is not slowed by the hash (the manual way — download,
+    /// then `openssl dgst` — reads the file twice; this reads the network once).
     fn stream(
         &self,
         mut response: Response,
@@ -244,46 +248,78 @@ impl Downloader {
         progress: &dyn Progress,
         partial: &Path,
     ) -> Result<u64, AttemptError> {
-        // A modest buffer: large enough for few syscalls, small enough that a `kill -9` loses
-        // little of what arrived (the partial is what the next run resumes from).
-        let mut out = BufWriter::with_capacity(256 * 1024, file);
-        let mut buf = vec![0u8; 256 * 1024];
-        let mut written = 0u64;
-        loop {
-            let n = match response.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) => {
-                    // Keep what arrived: flushed and synced, it is the next attempt's head start.
-                    let _ = out.flush().map(|()| out.get_ref().sync_all());
-                    // reqwest wraps its timeout inside the io::Error it returns from read().
-                    let timed_out = e.kind() == std::io::ErrorKind::TimedOut
-                        || e.get_ref()
-                            .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
-                            .is_some_and(reqwest::Error::is_timeout);
-                    let reason = if timed_out {
-                        format!(
-                            "no data for {}s (stall timeout) after {written} bytes",
-                            self.timeouts.stall.as_secs()
-                        )
-                    } else {
-                        format!("connection lost after {written} bytes: {}", chain(&e))
-                    };
-                    return Err(AttemptError::transient(reason));
-                }
-            };
-            hasher.update(&buf[..n]);
-            out.write_all(&buf[..n])
-                .map_err(|e| AttemptError::fatal(format!("writing {}: {e}", partial.display())))?;
-            written += n as u64;
-            progress.advanced(label, n as u64);
+        const BUFFER: usize = 256 * 1024;
+        const IN_FLIGHT: usize = 8;
+        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<(Vec<u8>, usize)>(IN_FLIGHT);
+        let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        for _ in 0..IN_FLIGHT {
+            let _ = empty_tx.send(vec![0u8; BUFFER]);
         }
-        let file = out.into_inner().map_err(|e| {
-            AttemptError::fatal(format!("writing {}: {}", partial.display(), e.error()))
-        })?;
-        file.sync_all()
-            .map_err(|e| AttemptError::fatal(format!("syncing {}: {e}", partial.display())))?;
-        Ok(written)
+        std::thread::scope(|scope| {
+            // The writer owns the file: it hashes, writes, and hands each buffer back.
+            let writer = scope.spawn(move || -> Result<(u64, File), String> {
+                // A modest buffer: few syscalls, and a `kill -9` loses little of what arrived
+                // (the partial is what the next run resumes from).
+                let mut out = BufWriter::with_capacity(BUFFER, file);
+                let mut written = 0u64;
+                for (buf, n) in full_rx {
+                    hasher.update(&buf[..n]);
+                    out.write_all(&buf[..n])
+                        .map_err(|e| format!("writing {}: {e}", partial.display()))?;
+                    written += n as u64;
+                    progress.advanced(label, n as u64);
+                    let _ = empty_tx.send(buf);
+                }
+                let file = out
+                    .into_inner()
+                    .map_err(|e| format!("writing {}: {}", partial.display(), e.error()))?;
+                Ok((written, file))
+            });
+            let mut received = 0u64;
+            let mut failure = None;
+            while let Ok(mut buf) = empty_rx.recv() {
+                match response.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        received += n as u64;
+                        if full_tx.send((buf, n)).is_err() {
+                            break; // the writer stopped on an error; it reports it below
+                        }
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        break;
+                    }
+                }
+            }
+            drop(full_tx);
+            let (written, file) = match writer.join() {
+                Ok(Ok(done)) => done,
+                Ok(Err(message)) => return Err(AttemptError::fatal(message)),
+                Err(_) => return Err(AttemptError::fatal("the download's writer thread panicked".into())),
+            };
+            // Flushed and synced either way: after a failure it is the next attempt's head start.
+            file.sync_all()
+                .map_err(|e| AttemptError::fatal(format!("syncing {}: {e}", partial.display())))?;
+            if let Some(e) = failure {
+                // reqwest wraps its timeout inside the io::Error it returns from read().
+                let timed_out = e.kind() == std::io::ErrorKind::TimedOut
+                    || e.get_ref()
+                        .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
+                        .is_some_and(reqwest::Error::is_timeout);
+                let reason = if timed_out {
+                    format!(
+                        "no data for {}s (stall timeout) after {written} bytes",
+                        self.timeouts.stall.as_secs()
+                    )
+                } else {
+                    format!("connection lost after {written} bytes: {}", chain(&e))
+                };
+                return Err(AttemptError::transient(reason));
+            }
+            debug_assert_eq!(received, written);
+            Ok(written)
+        })
     }
 
     fn classify(&self, e: &reqwest::Error) -> AttemptError {
