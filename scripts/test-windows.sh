@@ -94,7 +94,7 @@ export STACKPIN_WINDOWS_FAKES="$fakes"
 #    separate doctest run would rebuild every crate with another std set.
 started=$SECONDS
 status=0
-/usr/bin/cargo test -Zbuild-std=std,panic_abort --target "$target" "$@" || status=$?
+/usr/bin/cargo test --no-fail-fast -Zbuild-std=std,panic_abort --target "$target" "$@" || status=$?
 "$wineserver" -k 2>/dev/null || true
 echo "test-windows: cargo test under Wine finished with status $status in $((SECONDS - started))s" >&2
 exit $status

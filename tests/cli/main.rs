@@ -13,3 +13,5 @@ mod pin;
 mod server;
 mod vram;
 mod windows;
+mod windows_install;
+mod windows_sampler;
