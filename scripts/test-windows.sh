@@ -2,13 +2,13 @@
 # Cross-builds stackpin and its tests for x86_64-pc-windows-gnu and runs the whole test suite
 # under Wine. Exits non-zero when any test fails or anything cannot be built.
 #
-# Route (see the design notes on Windows CI): Debian's rustc-web/cargo-web with rust-web-src and
+# Route (measured in the project's Windows CI spike): Debian's rustc-web/cargo-web with rust-web-src and
 # `-Zbuild-std` (no prebuilt Windows std exists for that compiler), mingw-w64 as linker and C
 # compiler (ring's C code), Wine 8 as the test runner. Run from anywhere, as root on a fresh
 # Debian bookworm machine; extra arguments go to `cargo test` (e.g. a test name filter).
 #
 # What it does not prove: a real NVIDIA driver install on real Windows. Wine does not reproduce
-# sharing violations, ACLs or the real cmd.exe faithfully; the tests that depend on those say so.
+# sharing violations, ACLs or the real cmd.exe faithfully, so no test relies on those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +42,9 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$wine"
 # Its own target folder: the native build uses another compiler and must not be invalidated.
 export CARGO_TARGET_DIR="${STACKPIN_WINDOWS_TARGET_DIR:-$PWD/target/windows}"
 unset RUST_BACKTRACE RUST_LIB_BACKTRACE
+# No debug info: linking the test executables with mingw is the slow part of a cold build, and
+# a failure under Wine is read from the test's own message, not a debugger.
+export CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_TEST_DEBUG=0
 
 # 3. A quiet, headless Wine prefix (no Mono/Gecko prompts, no display).
 export WINEPREFIX="${WINEPREFIX:-/tmp/stackpin-wine}"
