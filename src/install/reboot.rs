@@ -12,7 +12,8 @@ pub const RESUME_NAME: &str = "stackpin-resume";
 
 /// Where the Linux unit is written.
 pub fn unit_path() -> PathBuf {
-    Path::new("/etc/systemd/system").join(format!("{RESUME_NAME}.service"))
+    // Spelled out, not joined: a Linux path keeps its `/` even in a build for Windows.
+    PathBuf::from(format!("/etc/systemd/system/{RESUME_NAME}.service"))
 }
 
 /// The systemd unit that runs `argv` once after the next boot, then removes itself.

@@ -822,6 +822,8 @@ fn the_mirror_is_tried_first_and_a_bad_mirror_copy_falls_back_to_the_original() 
     ctx.audit().expect_code(0);
 }
 
+// Needs a real `python3` with pip, which the Windows run under Wine does not have.
+#[cfg(unix)]
 #[test]
 fn pip_wheels_are_downloaded_for_the_target_and_locked() {
     if std::env::var_os("STACKPIN_OFFLINE").is_some_and(|v| v == "1") {

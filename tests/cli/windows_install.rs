@@ -1,0 +1,139 @@
+//! `plan` and `install` on a fake Windows host (under Wine in CI): the driver is a real `.exe`
+//! run by argv that exits 3010 (reboot required), the toolkit a `.cmd` installer that writes its
+//! folder under `%ProgramFiles%\NVIDIA GPU Computing Toolkit\CUDA\v12.4`, both served over
+//! loopback and archived by `stackpin fetch` as usual. Every installer appends its layer to
+//! `order.log`, so the tests assert the real order.
+#![cfg(windows)]
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::Output;
+
+use crate::fakes_windows::{WinHost, fake_program};
+use crate::server::TestServer;
+
+const DRIVER_EXE: &str = "581.15-desktop-win10-win11-64bit-international-dch-whql.exe";
+const TOOLKIT_CMD: &str = "cuda_12.4.1_551.78_windows.cmd";
+const LIBRARY_EXE: &str = "torch-setup.exe";
+
+/// Writes `%1`'s `version.json` the way the real toolkit installer leaves its folder.
+const TOOLKIT_SCRIPT: &str = "@echo off\r\n\
+echo toolkit>> \"%FAKE_INSTALLER_LOG%\"\r\n\
+mkdir \"%~1\\bin\"\r\n\
+> \"%~1\\version.json\" echo {\"cuda\": {\"name\": \"CUDA SDK\", \"version\": \"12.4.1\"}}\r\n\
+exit /b 0\r\n";
+
+struct Lab {
+    host: WinHost,
+    _server: TestServer,
+    manifest: PathBuf,
+}
+
+impl Lab {
+    fn new() -> Self {
+        let host = WinHost::new()
+            .with_nvidia_smi()
+            .gpu("NVIDIA GeForce RTX 4090", 24564, "8.9");
+        host.set_driver("no-driver", "", "");
+        let server = TestServer::start();
+        let exe = fs::read(fake_program("installer.exe")).expect("fake installer");
+        server.file(DRIVER_EXE, &exe);
+        server.file(TOOLKIT_CMD, TOOLKIT_SCRIPT.as_bytes());
+        server.file(LIBRARY_EXE, &exe);
+        let root = host.toolkit_root("12.4.1");
+        let yaml_root = root.display().to_string().replace('\\', "\\\\");
+        let text = format!(
+            "schema: 1\nname: fake-windows-stack\nos: windows\n\
+             driver:\n  version: \"581.15\"\n  installer:\n    url: {d}\n  run: [\"{{installer}}\", \"3010\", \"driver\"]\n\
+             toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{yaml_root}\"\n  run: [\"{{installer}}\", \"{{root}}\", \"-s\", \"nvcc_12.4\", \"cudart_12.4\"]\n\
+             library:\n  name: torch\n  version: \"2.5.1\"\n  cuda: \"12.4\"\n  python: python\n  installers:\n    - url: {l}\n  run: [\"{{installer}}\", \"0\", \"library\"]\n\
+             example:\n  run: [\"{{python}}\", \"{{examples}}/classify.py\", \"--batch-size\", \"{{batch}}\"]\n",
+            d = server.url(DRIVER_EXE),
+            t = server.url(TOOLKIT_CMD),
+            l = server.url(LIBRARY_EXE),
+        );
+        let manifest = host.root().join("windows stack.yaml");
+        fs::write(&manifest, text).expect("manifest");
+        let lab = Self {
+            host,
+            _server: server,
+            manifest,
+        };
+        let fetched = lab.run(&["fetch"]);
+        assert_eq!(
+            fetched.status.code(),
+            Some(0),
+            "fetch: {}",
+            text_of(&fetched)
+        );
+        lab
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = self.host.stackpin(args.iter().copied());
+        cmd.arg(&self.manifest)
+            .env("STACKPIN_ARCHIVE", self.host.root().join("installers"))
+            .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
+            .env("STACKPIN_RETRY_BASE_MS", "0")
+            .env("FAKE_INSTALLER_LOG", self.order_log());
+        cmd.output().expect("stackpin runs")
+    }
+
+    fn order_log(&self) -> PathBuf {
+        self.host.root().join("order.log")
+    }
+
+    /// The layers whose installers ran, in order.
+    fn order(&self) -> Vec<String> {
+        fs::read_to_string(self.order_log())
+            .unwrap_or_default()
+            .lines()
+            .map(str::trim)
+            .filter(|l| ["driver", "toolkit", "library"].contains(l))
+            .map(String::from)
+            .collect()
+    }
+}
+
+fn text_of(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn plan_on_a_windows_host_lists_every_layer_in_order_and_runs_nothing() {
+    let lab = Lab::new();
+    let out = lab.run(&["plan"]);
+    let all = text_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let driver = all.find(DRIVER_EXE).expect("driver installer named");
+    let toolkit = all.find(TOOLKIT_CMD).expect("toolkit installer named");
+    let library = all.find(LIBRARY_EXE).expect("library installer named");
+    assert!(driver < toolkit && toolkit < library, "{all}");
+    assert!(all.contains("Program Files"), "the toolkit's root: {all}");
+    assert!(lab.order().is_empty(), "plan must run nothing");
+}
+
+#[test]
+fn install_runs_the_driver_exe_then_stops_for_the_reboot_3010_asked_for() {
+    let lab = Lab::new();
+    let first = lab.run(&["install", "--yes"]);
+    let all = text_of(&first);
+    assert_eq!(first.status.code(), Some(0), "{all}");
+    assert!(all.contains("reboot"), "{all}");
+    assert_eq!(lab.order(), ["driver"], "{all}");
+
+    // The machine restarts with the new driver; the chain goes on with the toolkit and library.
+    lab.host.set_driver("ok", "581.15", "13.0");
+    let second = lab.run(&["install", "--yes"]);
+    let all = text_of(&second);
+    assert_eq!(lab.order(), ["driver", "toolkit", "library"], "{all}");
+    let root = lab.host.toolkit_root("12.4.1");
+    assert!(
+        root.join("version.json").is_file(),
+        "the .cmd installer got the path with spaces whole: {all}"
+    );
+}
