@@ -296,7 +296,11 @@ impl Downloader {
             let (written, file) = match writer.join() {
                 Ok(Ok(done)) => done,
                 Ok(Err(message)) => return Err(AttemptError::fatal(message)),
-                Err(_) => return Err(AttemptError::fatal("the download's writer thread panicked".into())),
+                Err(_) => {
+                    return Err(AttemptError::fatal(
+                        "the download's writer thread panicked".into(),
+                    ));
+                }
             };
             // Flushed and synced either way: after a failure it is the next attempt's head start.
             file.sync_all()
