@@ -241,8 +241,9 @@ fn example(facts: &Facts<'_>, record: Option<&ProvenStack>, drift: &mut Vec<Drif
     let library_now = match &facts.library {
         // The manifest's `library.verify:` replaces the import probe (no Python to ask, as
         // under Wine): the layer's proof is what must still hold.
-        _ if facts.m.library.verify.is_some() => (!proof_holds(facts, Layer::Library))
-            .then(|| proof_seen(facts, Layer::Library)),
+        _ if facts.m.library.verify.is_some() => {
+            (!proof_holds(facts, Layer::Library)).then(|| proof_seen(facts, Layer::Library))
+        }
         LibrarySeen::Present { version, .. }
             if recorded
                 .as_ref()
