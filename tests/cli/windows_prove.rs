@@ -74,10 +74,10 @@ impl Bench {
         for name in [DRIVER_EXE, TOOLKIT_EXE, LIBRARY_EXE] {
             server.file(name, &exe);
         }
-        let text = format!(
+        let yaml = format!(
             "schema: 1\nname: {STACK}\nos: windows\n\
              driver:\n  version: \"{DRIVER}\"\n  installer:\n    url: {d}\n  run: [\"{{installer}}\", \"0\", \"driver\"]\n\
-             toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{root}\"\n  run: [\"{{installer}}\", \"0\", \"toolkit\"]\n\
+             toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{root}\"\n  run: [\"{{installer}}\", \"0\", \"toolkit\", \"-s\", \"nvcc_12.4\", \"cudart_12.4\"]\n\
              library:\n  name: torch\n  version: \"2.5.1\"\n  cuda: \"12.4\"\n  python: python\n  installers:\n    - url: {l}\n  run: [\"{{installer}}\", \"0\", \"library\"]\n  verify: [\"cmd\", \"/c\", \"exit\", \"0\"]\n\
              example:\n  run: [\"{example}\", \"{{batch}}\"{flags}]\n  timeout: 60s\n\
              vram:\n  line: 0.8\n  batches: [16, 32, 64, 96, 128, 256]\n",
@@ -89,7 +89,7 @@ impl Bench {
             flags = example.flags(),
         );
         let manifest = host.root().join("windows stack.yaml");
-        fs::write(&manifest, text).expect("manifest");
+        fs::write(&manifest, yaml).expect("manifest");
         let bench = Self {
             host,
             _server: server,
