@@ -123,6 +123,14 @@ fn driver(facts: &Facts<'_>, record: Option<&ProvenStack>, drift: &mut Vec<Drift
     } else {
         format!("driver {recorded} → {now}")
     };
+    // Without an answer from Windows the provider stays unknown; the drift alone still fails.
+    match &facts.windows_driver {
+        Some(Err(why)) => found.push_str(&format!("; driver provider unknown ({why})")),
+        Some(Ok(drivers)) if drivers.is_empty() => {
+            found.push_str("; driver provider unknown (Windows lists no NVIDIA adapter)")
+        }
+        _ => {}
+    }
     if let Some(Ok(drivers)) = &facts.windows_driver {
         for d in drivers {
             let origin = if d.from_microsoft() {
@@ -231,6 +239,11 @@ fn example(facts: &Facts<'_>, record: Option<&ProvenStack>, drift: &mut Vec<Drif
     // build tag (`2.5.1+cu124`); the release is what must not have moved.
     let recorded = Version::parse(&r.library.version).ok();
     let library_now = match &facts.library {
+        // The manifest's `library.verify:` replaces the import probe (no Python to ask, as
+        // under Wine): the layer's proof is what must still hold.
+        _ if facts.m.library.verify.is_some() => {
+            (!proof_holds(facts, Layer::Library)).then(|| proof_seen(facts, Layer::Library))
+        }
         LibrarySeen::Present { version, .. }
             if recorded
                 .as_ref()
@@ -527,6 +540,42 @@ mod tests {
         );
         assert!(driver.found.contains("feature update"), "{}", driver.found);
         assert_eq!(exam.drifted_layers(), [Layer::Driver]);
+    }
+
+    #[test]
+    fn without_an_answer_from_powershell_the_provider_is_unknown_and_the_drift_still_fails() {
+        let m = manifest();
+        let pinned = m.driver.version.to_string();
+        let mut f = facts(&m, &pinned, Some("590.48"));
+        f.windows_driver = Some(Err("PowerShell was not found on PATH".into()));
+        let exam = judge(&f);
+        assert!(!exam.ok);
+        assert_eq!(exam.windows_driver, None);
+        let driver = exam.check(CheckId::Driver).expect("driver check");
+        assert_eq!(
+            driver.found,
+            format!(
+                "driver {pinned} → 590.48; driver provider unknown (PowerShell was not found on PATH)"
+            )
+        );
+    }
+
+    #[test]
+    fn a_library_verify_override_stands_in_for_the_import_probe() {
+        let text = WINDOWS.replace(
+            "library:\n",
+            "library:\n  verify: [\"cmd\", \"/c\", \"exit\", \"0\"]\n",
+        );
+        let m = crate::manifest::parse(&text, std::path::Path::new("w.yaml")).expect("parses");
+        assert!(m.library.verify.is_some(), "the override was added");
+        let mut f = facts(&m, "581.15", Some("581.15"));
+        f.library = LibrarySeen::NoInterpreter;
+        assert_eq!(status(&judge(&f), CheckId::Example), Status::Pass);
+        f.layers[2].holds = false;
+        f.layers[2].seen = "`cmd /c exit 0` failed".into();
+        let exam = judge(&f);
+        assert_eq!(status(&exam, CheckId::Example), Status::Fail);
+        assert_eq!(exam.drift[0].now, "`cmd /c exit 0` failed");
     }
 
     #[test]

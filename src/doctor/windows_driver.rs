@@ -182,6 +182,10 @@ pub fn query(system: &dyn System) -> Result<Vec<WindowsDriver>, String> {
             out.stderr.trim()
         ));
     }
+    // Wine's powershell.exe is a stub that prints nothing and exits 0: no answer, not bad JSON.
+    if out.stdout.trim().is_empty() {
+        return Err("PowerShell printed nothing for the Win32_VideoController query".to_string());
+    }
     parse(&out.stdout)
 }
 
@@ -260,6 +264,28 @@ mod tests {
     #[test]
     fn garbage_is_an_error_not_an_empty_answer() {
         assert!(parse("Get-CimInstance : Access denied").is_err());
+    }
+
+    #[test]
+    fn a_powershell_that_prints_nothing_is_no_answer() {
+        let mut sys = crate::host::system::FakeSystem::new(crate::compat::Os::Windows);
+        sys.on_path
+            .insert("powershell".into(), "C:/windows/powershell.exe".into());
+        sys.answer(
+            "C:/windows/powershell.exe",
+            &["-NoProfile", "-NonInteractive", "-Command", QUERY],
+            0,
+            "\r\n",
+        );
+        let why = query(&sys).expect_err("no answer");
+        assert!(why.contains("printed nothing"), "{why}");
+    }
+
+    #[test]
+    fn a_missing_powershell_is_no_answer_naming_it() {
+        let sys = crate::host::system::FakeSystem::new(crate::compat::Os::Windows);
+        let why = query(&sys).expect_err("no PowerShell");
+        assert!(why.contains("PowerShell was not found"), "{why}");
     }
 
     #[test]

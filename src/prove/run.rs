@@ -216,7 +216,9 @@ fn latency_check(
 fn probe_host(m: &Manifest, gpu: Option<u32>) -> Result<HostReport, ProveError> {
     let options = ProbeOptions {
         gpu,
-        python: Some(library_python(m)),
+        // A `library.verify:` override is the layer's proof (no Python to import the library
+        // from, as under Wine); the record then keeps the manifest's pins for the library.
+        python: m.library.verify.is_none().then(|| library_python(m)),
         library: if m.library.name == "tensorflow" {
             host::LibraryKind::Tensorflow
         } else {

@@ -19,4 +19,5 @@ mod status;
 mod vram;
 mod windows;
 mod windows_install;
+mod windows_prove;
 mod windows_sampler;

@@ -2,7 +2,10 @@
    mingw by scripts/test-windows.sh. The Windows twin of the `sh` fake in tests/cli/fakes.rs:
    answers come from files in the folder named by STACKPIN_FAKE_NVIDIA_DIR:
    state (mode=ok|no-driver|mismatch, driver=VERSION, cuda=X.Y), gpus.csv (@DRIVER@ replaced),
-   memory.csv, apps.csv; every call's arguments are appended to calls.log. */
+   memory.csv, apps.csv; every call's arguments are appended to calls.log. With `-lms N` the
+   memory.used and compute-apps queries re-read their file every 50 ms until killed, as the real
+   one does for the prove sampler. */
+#include <windows.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,16 +47,28 @@ static void read_state(char *mode, char *driver, char *cuda) {
     fclose(f);
 }
 
+/* `cat` once, or for ever with `-lms` (the sampler kills it). */
+static void emit(const char *name, int loop) {
+    do {
+        cat(name, NULL);
+        fflush(stdout);
+        if (loop) Sleep(50);
+    } while (loop);
+}
+
 int main(int argc, char **argv) {
     char mode[64] = "ok", driver[64] = "", cuda[64] = "";
     const char *env = getenv("STACKPIN_FAKE_NVIDIA_DIR");
     FILE *log;
+    int loop = 0;
     if (!env) {
         fprintf(stderr, "fake nvidia-smi: STACKPIN_FAKE_NVIDIA_DIR is not set\n");
         return 2;
     }
     snprintf(dir, sizeof dir, "%s", env);
     read_state(mode, driver, cuda);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-lms")) loop = 1;
     if ((log = open_in_dir("calls.log", "a"))) {
         for (int i = 1; i < argc; i++) fprintf(log, i > 1 ? " %s" : "%s", argv[i]);
         fputc('\n', log);
@@ -70,7 +85,7 @@ int main(int argc, char **argv) {
         return 18;
     }
     if (argc > 1 && !strncmp(argv[1], "--query-gpu=memory.used", 23)) {
-        cat("memory.csv", NULL);
+        emit("memory.csv", loop);
         return 0;
     }
     if (argc > 1 && !strncmp(argv[1], "--query-gpu=", 12)) {
@@ -78,7 +93,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc > 1 && !strncmp(argv[1], "--query-compute-apps=", 21)) {
-        cat("apps.csv", NULL);
+        emit("apps.csv", loop);
         return 0;
     }
     printf("| NVIDIA-SMI %s             Driver Version: %s     CUDA Version: %s     |\n",
