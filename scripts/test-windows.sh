@@ -42,8 +42,12 @@ export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$wine"
 # Its own target folder: the native build uses another compiler and must not be invalidated.
 # Outside the checkout on purpose: the cross build (std from source included) takes many minutes
 # cold on 2 cores, and CI clones afresh each run; a cache under $HOME makes every later run on the
-# same machine incremental. Cargo keys it by source path, so clones never mix up their builds.
+# same machine incremental (std and the dependencies are reused).
 export CARGO_TARGET_DIR="${STACKPIN_WINDOWS_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/stackpin/windows-target}"
+# Cargo decides that stackpin's own crates are fresh by file times, not by checkout path: a
+# checkout whose files are older than the cache's last build would run stale binaries. Touching
+# the crate roots makes this checkout's sources the newest, so its crates always rebuild.
+touch src/lib.rs src/main.rs tests/cli/main.rs
 unset RUST_BACKTRACE RUST_LIB_BACKTRACE
 # No debug info: linking the test executables with mingw is the slow part of a cold build, and
 # a failure under Wine is read from the test's own message, not a debugger.
