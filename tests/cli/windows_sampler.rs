@@ -32,6 +32,19 @@ impl CurveSmi {
             dir.path().join("nvidia-smi.exe"),
         )
         .expect("copy fake");
+        // Wine now and then refuses to start an .exe copied a moment ago ("Internal error",
+        // 1359) when two copies start at once, as the sampler's monitors do. One throwaway run
+        // (the fake exits at once on unknown arguments) settles it first.
+        for _ in 0..5 {
+            if Command::new(dir.path().join("nvidia-smi.exe"))
+                .arg("--settle")
+                .output()
+                .is_ok()
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
         let lines = |items: Vec<String>| items.iter().map(|l| format!("{l}\n")).collect::<String>();
         fs::write(
             dir.path().join("compute-curve"),
