@@ -277,19 +277,31 @@ impl Downloader {
             });
             let mut received = 0u64;
             let mut failure = None;
-            while let Ok(mut buf) = empty_rx.recv() {
-                match response.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        received += n as u64;
-                        if full_tx.send((buf, n)).is_err() {
-                            break; // the writer stopped on an error; it reports it below
+            // reqwest's blocking body hands out one network chunk (often 16 KiB) per read: fill a
+            // whole buffer before handing it over, so the writer sees few, large writes.
+            let mut done = false;
+            while !done {
+                let Ok(mut buf) = empty_rx.recv() else {
+                    break; // the writer stopped on an error; it reports it below
+                };
+                let mut n = 0;
+                while n < buf.len() {
+                    match response.read(&mut buf[n..]) {
+                        Ok(0) => {
+                            done = true;
+                            break;
+                        }
+                        Ok(got) => n += got,
+                        Err(e) => {
+                            failure = Some(e);
+                            done = true;
+                            break;
                         }
                     }
-                    Err(e) => {
-                        failure = Some(e);
-                        break;
-                    }
+                }
+                received += n as u64;
+                if n > 0 && full_tx.send((buf, n)).is_err() {
+                    break; // the writer stopped on an error; it reports it below
                 }
             }
             drop(full_tx);
