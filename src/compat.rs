@@ -473,21 +473,26 @@ pub fn library_release(library: &str, version: &Version, os: Os) -> LibraryLooku
     }
 }
 
+/// The row of a release table whose line (`major.minor`) is `version`'s, or, when none is, the
+/// lookup result that lists the releases the table knows.
+fn find_release<'a, T>(
+    rows: &'a [T],
+    version: &Version,
+    release: impl Fn(&T) -> &Version,
+) -> Result<&'a T, LibraryLookup> {
+    let line = version.major_minor();
+    rows.iter()
+        .find(|r| release(r).major_minor() == line)
+        .ok_or_else(|| LibraryLookup::UnknownRelease {
+            known: rows.iter().map(|r| release(r).to_string()).collect(),
+        })
+}
+
 fn torch_release(version: &Version) -> LibraryLookup {
     let data = &knowledge().pytorch;
-    let line = version.major_minor();
-    let Some(row) = data
-        .releases
-        .iter()
-        .find(|r| r.release.major_minor() == line)
-    else {
-        return LibraryLookup::UnknownRelease {
-            known: data
-                .releases
-                .iter()
-                .map(|r| r.release.to_string())
-                .collect(),
-        };
+    let row = match find_release(&data.releases, version, |r| &r.release) {
+        Ok(row) => row,
+        Err(unknown) => return unknown,
     };
     let index_urls = row
         .stable_cuda
@@ -540,11 +545,9 @@ fn tensorflow_release(version: &Version, os: Os) -> LibraryLookup {
         Os::Linux => &data.linux,
         Os::Windows => &data.windows,
     };
-    let line = version.major_minor();
-    let Some(row) = rows.iter().find(|r| r.version.major_minor() == line) else {
-        return LibraryLookup::UnknownRelease {
-            known: rows.iter().map(|r| r.version.to_string()).collect(),
-        };
+    let row = match find_release(rows, version, |r| &r.version) {
+        Ok(row) => row,
+        Err(unknown) => return unknown,
     };
     let cuda_line = row.cuda.major_minor();
     LibraryLookup::Known(Box::new(LibraryRelease {
@@ -573,19 +576,9 @@ pub fn is_inference_runtime(library: &str) -> bool {
 /// names one build per release, compatible with the whole CUDA major).
 fn onnxruntime_release(version: &Version) -> LibraryLookup {
     let data = &knowledge().onnxruntime;
-    let line = version.major_minor();
-    let Some(row) = data
-        .releases
-        .iter()
-        .find(|r| r.release.major_minor() == line)
-    else {
-        return LibraryLookup::UnknownRelease {
-            known: data
-                .releases
-                .iter()
-                .map(|r| r.release.to_string())
-                .collect(),
-        };
+    let row = match find_release(&data.releases, version, |r| &r.release) {
+        Ok(row) => row,
+        Err(unknown) => return unknown,
     };
     LibraryLookup::Known(Box::new(LibraryRelease {
         library: "onnxruntime-gpu".into(),
