@@ -101,10 +101,17 @@ pub fn placeholder_values(
     stack: &Path,
     layer: Layer,
 ) -> BTreeMap<&'static str, String> {
+    let mut values = manifest_values(m);
+    values.insert("files", stack.join(layer.as_str()).display().to_string());
+    values
+}
+
+/// The placeholders a manifest alone defines (no archive needed): `{root}`, `{name}`,
+/// `{python}` and `{venv}` — all that a layer's `verify:` command may use.
+pub fn manifest_values(m: &Manifest) -> BTreeMap<&'static str, String> {
     let mut values = BTreeMap::new();
     values.insert("root", m.toolkit.root.clone());
     values.insert("name", m.name.clone());
-    values.insert("files", stack.join(layer.as_str()).display().to_string());
     values.insert("python", library_python(m).display().to_string());
     if let Some(venv) = &m.library.venv {
         values.insert("venv", venv.clone());

@@ -102,14 +102,19 @@ pub fn prove_layer(m: &Manifest, layer: Layer, host: &dyn HostView) -> Proof {
         Layer::Library => m.library.verify.as_ref(),
     };
     if let Some(argv) = verify {
-        let mut values = std::collections::BTreeMap::new();
-        values.insert("root", m.toolkit.root.clone());
-        values.insert("name", m.name.clone());
-        values.insert("python", library_python(m).display().to_string());
-        if let Some(venv) = &m.library.venv {
-            values.insert("venv", venv.clone());
-        }
-        let argv = super::runner::substitute(argv, &values).unwrap_or_else(|_| argv.clone());
+        // A placeholder without a value fails the proof: running the command with a literal
+        // `{…}` in it would prove nothing.
+        let argv = match super::runner::substitute(argv, &super::plan::manifest_values(m)) {
+            Ok(argv) => argv,
+            Err(e) => {
+                return Proof {
+                    layer,
+                    holds: false,
+                    seen: format!("the verify command cannot run: {e}"),
+                    reboot_pending: false,
+                };
+            }
+        };
         let (holds, seen) = match host.run_check(&argv) {
             Ok(true) => (true, format!("`{}` passed", argv.join(" "))),
             Ok(false) => (false, format!("`{}` failed", argv.join(" "))),
