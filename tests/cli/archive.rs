@@ -528,7 +528,13 @@ fn two_fetches_at_once_wait_for_each_other_and_download_once() {
     let manifest = ctx.manifest();
     let m = manifest.to_str().expect("utf-8");
     let first = ctx.command(&["fetch", m]).spawn().expect("first");
-    std::thread::sleep(Duration::from_millis(300));
+    // The second starts once the first is writing a `.partial` (and so holds the lock): a fixed sleep
+    // raced a slow start under Wine on a loaded machine.
+    let started = std::time::Instant::now();
+    let downloading = || partial_under(&ctx.archive());
+    while !downloading() && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let second = ctx.command(&["fetch", m]).output().expect("second");
     let first = first.wait_with_output().expect("first");
     assert_eq!(first.status.code(), Some(0));
@@ -882,4 +888,15 @@ example:
     );
     assert!(lock.contains("pip:default-index"), "{lock}");
     ctx.audit().expect_code(0);
+}
+
+/// Whether a download is under way somewhere below `dir` (a `.partial` file exists).
+fn partial_under(dir: &std::path::Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let path = e.path();
+        path.extension().is_some_and(|x| x == "partial") || (path.is_dir() && partial_under(&path))
+    })
 }
