@@ -293,3 +293,35 @@ mod parse_errors {
         insta::assert_snapshot!(check_text(&text));
     }
 }
+
+#[test]
+fn gpu_arch_applies_the_generation_rules() {
+    // R595 no longer drives Pascal; the same stack is fine for Ada.
+    let out = run(stackpin()
+        .arg("check")
+        .arg(repo(LINUX))
+        .args(["--gpu-arch", "6.1"]));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("driver.version") && out.stdout.contains("R580 is the last branch"),
+        "{}",
+        out.stdout
+    );
+    let out = run(stackpin()
+        .arg("check")
+        .arg(repo(LINUX))
+        .args(["--gpu-arch", "8.9"]));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    // CUDA 12.4 predates Blackwell.
+    let out = run(stackpin()
+        .arg("check")
+        .arg(repo(LINUX))
+        .args(["--gpu-arch", "12.0"]));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("CUDA 12.8 or newer"), "{}", out.stdout);
+    let out = run(stackpin()
+        .arg("check")
+        .arg(repo(LINUX))
+        .args(["--gpu-arch", "sm_86"]));
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+}
