@@ -100,6 +100,19 @@ fn toolkit_known(m: &Manifest) -> Vec<Problem> {
     let t = &m.toolkit.version;
     let line = t.major_minor();
     let releases = compat::toolkit_releases(&line);
+    if let Some(row) = releases
+        .iter()
+        .find(|r| r.version == *t && r.grade.as_deref() == Some("C"))
+    {
+        return vec![Problem::warning(
+            "toolkit.version",
+            format!(
+                "{}'s minimum driver comes from third-party copies of NVIDIA's release notes (grade C in stackpin's data of {}); check it against NVIDIA's \"CUDA Driver\" table",
+                row.label,
+                compat::data_date()
+            ),
+        )];
+    }
     if compat::toolkit_known(t) || releases.is_empty() {
         // Unknown lines are already reported by the driver rule.
         return vec![];

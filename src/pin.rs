@@ -197,6 +197,7 @@ pub fn pin(req: &PinRequest) -> Result<Pinned, PinError> {
     let (toolkit, driver, min) = choose_toolkit_and_driver(req, &release, &mut notes)?;
     let manifest = build(req, &release, &toolkit, &driver, &python);
     notes.push(driver_note(req, &driver, &toolkit, &min));
+    notes.extend(bundled_note(req.os, &driver, &toolkit));
     let yaml = render(&manifest, &release, &min, req.driver.is_some());
     Ok(Pinned {
         manifest,
@@ -231,6 +232,22 @@ fn driver_note(req: &PinRequest, driver: &Version, toolkit: &Version, min: &Vers
             compat::drivers_read_on()
         )
     }
+}
+
+/// Says so when a newer driver than the pinned one exists only inside a CUDA installer: it is
+/// never offered, because NVIDIA publishes no download of it.
+fn bundled_note(os: Os, driver: &Version, toolkit: &Version) -> Option<String> {
+    let skipped: Vec<String> = compat::known_drivers(os)
+        .into_iter()
+        .filter(|d| d.channel == DriverChannel::Bundled && &d.version > driver)
+        .map(|d| d.version.to_string())
+        .collect();
+    (!skipped.is_empty()).then(|| {
+        format!(
+            "not offered: {os} driver {} (NVIDIA publishes it only inside a CUDA installer, and CUDA {toolkit} is installed without its bundled driver)",
+            skipped.join(", ")
+        )
+    })
 }
 
 /// Every rule a toolkit line (and, when given, a driver) breaks on the target GPUs, each worded

@@ -143,3 +143,32 @@ pub fn preflight(
     }
     problems
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(found: Result<&str, &str>) -> InterpreterSeen {
+        InterpreterSeen {
+            interpreter: "python3".into(),
+            pinned: Version::parse("3.12").expect("version"),
+            found: found
+                .map(|v| Version::parse(v).expect("version"))
+                .map_err(str::to_string),
+        }
+    }
+
+    #[test]
+    fn the_interpreter_blocks_only_on_another_minor_or_when_it_is_missing() {
+        assert_eq!(seen(Ok("3.12.7")).blocker(), None);
+        let other = seen(Ok("3.11.9")).blocker().expect("3.11 is not 3.12");
+        assert!(
+            other.contains("Python 3.11.9") && other.contains("3.12"),
+            "{other}"
+        );
+        let missing = seen(Err("`python3` is not on PATH"))
+            .blocker()
+            .expect("no interpreter");
+        assert!(missing.contains("not on PATH"), "{missing}");
+    }
+}
