@@ -1001,6 +1001,7 @@ mod tests {
         assert_eq!(k.pytorch.read_on, "2026-11-29");
         assert_eq!(k.tensorflow.read_on, "2026-11-29");
         assert_eq!(k.drivers.read_on, "2026-11-29");
+        assert_eq!(k.gpus.read_on, "2026-11-29");
         assert!(k.cuda.toolkits.len() >= 56, "10.0 → 13.2 rows");
         assert!(k.pytorch.releases.len() >= 17, "torch 1.12 → 2.14");
     }
