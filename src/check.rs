@@ -280,10 +280,7 @@ pub fn gpu_rules(m: &Manifest, compute: &str) -> Vec<Problem> {
     compat::gpu_mismatches(&stack, compute)
         .into_iter()
         .map(|mismatch| {
-            let field = match mismatch.field() {
-                "gpu" => "driver.version",
-                field => field,
-            };
+            let field = mismatch.field();
             if mismatch.is_error() {
                 Problem::error(field, mismatch.to_string())
             } else {

@@ -622,7 +622,7 @@ pub enum GpuMismatch {
         last: Version,
     },
     #[error(
-        "the {library} {version} build for CUDA {line} has kernels for compute {} only, none that runs on {name} (compute {compute})",
+        "the {library} {version} build for CUDA {line} has kernels for compute {} only, none that runs on {name} (compute {compute}); pin a CUDA line whose build carries it (`stackpin pin --gpu-arch {compute}` picks one)",
         archs.join(", ")
     )]
     BuildLacksArch {

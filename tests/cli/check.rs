@@ -325,3 +325,26 @@ fn gpu_arch_applies_the_generation_rules() {
         .args(["--gpu-arch", "sm_86"]));
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
 }
+
+#[test]
+fn gpu_arch_reports_driver_toolkit_and_build_for_a_card_the_stack_left_behind() {
+    // torch 2.14 + CUDA 13.2 + R595 on a GTX 1080: every layer is wrong for Pascal.
+    let out = run(stackpin()
+        .arg("check")
+        .arg(repo("manifests/torch-2.14.0-cu132-linux.yaml"))
+        .args(["--gpu-arch", "6.1"]));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    for (field, says) in [
+        ("driver.version", "R580 is the last branch"),
+        ("toolkit.version", "CUDA 12.9 is the last line"),
+        ("library.cuda", "none that runs on Pascal"),
+    ] {
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.contains(field) && l.contains(says)),
+            "{field}: {}",
+            out.stdout
+        );
+    }
+}
