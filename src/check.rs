@@ -282,9 +282,9 @@ pub fn gpu_rules(m: &Manifest, compute: &str) -> Vec<Problem> {
         .map(|mismatch| {
             let field = mismatch.field();
             if mismatch.is_error() {
-                Problem::error(field, mismatch.to_string())
+                Problem::error(field, mismatch.with_fix())
             } else {
-                Problem::warning(field, mismatch.to_string())
+                Problem::warning(field, mismatch.with_fix())
             }
         })
         .collect()

@@ -622,7 +622,7 @@ pub enum GpuMismatch {
         last: Version,
     },
     #[error(
-        "the {library} {version} build for CUDA {line} has kernels for compute {} only, none that runs on {name} (compute {compute}); pin a CUDA line whose build carries it (`stackpin pin --gpu-arch {compute}` picks one)",
+        "the {library} {version} build for CUDA {line} has kernels for compute {} only, none that runs on {name} (compute {compute})",
         archs.join(", ")
     )]
     BuildLacksArch {
@@ -645,6 +645,28 @@ impl GpuMismatch {
                 "toolkit.version"
             }
             GpuMismatch::BuildLacksArch { .. } => "library.cuda",
+        }
+    }
+
+    /// What to do about a finding on a pinned stack (`check`, `plan`, `install`).
+    pub fn fix(&self) -> String {
+        match self {
+            GpuMismatch::UnknownCapability { .. } => String::new(),
+            GpuMismatch::DriverTooOld { first, .. } => format!("pin a driver of R{first} or newer"),
+            GpuMismatch::DriverTooNew { .. } => String::new(),
+            GpuMismatch::ToolkitTooOld { compute, .. }
+            | GpuMismatch::ToolkitTooNew { compute, .. }
+            | GpuMismatch::BuildLacksArch { compute, .. } => format!(
+                "`stackpin pin --gpu-arch {compute}` picks a toolkit line and build that carry it"
+            ),
+        }
+    }
+
+    /// The finding and its fix, for a stack that is already pinned.
+    pub fn with_fix(&self) -> String {
+        match self.fix() {
+            fix if fix.is_empty() => self.to_string(),
+            fix => format!("{self}; {fix}"),
         }
     }
 

@@ -119,7 +119,7 @@ pub enum PinError {
         max: Version,
     },
     #[error(
-        "{library} {version} cannot run on {}: {}",
+        "{library} {version} cannot run on {}: {}. No CUDA line of {library} {version} fits; pin another {library} release for this GPU",
         gpus.join(", "),
         reasons.join("; ")
     )]

@@ -93,7 +93,7 @@ pub fn gpu_findings(m: &Manifest, host: &dyn HostView) -> Vec<(Layer, String)> {
                         "toolkit.version" => Layer::Toolkit,
                         _ => Layer::Library,
                     };
-                    (layer, format!("{name}: {mismatch}"))
+                    (layer, format!("{name}: {}", mismatch.with_fix()))
                 })
         })
         .collect()
