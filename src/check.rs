@@ -2,7 +2,9 @@
 //!
 //! Runs the manifest's own rules ([`manifest::validate`]) and then the release-note rules:
 //! the one-way driver rule (driver ≥ the toolkit's minimum for that OS) and the library's
-//! supported CUDA lines and Python range. Unknown releases are warnings, never errors: the user
+//! supported CUDA lines and Python range, and, for the GPUs named with `--gpu-arch`, the
+//! GPU-generation rules (the driver's branch drives the card, the toolkit compiles for it, the
+//! library build carries its architecture). Unknown releases are warnings, never errors: the user
 //! may know something newer than stackpin's tables.
 
 use crate::compat::{self, CudaSupport, DriverRequirement, LibraryLookup};
@@ -28,10 +30,18 @@ impl Report {
 
 /// Checks a parsed manifest; `source` (the manifest's text) places problems on lines.
 pub fn check(m: &Manifest, source: Option<&str>) -> Report {
+    check_for_gpus(m, source, &[])
+}
+
+/// [`check`], plus the GPU-generation rules for each compute capability in `gpus` (`6.1`).
+pub fn check_for_gpus(m: &Manifest, source: Option<&str>, gpus: &[String]) -> Report {
     let mut problems = manifest::validate(m);
     problems.extend(driver_rule(m));
     problems.extend(toolkit_known(m));
     problems.extend(library_rules(m));
+    for compute in gpus {
+        problems.extend(gpu_rules(m, compute));
+    }
     if let Some(text) = source {
         let map = SourceMap::new(text);
         for p in &mut problems {
@@ -90,6 +100,19 @@ fn toolkit_known(m: &Manifest) -> Vec<Problem> {
     let t = &m.toolkit.version;
     let line = t.major_minor();
     let releases = compat::toolkit_releases(&line);
+    if let Some(row) = releases
+        .iter()
+        .find(|r| r.version == *t && r.grade.as_deref() == Some("C"))
+    {
+        return vec![Problem::warning(
+            "toolkit.version",
+            format!(
+                "{}'s minimum driver comes from third-party copies of NVIDIA's release notes (grade C in stackpin's data of {}); check it against NVIDIA's \"CUDA Driver\" table",
+                row.label,
+                compat::data_date()
+            ),
+        )];
+    }
     if compat::toolkit_known(t) || releases.is_empty() {
         // Unknown lines are already reported by the driver rule.
         return vec![];
@@ -238,4 +261,31 @@ fn index_rule(m: &Manifest, release: &compat::LibraryRelease) -> Vec<Problem> {
         )],
         _ => vec![],
     }
+}
+
+/// The GPU-generation rules for one compute capability: the pinned driver's branch drives it,
+/// the toolkit line compiles for it, the library build has kernels that run on it.
+pub fn gpu_rules(m: &Manifest, compute: &str) -> Vec<Problem> {
+    let release = match compat::library_release(&m.library.name, &m.library.version, m.os) {
+        LibraryLookup::Known(r) => Some(r),
+        _ => None,
+    };
+    let version = m.library.version.public();
+    let stack = compat::StackForGpu {
+        os: m.os,
+        driver: Some(&m.driver.version),
+        toolkit: &m.toolkit.version,
+        library: release.as_deref().map(|r| (r, &version)),
+    };
+    compat::gpu_mismatches(&stack, compute)
+        .into_iter()
+        .map(|mismatch| {
+            let field = mismatch.field();
+            if mismatch.is_error() {
+                Problem::error(field, mismatch.with_fix())
+            } else {
+                Problem::warning(field, mismatch.with_fix())
+            }
+        })
+        .collect()
 }

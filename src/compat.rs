@@ -1,6 +1,7 @@
 //! Release-note knowledge compiled into the binary: each CUDA toolkit's minimum driver per OS,
-//! each library release's CUDA lines, Python range, wheel index and GPU architectures, and the
-//! drivers stackpin knows. The tables live in `data/*.yaml` with their sources and the date they
+//! each library release's CUDA lines, Python range, wheel index and GPU architectures, the
+//! drivers stackpin knows and where NVIDIA publishes them, and the GPU generations (which driver
+//! branches drive a compute capability, which toolkits compile for it). The tables live in `data/*.yaml` with their sources and the date they
 //! were read; this module parses them once and answers questions. It touches no files and runs
 //! nothing, so every rule tests as a plain function.
 
@@ -73,6 +74,9 @@ pub struct ToolkitRow {
     pub linux: Version,
     /// `None` where the table prints "N/A" (no Windows driver bundled).
     pub windows: Option<Version>,
+    /// The source's grade when it is not NVIDIA's table itself (`B`, `C`; see data/cuda.yaml).
+    #[serde(default)]
+    pub grade: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -100,7 +104,8 @@ struct PytorchData {
 struct PytorchRow {
     release: Version,
     versions: Vec<Version>,
-    torchvision: Version,
+    /// torch version → the torchvision release published for it (a table, never a formula).
+    torchvision: BTreeMap<String, Version>,
     python: PythonRange,
     stable_cuda: Vec<Version>,
     experimental_cuda: Vec<Version>,
@@ -165,18 +170,73 @@ struct OnnxRuntimeRow {
 #[derive(Debug, Deserialize)]
 struct DriverData {
     read_on: String,
-    url_patterns: PerOs<String>,
+    url_patterns: UrlPatterns,
     linux: Vec<DriverRow>,
     windows: Vec<DriverRow>,
+}
+
+#[derive(Debug, Deserialize)]
+struct UrlPatterns {
+    desktop: PerOs<String>,
+    #[serde(rename = "data-center")]
+    data_center: PerOs<String>,
+}
+
+/// Where NVIDIA publishes a driver release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriverChannel {
+    /// The GeForce/RTX driver pages.
+    #[default]
+    Desktop,
+    /// The data-center ("Tesla") driver pages.
+    DataCenter,
+    /// Only inside a CUDA toolkit installer: there is no standalone download.
+    Bundled,
+}
+
+impl fmt::Display for DriverChannel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DriverChannel::Desktop => "desktop",
+            DriverChannel::DataCenter => "data-center",
+            DriverChannel::Bundled => "bundled with a CUDA installer only",
+        })
+    }
 }
 
 /// A driver release stackpin knows exists, with the evidence for it.
 #[derive(Debug, Clone, Deserialize)]
 pub struct DriverRow {
     pub version: Version,
+    #[serde(default)]
+    pub channel: DriverChannel,
     pub evidence: String,
     #[serde(default)]
     pub last_for: Vec<String>,
+}
+
+/// `data/gpus.yaml`: GPU generations by compute capability.
+#[derive(Debug, Deserialize)]
+struct GpuData {
+    read_on: String,
+    generations: Vec<GpuGeneration>,
+}
+
+/// One compute capability: its architecture's name and the driver branches and CUDA releases that
+/// support it (see data/gpus.yaml for the sources).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct GpuGeneration {
+    /// The compute capability, `6.1`.
+    pub compute: String,
+    /// The architecture, `Pascal`.
+    pub name: String,
+    pub first_driver_branch: u64,
+    pub first_cuda: Version,
+    /// `None` while NVIDIA's current drivers still support it.
+    pub last_driver_branch: Option<u64>,
+    /// `None` while the current toolkits still compile for it.
+    pub last_cuda: Option<Version>,
 }
 
 struct Knowledge {
@@ -185,6 +245,7 @@ struct Knowledge {
     tensorflow: TensorflowData,
     onnxruntime: OnnxRuntimeData,
     drivers: DriverData,
+    gpus: GpuData,
 }
 
 fn knowledge() -> &'static Knowledge {
@@ -201,6 +262,7 @@ fn knowledge() -> &'static Knowledge {
             include_str!("../data/onnxruntime.yaml"),
         ),
         drivers: parse_table("data/drivers.yaml", include_str!("../data/drivers.yaml")),
+        gpus: parse_table("data/gpus.yaml", include_str!("../data/gpus.yaml")),
     })
 }
 
@@ -363,18 +425,327 @@ pub fn known_drivers(os: Os) -> Vec<&'static DriverRow> {
     rows
 }
 
-/// NVIDIA's download URL for a driver release on an OS.
-pub fn driver_url(driver: &Version, os: Os) -> String {
-    knowledge()
-        .drivers
-        .url_patterns
-        .get(os)
-        .replace("{version}", &driver.to_string())
+/// The row of a driver release stackpin knows, on an OS.
+pub fn known_driver(driver: &Version, os: Os) -> Option<&'static DriverRow> {
+    let data = &knowledge().drivers;
+    match os {
+        Os::Linux => &data.linux,
+        Os::Windows => &data.windows,
+    }
+    .iter()
+    .find(|r| &r.version == driver)
+}
+
+/// Where NVIDIA publishes a driver release: the known row's channel, else the desktop pages
+/// (a driver the user names from NVIDIA's driver search is a desktop download unless stackpin
+/// knows otherwise).
+pub fn driver_channel(driver: &Version, os: Os) -> DriverChannel {
+    known_driver(driver, os).map_or(DriverChannel::Desktop, |r| r.channel)
+}
+
+/// NVIDIA's download URL for a driver release on an OS, following its channel; `None` for a
+/// driver published only inside a CUDA installer.
+pub fn driver_url(driver: &Version, os: Os) -> Option<String> {
+    let patterns = &knowledge().drivers.url_patterns;
+    let pattern = match driver_channel(driver, os) {
+        DriverChannel::Desktop => patterns.desktop.get(os),
+        DriverChannel::DataCenter => patterns.data_center.get(os),
+        DriverChannel::Bundled => return None,
+    };
+    Some(pattern.replace("{version}", &driver.to_string()))
 }
 
 /// The date the driver list was read.
 pub fn drivers_read_on() -> &'static str {
     &knowledge().drivers.read_on
+}
+
+/// The date the GPU generation table was read.
+pub fn gpus_read_on() -> &'static str {
+    &knowledge().gpus.read_on
+}
+
+/// A compute capability as `major.minor` (`8.6`), or `None` when `text` is not one.
+pub fn compute_capability(text: &str) -> Option<String> {
+    let v = Version::parse(text.trim()).ok()?;
+    (v.parts().len() <= 2).then(|| v.major_minor())
+}
+
+/// Every compute capability in the GPU table, oldest first.
+pub fn gpu_generations() -> &'static [GpuGeneration] {
+    &knowledge().gpus.generations
+}
+
+/// The generation of a compute capability (`6.1` → Pascal), if the table knows it.
+pub fn gpu_generation(compute: &str) -> Option<&'static GpuGeneration> {
+    let cc = compute_capability(compute)?;
+    knowledge()
+        .gpus
+        .generations
+        .iter()
+        .find(|g| g.compute == cc)
+}
+
+/// The driver branch a release belongs to (`R580`). Linux numbers it by the major; Windows
+/// releases of a branch carry the next few majors too (R580: 580.88, 581.15), so there the
+/// major rounds down to the branch's multiple of five, except R418 (418.96 to 426.00).
+pub fn driver_branch(driver: &Version, os: Os) -> u64 {
+    let major = driver.major();
+    match os {
+        Os::Linux => major,
+        Os::Windows if (418..430).contains(&major) => 418,
+        Os::Windows => major - major % 5,
+    }
+}
+
+/// Whether a driver branch drives a GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drives {
+    Yes,
+    /// The branch predates the generation; `first` is the first branch that drives it.
+    TooOld {
+        first: u64,
+    },
+    /// The generation's support ended; `last` is the last branch that drives it.
+    TooNew {
+        last: u64,
+    },
+    /// The compute capability is not in the table.
+    Unknown,
+}
+
+/// Whether driver branch `branch` drives a GPU of compute capability `compute`.
+pub fn drives(branch: u64, compute: &str) -> Drives {
+    let Some(g) = gpu_generation(compute) else {
+        return Drives::Unknown;
+    };
+    if branch < g.first_driver_branch {
+        return Drives::TooOld {
+            first: g.first_driver_branch,
+        };
+    }
+    match g.last_driver_branch {
+        Some(last) if branch > last => Drives::TooNew { last },
+        _ => Drives::Yes,
+    }
+}
+
+/// Whether a toolkit line compiles for a GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolkitFit {
+    Yes,
+    /// The line predates the generation; `first` is the first CUDA release that supports it.
+    TooOld {
+        first: Version,
+    },
+    /// The generation was removed; `last` is the last CUDA line that supports it.
+    TooNew {
+        last: Version,
+    },
+    Unknown,
+}
+
+/// Whether CUDA `toolkit` (its `major.minor` line) supports compute capability `compute`.
+pub fn toolkit_supports(toolkit: &Version, compute: &str) -> ToolkitFit {
+    let Some(g) = gpu_generation(compute) else {
+        return ToolkitFit::Unknown;
+    };
+    let line = |v: &Version| (v.major(), v.minor());
+    if line(toolkit) < line(&g.first_cuda) {
+        return ToolkitFit::TooOld {
+            first: g.first_cuda.clone(),
+        };
+    }
+    match &g.last_cuda {
+        Some(last) if line(toolkit) > line(last) => ToolkitFit::TooNew { last: last.clone() },
+        _ => ToolkitFit::Yes,
+    }
+}
+
+/// Whether a build with kernels for `archs` (`["7.0", "8.0"]`) runs on `compute`. NVIDIA's rule:
+/// a cubin for X.y runs on X.z with z ≥ y, never on another major (Blackwell compatibility guide).
+pub fn archs_carry(archs: &[String], compute: &str) -> bool {
+    let Some(cc) = compute_capability(compute).and_then(|c| Version::parse(&c).ok()) else {
+        return false;
+    };
+    archs
+        .iter()
+        .filter_map(|a| Version::parse(a).ok())
+        .any(|a| a.major() == cc.major() && a.minor() <= cc.minor())
+}
+
+/// Why a stack does not fit a GPU, one rule each; `check`, `plan`, `pin` and `install` word
+/// their findings from these.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GpuMismatch {
+    #[error(
+        "compute capability {compute} is not in stackpin's GPU table of {}; you vouch for driver, toolkit and build",
+        gpus_read_on()
+    )]
+    UnknownCapability { compute: String },
+    #[error(
+        "driver {driver} (R{branch}) predates {name} GPUs (compute {compute}): they need R{first} or newer"
+    )]
+    DriverTooOld {
+        compute: String,
+        name: String,
+        driver: Version,
+        branch: u64,
+        first: u64,
+    },
+    #[error(
+        "driver {driver} (R{branch}) does not drive {name} GPUs (compute {compute}): R{last} is the last branch that does; pin a driver of R{last} or older"
+    )]
+    DriverTooNew {
+        compute: String,
+        name: String,
+        driver: Version,
+        branch: u64,
+        last: u64,
+    },
+    #[error(
+        "CUDA {toolkit} predates {name} GPUs (compute {compute}): they need CUDA {first} or newer"
+    )]
+    ToolkitTooOld {
+        compute: String,
+        name: String,
+        toolkit: Version,
+        first: Version,
+    },
+    #[error(
+        "CUDA {toolkit} no longer supports {name} GPUs (compute {compute}): CUDA {last} is the last line that does"
+    )]
+    ToolkitTooNew {
+        compute: String,
+        name: String,
+        toolkit: Version,
+        last: Version,
+    },
+    #[error(
+        "the {library} {version} build for CUDA {line} has kernels for compute {} only, none that runs on {name} (compute {compute})",
+        archs.join(", ")
+    )]
+    BuildLacksArch {
+        compute: String,
+        name: String,
+        library: String,
+        version: Version,
+        line: String,
+        archs: Vec<String>,
+    },
+}
+
+impl GpuMismatch {
+    /// The manifest field the finding is about.
+    pub fn field(&self) -> &'static str {
+        match self {
+            GpuMismatch::UnknownCapability { .. } => "gpu",
+            GpuMismatch::DriverTooOld { .. } | GpuMismatch::DriverTooNew { .. } => "driver.version",
+            GpuMismatch::ToolkitTooOld { .. } | GpuMismatch::ToolkitTooNew { .. } => {
+                "toolkit.version"
+            }
+            GpuMismatch::BuildLacksArch { .. } => "library.cuda",
+        }
+    }
+
+    /// What to do about a finding on a pinned stack (`check`, `plan`, `install`).
+    pub fn fix(&self) -> String {
+        match self {
+            GpuMismatch::UnknownCapability { .. } => String::new(),
+            GpuMismatch::DriverTooOld { first, .. } => format!("pin a driver of R{first} or newer"),
+            GpuMismatch::DriverTooNew { .. } => String::new(),
+            GpuMismatch::ToolkitTooOld { compute, .. }
+            | GpuMismatch::ToolkitTooNew { compute, .. }
+            | GpuMismatch::BuildLacksArch { compute, .. } => format!(
+                "`stackpin pin --gpu-arch {compute}` picks a toolkit line and build that carry it"
+            ),
+        }
+    }
+
+    /// The finding and its fix, for a stack that is already pinned.
+    pub fn with_fix(&self) -> String {
+        match self.fix() {
+            fix if fix.is_empty() => self.to_string(),
+            fix => format!("{self}; {fix}"),
+        }
+    }
+
+    /// An unknown compute capability is a warning; every other finding is an error.
+    pub fn is_error(&self) -> bool {
+        !matches!(self, GpuMismatch::UnknownCapability { .. })
+    }
+}
+
+/// The stack a GPU is checked against: the driver (when pinned), the toolkit, and the library
+/// build's architectures (when the release data knows them).
+#[derive(Debug, Clone, Copy)]
+pub struct StackForGpu<'a> {
+    pub os: Os,
+    pub driver: Option<&'a Version>,
+    pub toolkit: &'a Version,
+    pub library: Option<(&'a LibraryRelease, &'a Version)>,
+}
+
+/// Every rule a stack breaks on a GPU of compute capability `compute`.
+pub fn gpu_mismatches(stack: &StackForGpu<'_>, compute: &str) -> Vec<GpuMismatch> {
+    let Some(g) = gpu_generation(compute) else {
+        return vec![GpuMismatch::UnknownCapability {
+            compute: compute.to_string(),
+        }];
+    };
+    let (compute, name) = (g.compute.clone(), g.name.clone());
+    let mut out = Vec::new();
+    if let Some(driver) = stack.driver {
+        let branch = driver_branch(driver, stack.os);
+        match drives(branch, &compute) {
+            Drives::TooOld { first } => out.push(GpuMismatch::DriverTooOld {
+                compute: compute.clone(),
+                name: name.clone(),
+                driver: driver.clone(),
+                branch,
+                first,
+            }),
+            Drives::TooNew { last } => out.push(GpuMismatch::DriverTooNew {
+                compute: compute.clone(),
+                name: name.clone(),
+                driver: driver.clone(),
+                branch,
+                last,
+            }),
+            Drives::Yes | Drives::Unknown => {}
+        }
+    }
+    match toolkit_supports(stack.toolkit, &compute) {
+        ToolkitFit::TooOld { first } => out.push(GpuMismatch::ToolkitTooOld {
+            compute: compute.clone(),
+            name: name.clone(),
+            toolkit: stack.toolkit.clone(),
+            first,
+        }),
+        ToolkitFit::TooNew { last } => out.push(GpuMismatch::ToolkitTooNew {
+            compute: compute.clone(),
+            name: name.clone(),
+            toolkit: stack.toolkit.clone(),
+            last,
+        }),
+        ToolkitFit::Yes | ToolkitFit::Unknown => {}
+    }
+    if let Some((release, version)) = stack.library {
+        let line = stack.toolkit.major_minor();
+        if let Some(archs) = release.archs.get(&line)
+            && !archs_carry(archs, &compute)
+        {
+            out.push(GpuMismatch::BuildLacksArch {
+                compute,
+                name,
+                library: release.library.clone(),
+                version: version.clone(),
+                line,
+                archs: archs.clone(),
+            });
+        }
+    }
+    out
 }
 
 /// Training libraries stackpin has release data for.
@@ -397,8 +768,8 @@ pub struct LibraryRelease {
     pub archs: BTreeMap<String, Vec<String>>,
     /// CUDA line → pip index URL; absent for libraries on pip's default index.
     pub index_urls: BTreeMap<String, String>,
-    /// Companion packages pinned with the library (`torchvision`), version per library version.
-    companion: Option<(String, Version)>,
+    /// Companion package pinned with the library (`torchvision`): library version → its release.
+    companion: Option<(String, BTreeMap<String, Version>)>,
     /// Further pip requirements pinned with the library (what its bundled example needs).
     extras: Vec<String>,
     pub read_on: String,
@@ -428,12 +799,21 @@ impl LibraryRelease {
     /// The pip requirements for `version` built for CUDA `line`, companions included.
     pub fn requirements(&self, version: &Version) -> Vec<String> {
         let mut reqs = vec![self.requirement_name(version)];
-        if let Some((name, minor)) = &self.companion {
-            let patch = version.parts().get(2).copied().unwrap_or(0);
-            reqs.push(format!("{name}=={minor}.{patch}"));
+        if let Some(pair) = self.companion_for(version) {
+            reqs.push(pair);
         }
         reqs.extend(self.extras.iter().cloned());
         reqs
+    }
+
+    /// The companion requirement (`torchvision==0.15.2`) published for `version`, from the
+    /// pairing table; `None` when the table has no pair for it.
+    pub fn companion_for(&self, version: &Version) -> Option<String> {
+        let (name, pairs) = self.companion.as_ref()?;
+        pairs
+            .iter()
+            .find(|(lib, _)| Version::parse(lib).is_ok_and(|v| padded_eq(&v, version)))
+            .map(|(_, companion)| format!("{name}=={companion}"))
     }
 
     fn requirement_name(&self, version: &Version) -> String {
@@ -643,6 +1023,7 @@ mod tests {
         assert_eq!(k.pytorch.read_on, "2026-11-29");
         assert_eq!(k.tensorflow.read_on, "2026-11-29");
         assert_eq!(k.drivers.read_on, "2026-11-29");
+        assert_eq!(k.gpus.read_on, "2026-11-29");
         assert!(k.cuda.toolkits.len() >= 56, "10.0 → 13.2 rows");
         assert!(k.pytorch.releases.len() >= 17, "torch 1.12 → 2.14");
     }
@@ -808,6 +1189,112 @@ mod tests {
         let linux = known_drivers(Os::Linux);
         assert!(linux.windows(2).all(|w| w[0].version > w[1].version));
         assert!(known_drivers(Os::Windows)[0].version >= v("581.15"));
+    }
+
+    #[test]
+    fn r580_is_the_last_branch_for_pascal_and_blackwell_needs_r570() {
+        assert_eq!(drives(580, "6.1"), Drives::Yes);
+        assert_eq!(drives(590, "6.1"), Drives::TooNew { last: 580 });
+        assert_eq!(drives(595, "8.9"), Drives::Yes);
+        assert_eq!(drives(565, "12.0"), Drives::TooOld { first: 570 });
+        assert_eq!(drives(570, "12.0"), Drives::Yes);
+        assert_eq!(drives(570, "4.2"), Drives::Unknown);
+        // Windows numbers R580 as 580.88 and 581.15.
+        assert_eq!(driver_branch(&v("581.15"), Os::Windows), 580);
+        assert_eq!(driver_branch(&v("576.40"), Os::Windows), 575);
+        assert_eq!(driver_branch(&v("590.48.01"), Os::Linux), 590);
+    }
+
+    #[test]
+    fn toolkits_support_a_generation_from_its_first_cuda_to_its_last() {
+        assert_eq!(
+            toolkit_supports(&v("12.4.1"), "12.0"),
+            ToolkitFit::TooOld { first: v("12.8") }
+        );
+        assert_eq!(toolkit_supports(&v("12.8.1"), "12.0"), ToolkitFit::Yes);
+        assert_eq!(toolkit_supports(&v("12.9.1"), "7.0"), ToolkitFit::Yes);
+        assert_eq!(
+            toolkit_supports(&v("13.0.2"), "7.0"),
+            ToolkitFit::TooNew { last: v("12.9") }
+        );
+    }
+
+    #[test]
+    fn a_build_runs_on_a_later_minor_of_its_major_only() {
+        let archs: Vec<String> = ["7.0", "8.0", "9.0"].map(String::from).to_vec();
+        assert!(archs_carry(&archs, "8.6"), "sm_80 cubins run on 8.6");
+        assert!(archs_carry(&archs, "7.5"), "sm_70 cubins run on 7.5");
+        assert!(!archs_carry(&archs, "6.1"), "no 6.x kernels");
+        assert!(!archs_carry(&archs, "12.0"), "no Blackwell kernels");
+    }
+
+    #[test]
+    fn every_generation_in_the_table_has_a_name_and_a_known_capability() {
+        let names: Vec<&str> = gpu_generations().iter().map(|g| g.name.as_str()).collect();
+        for name in [
+            "Maxwell",
+            "Pascal",
+            "Volta",
+            "Turing",
+            "Ampere",
+            "Ada",
+            "Hopper",
+            "Blackwell",
+        ] {
+            assert!(names.contains(&name), "{name} missing");
+        }
+        assert_eq!(gpu_generation("8.9").map(|g| g.name.as_str()), Some("Ada"));
+        assert_eq!(
+            gpu_generation("12").map(|g| g.compute.as_str()),
+            Some("12.0")
+        );
+    }
+
+    #[test]
+    fn driver_urls_follow_the_channel_and_bundled_drivers_have_none() {
+        assert_eq!(
+            driver_url(&v("570.133.20"), Os::Linux).as_deref(),
+            Some(
+                "https://us.download.nvidia.com/tesla/570.133.20/NVIDIA-Linux-x86_64-570.133.20.run"
+            )
+        );
+        assert!(driver_url(&v("595.71.05"), Os::Linux).is_some_and(|u| u.contains("/XFree86/")));
+        assert_eq!(driver_url(&v("551.78"), Os::Windows), None);
+        assert!(
+            driver_url(&v("580.88"), Os::Windows).is_some_and(|u| u.ends_with(
+                "580.88-data-center-tesla-desktop-win10-win11-64bit-dch-international.exe"
+            ))
+        );
+    }
+
+    #[test]
+    fn torchvision_comes_from_the_pairing_table() {
+        for (torch, vision) in [
+            ("2.0.0", "0.15.1"),
+            ("2.0.1", "0.15.2"),
+            ("2.5.1", "0.20.1"),
+        ] {
+            let LibraryLookup::Known(rel) = library_release("torch", &v(torch), Os::Linux) else {
+                panic!("torch {torch} is known");
+            };
+            assert_eq!(
+                rel.requirements(&v(torch)),
+                vec![format!("torch=={torch}"), format!("torchvision=={vision}")]
+            );
+        }
+    }
+
+    #[test]
+    fn cuda_12_3_2_and_13_3_are_known_with_their_grades() {
+        assert!(toolkit_known(&v("12.3.2")));
+        assert!(toolkit_installer_url(&v("12.3.2"), Os::Linux).is_some());
+        assert!(
+            toolkit_installer_url(&v("13.2.2"), Os::Linux)
+                .is_some_and(|u| u.ends_with("cuda_13.2.2_595.71.05_linux.run"))
+        );
+        let rows = toolkit_releases("13.3");
+        assert_eq!(rows.len(), 2);
+        assert!(rows.iter().all(|r| r.grade.as_deref() == Some("C")));
     }
 
     #[test]

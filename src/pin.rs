@@ -1,13 +1,19 @@
 //! `stackpin pin`: a complete manifest for a library release, from the release data alone.
 //!
 //! Picks the newest toolkit release of the newest CUDA line the library supports as stable (or
-//! the line asked for), the newest driver stackpin knows that meets that toolkit's minimum, and
-//! NVIDIA's real installer URLs; writes toolkit-only install arguments and the pip section.
+//! the line asked for) whose build carries every target GPU's architecture, the newest driver
+//! stackpin knows that meets that toolkit's minimum, drives every target GPU and has a standalone
+//! download, and NVIDIA's real installer URLs; writes toolkit-only install arguments and the pip
+//! section. The target GPUs and the host's Python come in with the request: probing the host is
+//! the command's job.
 
 // Errors are built once per command and carry versions for the message; boxing buys nothing.
 #![allow(clippy::result_large_err)]
 
-use crate::compat::{self, CudaSupport, DriverRequirement, LibraryLookup, LibraryRelease, Os};
+use crate::compat::{
+    self, CudaSupport, DriverChannel, DriverRequirement, GpuMismatch, LibraryLookup,
+    LibraryRelease, Os, StackForGpu,
+};
 use crate::manifest::{
     DriverLayer, Example, Installer, LibraryLayer, Manifest, PipSection, Role, SCHEMA,
     ToolkitLayer, VramSettings, duration_text,
@@ -27,6 +33,20 @@ pub struct PinRequest {
     pub toolkit: Option<Version>,
     pub driver: Option<Version>,
     pub python: Option<Version>,
+    /// The interpreter the manifest will use on this host and its version, when pinning for the
+    /// OS stackpin runs on (`--python` overrides it).
+    pub host_python: Option<(String, Version)>,
+    /// The GPUs the stack must run on: `--gpu-arch`, or the host's when pinning for this host.
+    pub gpus: Vec<TargetGpu>,
+}
+
+/// A GPU a pinned stack must drive and compute on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetGpu {
+    /// Compute capability, `6.1`.
+    pub compute: String,
+    /// What the user knows it by: `NVIDIA GeForce GTX 1080 (nvidia-smi)` or `--gpu-arch 6.1`.
+    pub label: String,
 }
 
 /// A pinned manifest and the notes a user should read about how it was chosen.
@@ -87,6 +107,67 @@ pub enum PinError {
         min: Version,
         max: Version,
     },
+    #[error(
+        "`{interpreter}` on this host is Python {python}, and {library} {release} supports Python {min} to {max}; install a Python in that range and pass --python X.Y, or pin another {library} release"
+    )]
+    HostPythonUnsupported {
+        interpreter: String,
+        python: Version,
+        library: String,
+        release: Version,
+        min: Version,
+        max: Version,
+    },
+    #[error(
+        "{library} {version} cannot run on {}: {}. No CUDA line of {library} {version} fits; pin another {library} release for this GPU",
+        gpus.join(", "),
+        reasons.join("; ")
+    )]
+    NoBuildForGpu {
+        library: String,
+        version: Version,
+        gpus: Vec<String>,
+        reasons: Vec<String>,
+    },
+    #[error(
+        "stackpin knows no {os} driver that meets CUDA {toolkit}'s minimum {min} and drives {}: {}; give --driver with an NVIDIA driver of a branch that drives it",
+        gpus.join(", "),
+        reasons.join("; ")
+    )]
+    NoDriverForGpu {
+        os: Os,
+        toolkit: Version,
+        min: Version,
+        gpus: Vec<String>,
+        reasons: Vec<String>,
+    },
+    #[error("--driver {driver}: {}", reasons.join("; "))]
+    DriverMissesGpu {
+        driver: Version,
+        reasons: Vec<String>,
+    },
+    #[error(
+        "--driver {driver}: NVIDIA publishes {os} driver {driver} only inside a CUDA installer, not as a download of its own; {fix}"
+    )]
+    BundledDriver {
+        driver: Version,
+        os: Os,
+        fix: String,
+    },
+}
+
+impl PinError {
+    /// True when the request is fine but the stack cannot fit the target host or GPUs (exit 1);
+    /// every other error is in the request itself (exit 2).
+    pub fn is_problem(&self) -> bool {
+        matches!(
+            self,
+            PinError::HostPythonUnsupported { .. }
+                | PinError::NoBuildForGpu { .. }
+                | PinError::NoDriverForGpu { .. }
+                | PinError::DriverMissesGpu { .. }
+        )
+    }
 }
 
 /// Pins a stack for a library release.
@@ -112,20 +193,87 @@ pub fn pin(req: &PinRequest) -> Result<Pinned, PinError> {
         }
     };
     let mut notes = Vec::new();
+    let python = choose_python(req, &release, &mut notes)?;
     let (toolkit, driver, min) = choose_toolkit_and_driver(req, &release, &mut notes)?;
-    let python = choose_python(req, &release)?;
     let manifest = build(req, &release, &toolkit, &driver, &python);
-    notes.push(format!(
-        "driver {driver} is the newest {} driver in stackpin's data of {} that meets CUDA {toolkit}'s minimum {min}; check https://www.nvidia.com/Download/index.aspx for a newer one and pin that",
-        req.os,
-        compat::drivers_read_on()
-    ));
-    let yaml = render(&manifest, &release, &min);
+    notes.push(driver_note(req, &driver, &toolkit, &min));
+    notes.extend(bundled_note(req.os, &driver, &toolkit));
+    let yaml = render(&manifest, &release, &min, req.driver.is_some());
     Ok(Pinned {
         manifest,
         notes,
         yaml,
     })
+}
+
+/// How the driver was chosen, in words: `--driver` is the user's choice, never "the newest".
+fn driver_note(req: &PinRequest, driver: &Version, toolkit: &Version, min: &Version) -> String {
+    let gpus = if req.gpus.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " and drives {}",
+            req.gpus
+                .iter()
+                .map(|g| g.label.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let channel = compat::driver_channel(driver, req.os);
+    if req.driver.is_some() {
+        format!(
+            "driver {driver} as given with --driver ({channel} download); it meets CUDA {toolkit}'s minimum {min}{gpus}"
+        )
+    } else {
+        format!(
+            "driver {driver} ({channel} download) is the newest {} driver in stackpin's data of {} that meets CUDA {toolkit}'s minimum {min}{gpus}; check https://www.nvidia.com/Download/index.aspx for a newer one and pin that",
+            req.os,
+            compat::drivers_read_on()
+        )
+    }
+}
+
+/// Says so when a newer driver than the pinned one exists only inside a CUDA installer: it is
+/// never offered, because NVIDIA publishes no download of it.
+fn bundled_note(os: Os, driver: &Version, toolkit: &Version) -> Option<String> {
+    let skipped: Vec<String> = compat::known_drivers(os)
+        .into_iter()
+        .filter(|d| d.channel == DriverChannel::Bundled && &d.version > driver)
+        .map(|d| d.version.to_string())
+        .collect();
+    (!skipped.is_empty()).then(|| {
+        format!(
+            "not offered: {os} driver {} (NVIDIA publishes it only inside a CUDA installer, and CUDA {toolkit} is installed without its bundled driver)",
+            skipped.join(", ")
+        )
+    })
+}
+
+/// Every rule a toolkit line (and, when given, a driver) breaks on the target GPUs, each worded
+/// with the card it is about.
+fn gpu_reasons(
+    req: &PinRequest,
+    release: &LibraryRelease,
+    toolkit: &Version,
+    driver: Option<&Version>,
+) -> Vec<String> {
+    let version = req.version.public();
+    let stack = StackForGpu {
+        os: req.os,
+        driver,
+        toolkit,
+        library: Some((release, &version)),
+    };
+    req.gpus
+        .iter()
+        .flat_map(|gpu| {
+            compat::gpu_mismatches(&stack, &gpu.compute)
+                .into_iter()
+                .filter(GpuMismatch::is_error)
+                .map(move |m| format!("{}: {m}", gpu.label))
+        })
+        .collect()
 }
 
 fn supported_lines(release: &LibraryRelease) -> String {
@@ -185,35 +333,65 @@ fn choose_toolkit_and_driver(
             vec![asked.clone()]
         }
         None => {
-            let mut lines = release.stable_cuda.clone();
-            lines.sort_by(|a, b| b.cmp(a));
-            lines
+            // Stable lines first, newest first; experimental ones only when no stable line fits.
+            let mut stable = release.stable_cuda.clone();
+            stable.sort_by(|a, b| b.cmp(a));
+            let mut experimental = release.experimental_cuda.clone();
+            experimental.sort_by(|a, b| b.cmp(a));
+            stable.into_iter().chain(experimental).collect()
         }
     };
     let mut last_error = None;
+    let mut gpu_refusals = Vec::new();
     for line in &candidates {
+        let reasons = gpu_reasons(req, release, line, None);
+        if !reasons.is_empty() {
+            gpu_refusals.extend(reasons);
+            continue;
+        }
         match pin_line(req, line) {
             Ok(found) => {
                 if line.major_minor() != candidates[0].major_minor() {
+                    let why = gpu_refusals
+                        .first()
+                        .cloned()
+                        .or_else(|| last_error.as_ref().map(|e: &PinError| e.to_string()))
+                        .unwrap_or_default();
                     notes.push(format!(
-                        "pinned CUDA {} instead of {}: {}",
+                        "pinned CUDA {} instead of {}: {why}",
                         line.major_minor(),
                         candidates[0].major_minor(),
-                        last_error
-                            .as_ref()
-                            .map(|e: &PinError| e.to_string())
-                            .unwrap_or_default()
                     ));
+                    if release.cuda_support(line) == CudaSupport::Experimental {
+                        notes.push(format!(
+                            "{} {} lists CUDA {} as experimental",
+                            release.library,
+                            release.release,
+                            line.major_minor()
+                        ));
+                    }
                 }
                 return Ok(found);
             }
-            Err(e @ PinError::DriverTooOld { .. }) => return Err(e),
+            Err(
+                e @ (PinError::DriverTooOld { .. }
+                | PinError::BundledDriver { .. }
+                | PinError::DriverMissesGpu { .. }),
+            ) => return Err(e),
             Err(e) => {
                 if last_error.is_none() {
                     last_error = Some(e);
                 }
             }
         }
+    }
+    if last_error.is_none() && !gpu_refusals.is_empty() {
+        return Err(PinError::NoBuildForGpu {
+            library: release.library.clone(),
+            version: req.version.public(),
+            gpus: req.gpus.iter().map(|g| g.label.clone()).collect(),
+            reasons: gpu_refusals,
+        });
     }
     Err(last_error.unwrap_or_else(|| PinError::UnsupportedToolkit {
         library: release.library.clone(),
@@ -258,24 +436,124 @@ fn pin_line(req: &PinRequest, asked: &Version) -> Result<(Version, Version, Vers
                 os: req.os,
             });
         }
-        Some(d) => d.clone(),
-        None => compat::known_drivers(req.os)
-            .into_iter()
-            .map(|d| d.version.clone())
-            .find(|d| d >= &min)
-            .ok_or(PinError::NoKnownDriver {
-                os: req.os,
-                line,
-                min: min.clone(),
-            })?,
+        Some(d) => given_driver(req, d, &toolkit, &min)?,
+        None => newest_fitting_driver(req, &toolkit, &min, &line)?,
     };
     Ok((toolkit, driver, min))
 }
 
-/// The asked Python, or the newest the release supports up to 3.12 (what current LTS
-/// distributions ship), so wheels exist and the interpreter is easy to get.
-fn choose_python(req: &PinRequest, release: &LibraryRelease) -> Result<Version, PinError> {
+/// The newest driver that meets `min`, has a download of its own and drives every target GPU.
+fn newest_fitting_driver(
+    req: &PinRequest,
+    toolkit: &Version,
+    min: &Version,
+    line: &str,
+) -> Result<Version, PinError> {
+    let offered: Vec<Version> = compat::known_drivers(req.os)
+        .into_iter()
+        .filter(|d| d.channel != DriverChannel::Bundled && &d.version >= min)
+        .map(|d| d.version.clone())
+        .collect();
+    if offered.is_empty() {
+        return Err(PinError::NoKnownDriver {
+            os: req.os,
+            line: line.to_string(),
+            min: min.clone(),
+        });
+    }
+    let gpu_reasons_for = |d: &Version| driver_reasons(req, toolkit, d);
+    if let Some(d) = offered.iter().find(|d| gpu_reasons_for(d).is_empty()) {
+        return Ok(d.clone());
+    }
+    Err(PinError::NoDriverForGpu {
+        os: req.os,
+        toolkit: toolkit.clone(),
+        min: min.clone(),
+        gpus: req.gpus.iter().map(|g| g.label.clone()).collect(),
+        reasons: offered.first().map(gpu_reasons_for).unwrap_or_default(),
+    })
+}
+
+/// The driver rules alone (the toolkit line was already checked against the GPUs).
+fn driver_reasons(req: &PinRequest, toolkit: &Version, driver: &Version) -> Vec<String> {
+    let stack = StackForGpu {
+        os: req.os,
+        driver: Some(driver),
+        toolkit,
+        library: None,
+    };
+    req.gpus
+        .iter()
+        .flat_map(|gpu| {
+            compat::gpu_mismatches(&stack, &gpu.compute)
+                .into_iter()
+                .filter(|m| m.is_error() && m.field() == "driver.version")
+                .map(move |m| format!("{}: {m}", gpu.label))
+        })
+        .collect()
+}
+
+/// `--driver`: refused when NVIDIA publishes it only inside a CUDA installer, or when it does
+/// not drive a target GPU.
+fn given_driver(
+    req: &PinRequest,
+    driver: &Version,
+    toolkit: &Version,
+    min: &Version,
+) -> Result<Version, PinError> {
+    if compat::driver_channel(driver, req.os) == DriverChannel::Bundled {
+        let fix = match newest_fitting_driver(req, toolkit, min, &toolkit.major_minor()) {
+            Ok(d) => format!(
+                "give --driver {d} (a {} download that meets CUDA {toolkit}'s minimum {min}), or leave --driver out",
+                compat::driver_channel(&d, req.os)
+            ),
+            Err(_) => format!(
+                "give --driver with a standalone NVIDIA driver ≥ {min} from https://www.nvidia.com/Download/index.aspx"
+            ),
+        };
+        return Err(PinError::BundledDriver {
+            driver: driver.clone(),
+            os: req.os,
+            fix,
+        });
+    }
+    let reasons = driver_reasons(req, toolkit, driver);
+    if !reasons.is_empty() {
+        return Err(PinError::DriverMissesGpu {
+            driver: driver.clone(),
+            reasons,
+        });
+    }
+    Ok(driver.clone())
+}
+
+/// The asked Python; else, when pinning for this host, the version of the interpreter the
+/// manifest will use (its wheels are what pip will need); else the newest the release supports up
+/// to 3.12 (what current LTS distributions ship). The note says which.
+fn choose_python(
+    req: &PinRequest,
+    release: &LibraryRelease,
+    notes: &mut Vec<String>,
+) -> Result<Version, PinError> {
+    if let (None, Some((interpreter, version))) = (&req.python, &req.host_python) {
+        let line = Version::parse(&version.major_minor()).unwrap_or_else(|_| version.clone());
+        if !release.python.contains(&line) {
+            return Err(PinError::HostPythonUnsupported {
+                interpreter: interpreter.clone(),
+                python: version.clone(),
+                library: release.library.clone(),
+                release: release.release.clone(),
+                min: release.python.min.clone(),
+                max: release.python.max.clone(),
+            });
+        }
+        notes.push(format!(
+            "python_version {line}: `{interpreter}` on this host is Python {version}, the interpreter the manifest uses; --python overrides"
+        ));
+        return Ok(line);
+    }
     if let Some(py) = &req.python {
+        notes.push(format!("python_version {py}: as given with --python"));
         if !release.python.contains(py) {
             return Err(PinError::UnsupportedPython {
                 library: release.library.clone(),
@@ -288,13 +566,18 @@ fn choose_python(req: &PinRequest, release: &LibraryRelease) -> Result<Version, 
         return Ok(py.clone());
     }
     let ceiling = Version::parse("3.12").unwrap_or_else(|_| release.python.max.clone());
-    Ok(if release.python.max <= ceiling {
+    let chosen = if release.python.max <= ceiling {
         release.python.max.clone()
     } else if release.python.min <= ceiling {
         ceiling
     } else {
         release.python.min.clone()
-    })
+    };
+    notes.push(format!(
+        "python_version {chosen}: not pinning for this host's interpreter, so the newest Python {} {} supports up to 3.12; give --python X.Y for the target machine's",
+        release.library, release.release
+    ));
+    Ok(chosen)
 }
 
 /// Windows CUDA sub-packages for a training workstation: compiler, runtime and the math
@@ -425,7 +708,9 @@ fn build(
         driver: DriverLayer {
             version: driver.clone(),
             installer: Installer {
-                url: compat::driver_url(driver, req.os),
+                // A bundled-only driver never gets here: `given_driver` refuses it and
+                // `newest_fitting_driver` never offers it.
+                url: compat::driver_url(driver, req.os).unwrap_or_default(),
                 sha256: None,
             },
             run: driver_run.into_iter().map(String::from).collect(),
@@ -478,7 +763,12 @@ fn list(items: &[String]) -> String {
 }
 
 /// Writes the manifest with comments that cite where each pin came from.
-pub fn render(m: &Manifest, release: &LibraryRelease, min_driver: &Version) -> String {
+pub fn render(
+    m: &Manifest,
+    release: &LibraryRelease,
+    min_driver: &Version,
+    driver_given: bool,
+) -> String {
     let line = m.toolkit.version.major_minor();
     let mut y = String::new();
     let mut push = |s: &str| {
@@ -519,8 +809,13 @@ pub fn render(m: &Manifest, release: &LibraryRelease, min_driver: &Version) -> S
     push(&format!("os: {}", m.os));
     push("driver:");
     push(&format!(
-        "  version: {}   # newest known at pin time; check NVIDIA for a newer one",
-        q(&m.driver.version.to_string())
+        "  version: {}   # {}",
+        q(&m.driver.version.to_string()),
+        if driver_given {
+            "as given with --driver"
+        } else {
+            "newest known at pin time; check NVIDIA for a newer one"
+        }
     ));
     push("  installer:");
     push(&format!("    url: {}", m.driver.installer.url));
@@ -609,6 +904,8 @@ mod tests {
             toolkit: None,
             driver: None,
             python: None,
+            host_python: None,
+            gpus: vec![],
         }
     }
 
@@ -650,6 +947,67 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn every_pin_for_each_gpu_generation_checks_clean_for_that_gpu_or_is_refused_for_it() {
+        for os in [Os::Linux, Os::Windows] {
+            for g in compat::gpu_generations() {
+                let mut pinned_any = false;
+                for lib in compat::KNOWN_LIBRARIES {
+                    for version in compat::known_releases(lib, os) {
+                        let mut req = request(lib, &version.to_string(), os);
+                        req.gpus = vec![TargetGpu {
+                            compute: g.compute.clone(),
+                            label: format!("--gpu-arch {}", g.compute),
+                        }];
+                        let pinned = match pin(&req) {
+                            Ok(p) => p,
+                            Err(e) if e.is_problem() => continue,
+                            Err(e) => panic!("pin {lib} {version} {os} for {}: {e}", g.compute),
+                        };
+                        pinned_any = true;
+                        let parsed = manifest::parse(&pinned.yaml, Path::new("pinned.yaml"))
+                            .expect("a pinned manifest parses");
+                        let report = check::check_for_gpus(
+                            &parsed,
+                            Some(&pinned.yaml),
+                            std::slice::from_ref(&g.compute),
+                        );
+                        assert!(
+                            report.ok,
+                            "{lib} {version} on {os} for compute {} fails check: {:#?}\n{}",
+                            g.compute, report.problems, pinned.yaml
+                        );
+                    }
+                }
+                assert!(pinned_any, "nothing pins for compute {} on {os}", g.compute);
+            }
+        }
+    }
+
+    #[test]
+    fn a_pascal_card_gets_an_r580_driver_and_a_blackwell_card_no_torch_2_5() {
+        let mut req = request("torch", "2.5.1", Os::Linux);
+        req.gpus = vec![TargetGpu {
+            compute: "6.1".into(),
+            label: "GTX 1080".into(),
+        }];
+        let pinned = pin(&req).expect("torch 2.5.1 runs on Pascal");
+        assert_eq!(pinned.manifest.driver.version.major(), 580);
+        req.gpus[0].compute = "12.0".into();
+        let err = pin(&req).expect_err("no torch 2.5.1 build for sm_120");
+        assert!(err.is_problem(), "{err}");
+        assert!(err.to_string().contains("Blackwell"), "{err}");
+    }
+
+    #[test]
+    fn a_bundled_only_driver_is_refused_with_the_fix() {
+        let mut req = request("torch", "2.5.1", Os::Windows);
+        req.driver = Some(v("551.78"));
+        let err = pin(&req).expect_err("551.78 ships only inside the CUDA installer");
+        assert!(matches!(err, PinError::BundledDriver { .. }), "{err}");
+        assert!(err.to_string().contains("--driver 581.15"), "{err}");
     }
 
     #[test]

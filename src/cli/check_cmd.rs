@@ -13,6 +13,7 @@ pub const EXAMPLES: &str = "\
 Examples:
   stackpin check manifests/torch-2.5.1-cu124-linux.yaml
   stackpin check manifests/*.yaml --json
+  stackpin check manifests/torch-2.5.1-cu124-linux.yaml --gpu-arch 6.1   # a GTX 1080
 
 Exit 0 when no errors (warnings allowed), 1 when any error, 2 when a file cannot be read or parsed.";
 
@@ -21,6 +22,10 @@ pub struct CheckArgs {
     /// Manifests to check.
     #[arg(required = true, value_name = "MANIFEST")]
     pub manifests: Vec<PathBuf>,
+    /// Also check the stack against a GPU of this compute capability (repeatable): the driver's
+    /// branch must drive it, the toolkit compile for it, the library build carry its architecture.
+    #[arg(long = "gpu-arch", value_name = "X.Y")]
+    pub gpu_arch: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -47,6 +52,17 @@ struct FileProblem<'a> {
 }
 
 pub fn run(args: &CheckArgs, global: &GlobalArgs) -> CmdResult {
+    let gpus = args
+        .gpu_arch
+        .iter()
+        .map(|a| {
+            crate::compat::compute_capability(a).ok_or_else(|| {
+                Failure::input(anyhow!(
+                    "--gpu-arch `{a}`: write a compute capability as X.Y, e.g. 8.6"
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut exit = Exit::Ok;
     let mut reports = Vec::new();
     for path in &args.manifests {
@@ -69,7 +85,7 @@ pub fn run(args: &CheckArgs, global: &GlobalArgs) -> CmdResult {
                 report_unreadable(global, &mut reports, file, &anyhow!(e));
             }
             Ok(m) => {
-                let report = check::check(&m, Some(&text));
+                let report = check::check_for_gpus(&m, Some(&text), &gpus);
                 if !report.ok && exit == Exit::Ok {
                     exit = Exit::Problem;
                 }

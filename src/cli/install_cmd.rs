@@ -208,6 +208,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
     let m = require_valid(&args.manifest)?;
     let stack = StackDir::new(&global.archive_dir(), &m.name);
     let host = LiveHost::new(args.gpu, &m);
+    refuse_unless_ready(&m, &stack, &host, args)?;
     if !args.dry_run
         && !args.yes
         && !global.json
@@ -257,6 +258,29 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
         reboot_now(&m, args)?;
     }
     Ok(report)
+}
+
+/// Every precondition install can know before the first layer runs, refused all at once.
+fn refuse_unless_ready(
+    m: &crate::manifest::Manifest,
+    stack: &StackDir,
+    host: &LiveHost,
+    args: &InstallArgs,
+) -> Result<(), Failure> {
+    let files = match stack.read_lock() {
+        Ok(lock) if stack.lock_path().exists() => install::archived_files(stack, &lock),
+        _ => not_fetched(m, stack),
+    };
+    let problems = install::preflight::preflight(m, host, &files, &args.force);
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::problem(anyhow!(
+        "install refused before any layer ran ({} problem{}); nothing was installed:\n  - {}",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" },
+        problems.join("\n  - ")
+    )))
 }
 
 fn reboot_now(m: &crate::manifest::Manifest, args: &InstallArgs) -> Result<(), Failure> {

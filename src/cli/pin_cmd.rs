@@ -1,4 +1,5 @@
-//! `stackpin pin --library torch==2.5.1 --os linux`
+//! `stackpin pin --library torch==2.5.1 --os linux`: turns flags and, when pinning for the OS
+//! stackpin runs on, what this host has (its Python, its GPUs) into a pin request.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -7,15 +8,21 @@ use anyhow::{Context, anyhow};
 use serde::Serialize;
 
 use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::compat::Os;
-use crate::pin::{self, PinRequest};
+use crate::compat::{self, Os};
+use crate::host::{self, RealSystem, System};
+use crate::pin::{self, PinRequest, TargetGpu};
 use crate::version::Version;
 
 pub const EXAMPLES: &str = "\
 Examples:
   stackpin pin --library torch==2.5.1 --os linux
   stackpin pin --library torch==2.5.1 --os windows --python 3.11 -o torch-win.yaml
-  stackpin pin --library tensorflow==2.17.0 --os linux --driver 570.133.20";
+  stackpin pin --library tensorflow==2.17.0 --os linux --driver 570.133.20
+  stackpin pin --library torch==2.9.1 --os linux --gpu-arch 6.1 --gpu-arch 8.9
+
+Pinning for the OS stackpin runs on takes python_version from the manifest's interpreter on this
+host (python3 / python) and the target GPUs from nvidia-smi; --python and --gpu-arch override.
+Exit 1 when no stack fits the host's Python or the GPUs (the reason names the card).";
 
 #[derive(Debug, clap::Args)]
 pub struct PinArgs {
@@ -28,12 +35,18 @@ pub struct PinArgs {
     /// The CUDA line or release to pin (default: the newest stable line the library supports).
     #[arg(long, value_name = "X.Y[.Z]")]
     pub toolkit: Option<Version>,
-    /// The driver to pin (default: the newest stackpin knows that meets the toolkit's minimum).
+    /// The driver to pin (default: the newest stackpin knows that meets the toolkit's minimum,
+    /// drives the target GPUs and has a download of its own).
     #[arg(long, value_name = "VERSION")]
     pub driver: Option<Version>,
-    /// The Python version wheels are fetched for.
+    /// The Python version wheels are fetched for (default: this host's interpreter when pinning
+    /// for this OS).
     #[arg(long, value_name = "X.Y")]
     pub python: Option<Version>,
+    /// A GPU's compute capability the stack must run on (repeatable; default: the GPUs nvidia-smi
+    /// lists when pinning for this OS).
+    #[arg(long = "gpu-arch", value_name = "X.Y")]
+    pub gpu_arch: Vec<String>,
     /// Write the manifest here instead of stdout (refuses to overwrite; use --force).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -60,6 +73,25 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
     let version = Version::parse(version)
         .with_context(|| format!("--library `{}`", args.library))
         .map_err(Failure::input)?;
+    let for_this_host = args.os == Os::current();
+    let system = RealSystem;
+    let mut host_notes = Vec::new();
+    let gpus = target_gpus(&args.gpu_arch, for_this_host, &system, &mut host_notes)?;
+    let host_python = if for_this_host && args.python.is_none() {
+        let interpreter = match args.os {
+            Os::Linux => "python3",
+            Os::Windows => "python",
+        };
+        match host::interpreter::version(&system, interpreter) {
+            Ok(v) => Some((interpreter.to_string(), v)),
+            Err(e) => {
+                host_notes.push(format!("this host's Python is unknown ({e})"));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let request = PinRequest {
         library: library.trim().to_ascii_lowercase(),
         version,
@@ -67,8 +99,18 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
         toolkit: args.toolkit.clone(),
         driver: args.driver.clone(),
         python: args.python.clone(),
+        host_python,
+        gpus,
     };
-    let pinned = pin::pin(&request).map_err(Failure::input)?;
+    let mut pinned = pin::pin(&request).map_err(|e| {
+        if e.is_problem() {
+            Failure::problem(e)
+        } else {
+            Failure::input(e)
+        }
+    })?;
+    host_notes.append(&mut pinned.notes);
+    pinned.notes = host_notes;
     if let Some(path) = &args.output {
         write_new(path, &pinned.yaml, args.force)?;
     } else if !global.json {
@@ -111,4 +153,55 @@ fn write_new(path: &std::path::Path, text: &str, force: bool) -> Result<(), Fail
     crate::fsutil::write_atomic(path, text.as_bytes())
         .with_context(|| format!("writing {}", path.display()))
         .map_err(Failure::external)
+}
+
+/// `--gpu-arch` values, or, when pinning for this host, every GPU nvidia-smi lists.
+fn target_gpus(
+    asked: &[String],
+    for_this_host: bool,
+    system: &dyn System,
+    notes: &mut Vec<String>,
+) -> Result<Vec<TargetGpu>, Failure> {
+    if !asked.is_empty() {
+        return asked
+            .iter()
+            .map(|a| match compat::compute_capability(a) {
+                Some(compute) => Ok(TargetGpu {
+                    label: format!("--gpu-arch {compute}"),
+                    compute,
+                }),
+                None => Err(Failure::input(anyhow!(
+                    "--gpu-arch `{a}`: write a compute capability as X.Y, e.g. 8.6 (nvidia-smi --query-gpu=compute_cap --format=csv)"
+                ))),
+            })
+            .collect();
+    }
+    if !for_this_host {
+        return Ok(vec![]);
+    }
+    let wsl = host::os_info::probe(system).wsl;
+    let timeout = system
+        .env("STACKPIN_NVIDIA_SMI_TIMEOUT")
+        .and_then(|s| s.parse::<u64>().ok())
+        .map_or(
+            host::nvidia_smi::DEFAULT_TIMEOUT,
+            std::time::Duration::from_secs,
+        );
+    let probe = host::nvidia_smi::probe(system, wsl, timeout);
+    let gpus: Vec<TargetGpu> = probe
+        .gpus
+        .iter()
+        .filter_map(|g| {
+            Some(TargetGpu {
+                compute: compat::compute_capability(g.compute_cap.as_deref()?)?,
+                label: format!("GPU {} {}", g.index, g.name),
+            })
+        })
+        .collect();
+    if gpus.is_empty() {
+        notes.push(
+            "nvidia-smi reports no GPU with a compute capability on this host: pinned without GPU-generation rules; give --gpu-arch X.Y for the target card".to_string(),
+        );
+    }
+    Ok(gpus)
 }

@@ -5,6 +5,7 @@
 //! findings mean for a stack is left to `plan`, `install` and `prove`.
 
 pub mod gpu_select;
+pub mod interpreter;
 pub mod library_probe;
 pub mod nvidia_smi;
 pub mod os_info;

@@ -111,6 +111,20 @@ impl HostView for LiveHost {
             .map_err(|e| e.to_string())
     }
 
+    fn gpus(&self) -> Vec<(String, String)> {
+        let probe = host::nvidia_smi::probe(&self.system, self.wsl, self.smi_timeout);
+        probe
+            .gpus
+            .into_iter()
+            .filter(|g| self.gpu.is_none_or(|i| i == g.index))
+            .filter_map(|g| Some((g.name, g.compute_cap?)))
+            .collect()
+    }
+
+    fn interpreter_version(&self, python: &str) -> Result<Version, String> {
+        host::interpreter::version(&self.system, python).map_err(|e| e.to_string())
+    }
+
     fn compute_capability(&self) -> Option<String> {
         let probe = host::nvidia_smi::probe(&self.system, self.wsl, self.smi_timeout);
         let visible = self.system.env("CUDA_VISIBLE_DEVICES");

@@ -7,6 +7,7 @@
 
 pub mod host_view;
 pub mod plan;
+pub mod preflight;
 pub mod proof;
 pub mod reboot;
 pub mod runner;

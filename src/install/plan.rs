@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::proof::{HostView, Proof, library_python, prove_layer};
 use super::runner::{RunnerError, substitute};
-use crate::compat::{self, LibraryLookup, Os};
+use crate::compat::Os;
 use crate::manifest::{Layer, Manifest};
 
 /// The archive state of one installer file.
@@ -190,7 +190,12 @@ pub fn plan(
             None => "no NVIDIA GPU or driver found on this machine".to_string(),
         });
     }
-    let arch_blocker = arch_blocker(m, host);
+    // The host's GPUs against the pinned generation rules, and its Python against the pin.
+    let mut blockers = super::preflight::gpu_findings(m, host);
+    let interpreter = super::preflight::interpreter(m, host);
+    if let Some(why) = interpreter.as_ref().and_then(|i| i.blocker()) {
+        blockers.push((Layer::Library, why));
+    }
     let mut layers = Vec::new();
     for layer in Layer::ORDER {
         let proof = prove_layer(m, layer, host);
@@ -199,11 +204,16 @@ pub fn plan(
             .iter()
             .filter(|f| f.layer == layer && f.state != FileState::Verified)
             .collect();
+        let why: Vec<&str> = blockers
+            .iter()
+            .filter(|(l, _)| *l == layer)
+            .map(|(_, why)| why.as_str())
+            .collect();
         let verdict = if proof.holds {
             Verdict::InPlace
-        } else if layer == Layer::Library && arch_blocker.is_some() {
+        } else if !why.is_empty() {
             Verdict::Blocked {
-                why: arch_blocker.clone().unwrap_or_default(),
+                why: why.join("; "),
             }
         } else if !missing.is_empty() {
             // Not a blocker: `fetch` archives (or repairs) the file, then install can run.
@@ -232,10 +242,14 @@ pub fn plan(
             commands,
         });
     }
+    let mut explain = explain(m, &driver, host);
+    if let Some(i) = &interpreter {
+        explain.push(i.explain());
+    }
     Ok(Plan {
         stack: m.name.clone(),
         os: m.os,
-        explain: explain(m, &driver, host),
+        explain,
         layers,
         notes,
     })
@@ -245,32 +259,17 @@ fn pinned_text(m: &Manifest, layer: Layer) -> String {
     match layer {
         Layer::Driver => format!("driver {}", m.driver.version),
         Layer::Toolkit => format!("CUDA {} in {}", m.toolkit.version, m.toolkit.root),
-        Layer::Library => format!(
-            "{} {} (CUDA {})",
-            m.library.name, m.library.version, m.library.cuda
-        ),
+        Layer::Library => match &m.library.python_version {
+            Some(py) => format!(
+                "{} {} (CUDA {}, Python {py})",
+                m.library.name, m.library.version, m.library.cuda
+            ),
+            None => format!(
+                "{} {} (CUDA {})",
+                m.library.name, m.library.version, m.library.cuda
+            ),
+        },
     }
-}
-
-/// A GPU the library build has no kernels for is a blocker, before anything is installed.
-fn arch_blocker(m: &Manifest, host: &dyn HostView) -> Option<String> {
-    let cap = host.compute_capability()?;
-    let LibraryLookup::Known(release) =
-        compat::library_release(&m.library.name, &m.library.version, m.os)
-    else {
-        return None;
-    };
-    let archs = release.archs.get(&m.library.cuda.major_minor())?;
-    if archs.iter().any(|a| a == &cap) {
-        return None;
-    }
-    Some(format!(
-        "this GPU is compute capability {cap}; the {} {} build for CUDA {} has kernels for {} only. Pin another CUDA line of the library whose build lists {cap}",
-        m.library.name,
-        m.library.version,
-        m.library.cuda,
-        archs.join(", ")
-    ))
 }
 
 /// The numbers users confuse, one line each.

@@ -62,6 +62,10 @@ pub trait HostView {
     fn library(&self, python: &Path, library: &str) -> LibrarySeen;
     /// The selected GPU's compute capability (`8.6`), if a GPU was found.
     fn compute_capability(&self) -> Option<String>;
+    /// Every GPU nvidia-smi lists that reports a compute capability: `(name, capability)`.
+    fn gpus(&self) -> Vec<(String, String)>;
+    /// The version of the interpreter `python` (a path or a program on PATH).
+    fn interpreter_version(&self, python: &str) -> Result<Version, String>;
     /// Runs a manifest's `verify:` command; `Ok(true)` when it exits 0, `Err` with the reason
     /// when it cannot run.
     fn run_check(&self, argv: &[String]) -> Result<bool, String>;

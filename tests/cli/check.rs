@@ -293,3 +293,58 @@ mod parse_errors {
         insta::assert_snapshot!(check_text(&text));
     }
 }
+
+#[test]
+fn gpu_arch_applies_the_generation_rules() {
+    // R595 no longer drives Pascal; the same stack is fine for Ada.
+    let out = run(stackpin()
+        .arg("check")
+        .arg(repo(LINUX))
+        .args(["--gpu-arch", "6.1"]));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("driver.version") && out.stdout.contains("R580 is the last branch"),
+        "{}",
+        out.stdout
+    );
+    let out = run(stackpin()
+        .arg("check")
+        .arg(repo(LINUX))
+        .args(["--gpu-arch", "8.9"]));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    // CUDA 12.4 predates Blackwell.
+    let out = run(stackpin()
+        .arg("check")
+        .arg(repo(LINUX))
+        .args(["--gpu-arch", "12.0"]));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("CUDA 12.8 or newer"), "{}", out.stdout);
+    let out = run(stackpin()
+        .arg("check")
+        .arg(repo(LINUX))
+        .args(["--gpu-arch", "sm_86"]));
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+}
+
+#[test]
+fn gpu_arch_reports_driver_toolkit_and_build_for_a_card_the_stack_left_behind() {
+    // torch 2.14 + CUDA 13.2 + R595 on a GTX 1080: every layer is wrong for Pascal.
+    let out = run(stackpin()
+        .arg("check")
+        .arg(repo("manifests/torch-2.14.0-cu132-linux.yaml"))
+        .args(["--gpu-arch", "6.1"]));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    for (field, says) in [
+        ("driver.version", "R580 is the last branch"),
+        ("toolkit.version", "CUDA 12.9 is the last line"),
+        ("library.cuda", "none that runs on Pascal"),
+    ] {
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.contains(field) && l.contains(says)),
+            "{field}: {}",
+            out.stdout
+        );
+    }
+}

@@ -75,3 +75,365 @@ fn tensorflow_on_windows_after_2_10_says_to_use_wsl_data() {
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("2.10.0"), "{}", out.stderr);
 }
+
+// ---- pins that fit the host: its Python, its GPUs, NVIDIA's channels, the pairing table ----
+
+#[cfg(unix)]
+mod host_fit {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::PathBuf;
+    use std::process::Output;
+
+    use crate::common::{repo, text};
+    use crate::fakes::{FakeHost, python3};
+    use crate::install::{driver_script, library_script, order_log, toolkit_script};
+    use crate::server::TestServer;
+
+    /// A `python3` first on the fake host's PATH that reports `version` the way the real one
+    /// does (`Python X.Y.Z` on stdout) and hands every other call to the real interpreter.
+    fn python_reporting(host: &FakeHost, version: &str) {
+        let path = host.bin().join("python3");
+        let script = format!(
+            "#!/bin/sh\nif [ \"$1\" = \"--version\" ]; then echo 'Python {version}'; exit 0; fi\nexec '{}' \"$@\"\n",
+            python3().display()
+        );
+        std::fs::write(&path, script).expect("fake python3");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod fake python3");
+    }
+
+    fn json(out: &Output) -> serde_json::Value {
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("json: {e}\n{}", text(out)))
+    }
+
+    fn pin_json(host: &FakeHost, args: &[&str]) -> serde_json::Value {
+        let out = host
+            .stackpin(["pin", "--json"].iter().chain(args))
+            .output()
+            .expect("stackpin runs");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        json(&out)
+    }
+
+    #[test]
+    fn pin_on_a_host_whose_python3_is_3_10_pins_3_10_and_the_note_says_so() {
+        let host = FakeHost::new();
+        python_reporting(&host, "3.10.14");
+        let doc = pin_json(&host, &["--library", "torch==2.5.1", "--os", "linux"]);
+        assert_eq!(doc["manifest"]["library"]["python_version"], "3.10");
+        let notes = doc["notes"].to_string();
+        assert!(
+            notes.contains("python3") && notes.contains("3.10.14"),
+            "{notes}"
+        );
+        let asked = pin_json(
+            &host,
+            &[
+                "--library",
+                "torch==2.5.1",
+                "--os",
+                "linux",
+                "--python",
+                "3.12",
+            ],
+        );
+        assert_eq!(asked["manifest"]["library"]["python_version"], "3.12");
+        assert!(
+            asked["notes"].to_string().contains("--python"),
+            "{}",
+            asked["notes"]
+        );
+    }
+
+    #[test]
+    fn gpu_arch_6_1_and_a_gtx_1080_host_both_get_a_driver_of_r580_or_older() {
+        let branch = |doc: &serde_json::Value| -> u64 {
+            let v = doc["manifest"]["driver"]["version"]
+                .as_str()
+                .expect("driver");
+            v.split('.')
+                .next()
+                .and_then(|m| m.parse().ok())
+                .expect("major")
+        };
+        let asked = FakeHost::new().without_nvidia_smi();
+        let doc = pin_json(
+            &asked,
+            &[
+                "--library",
+                "torch==2.5.1",
+                "--os",
+                "linux",
+                "--gpu-arch",
+                "6.1",
+            ],
+        );
+        assert!(branch(&doc) <= 580, "{}", doc["manifest"]["driver"]);
+        let gtx = FakeHost::new()
+            .gpu("NVIDIA GeForce GTX 1080", 8192, "6.1")
+            .driver("535.104.05", "12.2");
+        let doc = pin_json(&gtx, &["--library", "torch==2.5.1", "--os", "linux"]);
+        assert!(branch(&doc) <= 580, "{}", doc["manifest"]["driver"]);
+        assert!(
+            doc["notes"].to_string().contains("GTX 1080"),
+            "{}",
+            doc["notes"]
+        );
+        // Without the GPU the newest driver (R595) would have been pinned.
+        let plain = pin_json(&asked, &["--library", "torch==2.5.1", "--os", "linux"]);
+        assert!(branch(&plain) > 580, "{}", plain["manifest"]["driver"]);
+    }
+
+    #[test]
+    fn gpu_arch_12_0_for_torch_2_5_1_is_refused_naming_the_card_and_why() {
+        let host = FakeHost::new().without_nvidia_smi();
+        let out = host
+            .stackpin([
+                "pin",
+                "--library",
+                "torch==2.5.1",
+                "--os",
+                "linux",
+                "--gpu-arch",
+                "12.0",
+            ])
+            .output()
+            .expect("stackpin runs");
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{all}");
+        assert!(
+            all.contains("--gpu-arch 12.0") && all.contains("Blackwell"),
+            "{all}"
+        );
+        assert!(
+            all.contains("CUDA 12.8"),
+            "the fix names the first CUDA line: {all}"
+        );
+    }
+
+    #[test]
+    fn torch_2_0_0_and_2_0_1_pair_torchvision_0_15_1_and_0_15_2() {
+        let host = FakeHost::new().without_nvidia_smi();
+        for (torch, vision) in [("2.0.0", "0.15.1"), ("2.0.1", "0.15.2")] {
+            let library = format!("torch=={torch}");
+            let doc = pin_json(
+                &host,
+                &["--library", &library, "--os", "linux", "--python", "3.10"],
+            );
+            let reqs = doc["manifest"]["library"]["pip"]["requirements"].to_string();
+            assert!(reqs.contains(&format!("torchvision=={vision}")), "{reqs}");
+        }
+    }
+
+    #[test]
+    fn driver_570_133_20_gets_the_data_center_url_and_an_honest_note() {
+        let host = FakeHost::new().without_nvidia_smi();
+        let doc = pin_json(
+            &host,
+            &[
+                "--library",
+                "tensorflow==2.17.0",
+                "--os",
+                "linux",
+                "--driver",
+                "570.133.20",
+            ],
+        );
+        assert_eq!(
+            doc["manifest"]["driver"]["installer"]["url"],
+            "https://us.download.nvidia.com/tesla/570.133.20/NVIDIA-Linux-x86_64-570.133.20.run"
+        );
+        let notes = doc["notes"].to_string();
+        assert!(notes.contains("as given with --driver"), "{notes}");
+        assert!(
+            !notes.contains("570.133.20 (data-center download) is the newest"),
+            "{notes}"
+        );
+    }
+
+    #[test]
+    fn a_bundled_only_windows_driver_is_refused_with_the_fix() {
+        let host = FakeHost::new().without_nvidia_smi();
+        let out = host
+            .stackpin([
+                "pin",
+                "--library",
+                "torch==2.5.1",
+                "--os",
+                "windows",
+                "--driver",
+                "551.78",
+            ])
+            .output()
+            .expect("stackpin runs");
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{all}");
+        assert!(all.contains("only inside a CUDA installer"), "{all}");
+        assert!(all.contains("--driver 581.15"), "{all}");
+    }
+
+    #[test]
+    fn cuda_12_3_2_pins_and_checks() {
+        let host = FakeHost::new().without_nvidia_smi();
+        let path = host.root().join("tf.yaml");
+        let out = host
+            .stackpin([
+                "pin",
+                "--library",
+                "tensorflow==2.17.0",
+                "--os",
+                "linux",
+                "--toolkit",
+                "12.3.2",
+                "-o",
+            ])
+            .arg(&path)
+            .output()
+            .expect("stackpin runs");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        let yaml = std::fs::read_to_string(&path).expect("written");
+        assert!(yaml.contains("cuda_12.3.2_545.23.08_linux.run"), "{yaml}");
+        let check = host.stackpin(["check"]).arg(&path).output().expect("runs");
+        assert_eq!(check.status.code(), Some(0), "{}", text(&check));
+    }
+
+    #[test]
+    fn a_595_pin_on_a_gtx_1080_host_is_blocked_by_plan_with_the_reason() {
+        let host = FakeHost::new()
+            .gpu("NVIDIA GeForce GTX 1080", 8192, "6.1")
+            .driver("535.104.05", "12.2");
+        python_reporting(&host, "3.12.3");
+        let out = host
+            .stackpin(["plan"])
+            .arg(repo("manifests/torch-2.5.1-cu124-linux.yaml"))
+            .env("STACKPIN_ARCHIVE", host.root().join("installers"))
+            .output()
+            .expect("stackpin runs");
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{all}");
+        let driver_line = all
+            .lines()
+            .find(|l| l.trim_start().starts_with("driver "))
+            .unwrap_or_default();
+        assert!(driver_line.contains("BLOCKED"), "{all}");
+        assert!(
+            all.contains("GTX 1080") && all.contains("R580 is the last branch"),
+            "{all}"
+        );
+        // The same manifest is fine for an Ada card.
+        let l4 = FakeHost::new()
+            .gpu("NVIDIA L4", 23034, "8.9")
+            .driver("535.104.05", "12.2");
+        python_reporting(&l4, "3.12.3");
+        let out = l4
+            .stackpin(["plan"])
+            .arg(repo("manifests/torch-2.5.1-cu124-linux.yaml"))
+            .env("STACKPIN_ARCHIVE", l4.root().join("installers"))
+            .output()
+            .expect("stackpin runs");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    }
+
+    /// A fetched stack pinned for Python 3.12 and driver 595 on a host whose python3 is 3.11
+    /// and whose GPU is a GTX 1080 (Pascal, last driven by R580).
+    struct Mismatched {
+        host: FakeHost,
+        _server: TestServer,
+        manifest: PathBuf,
+    }
+
+    impl Mismatched {
+        fn new() -> Self {
+            let host = FakeHost::new()
+                .gpu("NVIDIA GeForce GTX 1080", 8192, "6.1")
+                .driver("535.104.05", "12.2");
+            python_reporting(&host, "3.11.9");
+            let server = TestServer::start();
+            server.file(
+                "NVIDIA-Linux-x86_64-595.71.05.run",
+                driver_script(&host).as_bytes(),
+            );
+            server.file(
+                "cuda_12.4.1_550.54.15_linux.run",
+                toolkit_script(&host).as_bytes(),
+            );
+            server.file("install-torch.sh", library_script(&host).as_bytes());
+            let manifest = host.root().join("stack.yaml");
+            let yaml = format!(
+                "schema: 1\nname: mismatched-stack\nos: linux\n\
+                 driver:\n  version: \"595.71.05\"\n  installer:\n    url: {d}\n  run: [\"sh\", \"{{installer}}\"]\n\
+                 toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{root}\"\n  run: [\"sh\", \"{{installer}}\", \"--silent\", \"--toolkit\", \"--toolkitpath={{root}}\"]\n\
+                 library:\n  name: torch\n  version: \"2.5.1\"\n  cuda: \"12.4\"\n  python: python3\n  python_version: \"3.12\"\n  installers:\n    - url: {l}\n  run: [\"sh\", \"{{installer}}\"]\n\
+                 example:\n  run: [\"{{python}}\", \"{{examples}}/classify.py\", \"--batch-size\", \"{{batch}}\"]\n",
+                d = server.url("NVIDIA-Linux-x86_64-595.71.05.run"),
+                t = server.url("cuda_12.4.1_550.54.15_linux.run"),
+                l = server.url("install-torch.sh"),
+                root = host.cuda_prefix().join("cuda-12.4").display(),
+            );
+            std::fs::write(&manifest, yaml).expect("manifest");
+            let lab = Self {
+                host,
+                _server: server,
+                manifest,
+            };
+            let fetched = lab.run(&["fetch"]);
+            assert_eq!(fetched.status.code(), Some(0), "fetch: {}", text(&fetched));
+            lab
+        }
+
+        fn run(&self, args: &[&str]) -> Output {
+            self.host
+                .stackpin(args)
+                .arg(&self.manifest)
+                .env("STACKPIN_ARCHIVE", self.host.root().join("installers"))
+                .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
+                .env("STACKPIN_RETRY_BASE_MS", "0")
+                .output()
+                .expect("stackpin runs")
+        }
+    }
+
+    #[test]
+    fn plan_shows_the_hosts_python_beside_the_pin_and_blocks_when_they_differ() {
+        let lab = Mismatched::new();
+        let out = lab.run(&["plan"]);
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{all}");
+        let library_line = all
+            .lines()
+            .find(|l| l.trim_start().starts_with("library "))
+            .unwrap_or_default();
+        assert!(
+            library_line.contains("Python 3.12") && library_line.contains("BLOCKED"),
+            "{all}"
+        );
+        assert!(all.contains("Python 3.11.9"), "{all}");
+    }
+
+    #[test]
+    fn install_refuses_with_every_problem_at_once_and_runs_no_installer() {
+        let lab = Mismatched::new();
+        // One more problem: a corrupt archived toolkit installer.
+        let toolkit = lab
+            .host
+            .root()
+            .join("installers/mismatched-stack/toolkit/cuda_12.4.1_550.54.15_linux.run");
+        let mut perms = std::fs::metadata(&toolkit).expect("archived").permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        std::fs::set_permissions(&toolkit, perms).expect("writable");
+        std::fs::write(&toolkit, "#!/bin/sh\necho tampered\n").expect("corrupt it");
+        let out = lab.run(&["install", "--yes"]);
+        let all = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{all}");
+        assert!(all.contains("refused before any layer ran"), "{all}");
+        assert!(all.contains("Python 3.11.9"), "the interpreter: {all}");
+        assert!(all.contains("R580 is the last branch"), "the GPU: {all}");
+        assert!(all.contains("corrupt"), "the archive: {all}");
+        assert!(
+            !order_log(&lab.host).exists(),
+            "no installer may run: {:?}",
+            std::fs::read_to_string(order_log(&lab.host))
+        );
+    }
+}

@@ -1,0 +1,174 @@
+//! What `install` checks before the first layer runs, so it refuses with every problem at once
+//! instead of stopping half-way (a driver installed, then pip failing offline): the interpreter's
+//! version against `library.python_version`, each GPU's generation against the pinned driver, the
+//! toolkit and the library build, and an archive that is complete and verified for every layer
+//! that will run. `plan` shows the same findings per layer. Runs nothing but the host probes.
+
+use serde::Serialize;
+
+use super::plan::{ArchivedFile, FileState};
+use super::proof::{HostView, prove_layer};
+use crate::compat::{self, LibraryLookup, StackForGpu};
+use crate::manifest::{Layer, Manifest};
+use crate::version::Version;
+
+/// The interpreter the manifest creates its environment with, as this host has it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InterpreterSeen {
+    /// `library.python`: `python3`, or a path.
+    pub interpreter: String,
+    /// `library.python_version`, the Python the wheels were fetched for.
+    pub pinned: Version,
+    /// What `{interpreter} --version` said, or why it could not say.
+    pub found: Result<Version, String>,
+}
+
+impl InterpreterSeen {
+    /// The line `plan` shows beside the pins.
+    pub fn explain(&self) -> String {
+        match &self.found {
+            Ok(v) => format!(
+                "Python {v}: `{}` on this host, which creates the environment (pinned: python_version {})",
+                self.interpreter, self.pinned
+            ),
+            Err(e) => format!(
+                "Python: unknown on this host — {e} (pinned: python_version {})",
+                self.pinned
+            ),
+        }
+    }
+
+    /// Why the library layer cannot install with this interpreter, if it cannot.
+    pub fn blocker(&self) -> Option<String> {
+        match &self.found {
+            Ok(v) if v.major_minor() == self.pinned.major_minor() => None,
+            Ok(v) => Some(format!(
+                "`{}` on this host is Python {v}, but the manifest pins python_version {} (the archived wheels are for Python {}); pin again on this host (`stackpin pin` takes the host's Python) or point library.python at a Python {} interpreter",
+                self.interpreter,
+                self.pinned,
+                self.pinned.major_minor(),
+                self.pinned.major_minor()
+            )),
+            Err(e) => Some(format!(
+                "the manifest pins python_version {} but {e}; install Python {} first",
+                self.pinned,
+                self.pinned.major_minor()
+            )),
+        }
+    }
+}
+
+/// The interpreter check, for manifests that pin a `python_version`.
+pub fn interpreter(m: &Manifest, host: &dyn HostView) -> Option<InterpreterSeen> {
+    let pinned = m.library.python_version.clone()?;
+    Some(InterpreterSeen {
+        interpreter: m.library.python.clone(),
+        found: host.interpreter_version(&m.library.python),
+        pinned,
+    })
+}
+
+/// The GPU-generation rules for every GPU on the host, each finding with the layer it blocks.
+pub fn gpu_findings(m: &Manifest, host: &dyn HostView) -> Vec<(Layer, String)> {
+    let release = match compat::library_release(&m.library.name, &m.library.version, m.os) {
+        LibraryLookup::Known(r) => Some(r),
+        _ => None,
+    };
+    let version = m.library.version.public();
+    let stack = StackForGpu {
+        os: m.os,
+        driver: Some(&m.driver.version),
+        toolkit: &m.toolkit.version,
+        library: release.as_deref().map(|r| (r, &version)),
+    };
+    host.gpus()
+        .into_iter()
+        .flat_map(|(name, compute)| {
+            compat::gpu_mismatches(&stack, &compute)
+                .into_iter()
+                .filter(compat::GpuMismatch::is_error)
+                .map(move |mismatch| {
+                    let layer = match mismatch.field() {
+                        "driver.version" => Layer::Driver,
+                        "toolkit.version" => Layer::Toolkit,
+                        _ => Layer::Library,
+                    };
+                    (layer, format!("{name}: {}", mismatch.with_fix()))
+                })
+        })
+        .collect()
+}
+
+/// Every reason `install` must not start, given the layers that will run (proof does not hold,
+/// or `--force`). Empty when the chain may start.
+pub fn preflight(
+    m: &Manifest,
+    host: &dyn HostView,
+    files: &[ArchivedFile],
+    force: &[Layer],
+) -> Vec<String> {
+    let to_run: Vec<Layer> = Layer::ORDER
+        .into_iter()
+        .filter(|layer| force.contains(layer) || !prove_layer(m, *layer, host).holds)
+        .collect();
+    let mut problems = Vec::new();
+    if to_run.contains(&Layer::Library)
+        && let Some(why) = interpreter(m, host).and_then(|i| i.blocker())
+    {
+        problems.push(format!("library: {why}"));
+    }
+    problems.extend(
+        gpu_findings(m, host)
+            .into_iter()
+            .filter(|(layer, _)| to_run.contains(layer))
+            .map(|(layer, why)| format!("{layer}: {why}")),
+    );
+    for layer in &to_run {
+        if !m.installers(*layer).is_empty() && !files.iter().any(|f| f.layer == *layer) {
+            problems.push(format!(
+                "{layer}: the archive has no {layer} installer in its lock; run `stackpin fetch`"
+            ));
+        }
+        let bad: Vec<String> = files
+            .iter()
+            .filter(|f| f.layer == *layer && f.state != FileState::Verified)
+            .map(|f| format!("{} {}", f.file, f.state.as_str()))
+            .collect();
+        if !bad.is_empty() {
+            problems.push(format!(
+                "{layer}: the archive is not complete and verified ({}); run `stackpin fetch` (or `stackpin audit` to see why)",
+                bad.join(", ")
+            ));
+        }
+    }
+    problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(found: Result<&str, &str>) -> InterpreterSeen {
+        InterpreterSeen {
+            interpreter: "python3".into(),
+            pinned: Version::parse("3.12").expect("version"),
+            found: found
+                .map(|v| Version::parse(v).expect("version"))
+                .map_err(str::to_string),
+        }
+    }
+
+    #[test]
+    fn the_interpreter_blocks_only_on_another_minor_or_when_it_is_missing() {
+        assert_eq!(seen(Ok("3.12.7")).blocker(), None);
+        let other = seen(Ok("3.11.9")).blocker().expect("3.11 is not 3.12");
+        assert!(
+            other.contains("Python 3.11.9") && other.contains("3.12"),
+            "{other}"
+        );
+        let missing = seen(Err("`python3` is not on PATH"))
+            .blocker()
+            .expect("no interpreter");
+        assert!(missing.contains("not on PATH"), "{missing}");
+    }
+}
