@@ -155,3 +155,200 @@ fn prove_refuses_a_stack_whose_toolkit_is_missing() {
         text(&out)
     );
 }
+
+/// How a fake example of the GPU-proof tests behaves.
+struct Run {
+    /// The `device` of its STACKPIN_RESULT line.
+    device: &'static str,
+    /// Its own per-process row and framework peak (a GPU run); a CPU run has neither.
+    on_gpu: bool,
+    /// Another job starts on the card while it runs and holds this much.
+    other_job_mib: Option<u64>,
+    /// nvidia-smi lists no processes (a container).
+    container: bool,
+}
+
+/// A host with the stack in place whose library is proven by `verify:` (as in a container
+/// where torch cannot be asked before the run), and an example that behaves as `run` says.
+fn gpu_proof_bench(run: &Run) -> Bench {
+    let bench = Bench::new(false, false);
+    let nv = bench.host.nvidia();
+    std::fs::write(nv.join("apps.csv"), "").expect("an idle card");
+    std::fs::write(nv.join("memory.csv"), "300\n").expect("idle memory");
+    if run.container {
+        std::fs::write(nv.join("hide-processes"), "").expect("container");
+    }
+    let other_row = run
+        .other_job_mib
+        .map_or(String::new(), |mib| format!("4242, {mib}\n"));
+    let other_mib = run.other_job_mib.unwrap_or(0);
+    let (own_row, own_mib, peaks) = if run.on_gpu {
+        (
+            "$$, 2560\n",
+            2560,
+            r#", \"peak_reserved_mib\": 2300, \"peak_allocated_mib\": 2100, \"context_mib\": 260"#,
+        )
+    } else {
+        ("", 0, "")
+    };
+    let script = format!(
+        "#!/bin/sh\nnv='{nv}'\n\
+         printf '{other_row}{own_row}' > \"$nv/apps.csv\"; echo $((300 + {other_mib} + {own_mib})) > \"$nv/memory.csv\"\n\
+         sleep 0.8\n\
+         echo \"STACKPIN_RESULT {{\\\"batch\\\": $1, \\\"device\\\": \\\"{device}\\\", \\\"samples_per_s\\\": 40.5{peaks}, \
+         \\\"versions\\\": {{\\\"torch\\\": \\\"2.5.1+cu124\\\", \\\"cuda\\\": \\\"12.4\\\", \\\"cudnn\\\": 90100, \\\"python\\\": \\\"3.12.3\\\"}}}}\"\n\
+         : > \"$nv/apps.csv\"; echo 300 > \"$nv/memory.csv\"\n",
+        nv = nv.display(),
+        device = run.device,
+    );
+    std::fs::write(bench.host.root().join("example.sh"), script).expect("example");
+    let manifest = std::fs::read_to_string(&bench.manifest).expect("manifest");
+    let manifest = manifest.replace(
+        "  run: [\"sh\", \"{installer}\"]\nexample:",
+        "  run: [\"sh\", \"{installer}\"]\n  verify: [\"true\"]\nexample:",
+    );
+    assert!(manifest.contains("verify: [\"true\"]"), "{manifest}");
+    std::fs::write(&bench.manifest, manifest).expect("manifest with verify");
+    bench
+}
+
+fn yaml(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).expect("yaml file");
+    serde_saphyr::from_str(&text).expect("yaml parses")
+}
+
+#[test]
+fn a_cpu_run_beside_another_job_on_the_card_is_not_proven() {
+    let bench = gpu_proof_bench(&Run {
+        device: "cpu",
+        on_gpu: false,
+        other_job_mib: Some(1500),
+        container: false,
+    });
+    // An earlier proof stays as it was.
+    std::fs::create_dir_all(bench.stack()).expect("stack folder");
+    std::fs::write(bench.stack().join("proven-stack.yaml"), "earlier: record\n").expect("earlier");
+    let out = bench.run(&["prove"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("the example ran on the CPU: torch 2.5.1+cu124 sees no GPU"),
+        "{all}"
+    );
+    let failed = yaml(&bench.stack().join("failed-run.yaml"));
+    assert!(
+        failed["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("ran on the CPU")),
+        "{failed}"
+    );
+    assert_eq!(failed["device"], "cpu", "{failed}");
+    assert_eq!(failed["layer"], "driver", "{failed}");
+    assert_eq!(
+        std::fs::read_to_string(bench.stack().join("proven-stack.yaml")).expect("record"),
+        "earlier: record\n",
+        "the earlier record is untouched"
+    );
+}
+
+#[test]
+fn a_cpu_run_on_an_idle_card_is_not_proven_and_leaves_a_failed_run() {
+    let bench = gpu_proof_bench(&Run {
+        device: "cpu",
+        on_gpu: false,
+        other_job_mib: None,
+        container: false,
+    });
+    let out = bench.run(&["prove", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!bench.stack().join("proven-stack.yaml").exists());
+    let failed = yaml(&bench.stack().join("failed-run.yaml"));
+    assert_eq!(failed["device"], "cpu", "{failed}");
+    assert!(
+        !text(&out).contains("is not a memory size"),
+        "judged before any batch planning: {}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_container_run_on_the_gpu_is_proven_by_the_card_delta_with_the_fallback_named() {
+    let bench = gpu_proof_bench(&Run {
+        device: "cuda:0",
+        on_gpu: true,
+        other_job_mib: None,
+        container: true,
+    });
+    let out = bench.run(&["prove", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let record = yaml(&bench.stack().join("proven-stack.yaml"));
+    assert_eq!(record["example"]["device"], "cuda:0", "{record}");
+    assert!(
+        record["example"]["judged_by"]
+            .as_str()
+            .is_some_and(|j| j.contains("framework peak")),
+        "{record}"
+    );
+    assert_eq!(record["peak"]["outside_source"], "device_delta", "{record}");
+    assert_eq!(record["peak"]["outside_mib"], 2560, "{record}");
+    assert_eq!(record["peak"]["framework_mib"], 2300.0, "{record}");
+    assert_eq!(record["peak"]["authority"], "framework_plus_context");
+    assert!(
+        record["peak"]["authority_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("memory.used over its idle baseline")),
+        "{record}"
+    );
+    let notes = record["peak"]["notes"].to_string();
+    assert!(notes.contains("never listed a process"), "{notes}");
+    // Facts from the example's report, not fixed strings.
+    assert_eq!(record["library"]["cudnn"], "90100", "{record}");
+    assert_eq!(record["environment"]["Python version"], "3.12.3");
+    assert!(
+        record["environment"]["Is CUDA available"]
+            .as_str()
+            .is_some_and(|a| a.contains("cuda:0")),
+        "{record}"
+    );
+    // The JSON document is the same record.
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["ok"], true, "{doc}");
+}
+
+#[test]
+fn a_cpu_run_in_a_container_beside_a_growing_job_is_not_proven() {
+    let bench = gpu_proof_bench(&Run {
+        device: "cpu",
+        on_gpu: false,
+        other_job_mib: Some(1500),
+        container: true,
+    });
+    let out = bench.run(&["prove"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!bench.stack().join("proven-stack.yaml").exists());
+}
+
+#[test]
+fn a_gpu_run_beside_a_job_that_appears_names_it_and_trusts_the_framework() {
+    let bench = gpu_proof_bench(&Run {
+        device: "cuda",
+        on_gpu: true,
+        other_job_mib: Some(1500),
+        container: false,
+    });
+    // The example's own row never shows (WSL2): only the other job is listed.
+    let script = std::fs::read_to_string(bench.host.root().join("example.sh")).expect("script");
+    std::fs::write(
+        bench.host.root().join("example.sh"),
+        script.replace("$$, 2560\\n", ""),
+    )
+    .expect("rewrite");
+    let out = bench.run(&["prove", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let record = yaml(&bench.stack().join("proven-stack.yaml"));
+    assert_eq!(record["peak"]["outside_source"], "device_delta", "{record}");
+    assert_eq!(record["peak"]["authority"], "framework_plus_context");
+    assert_eq!(record["peak"]["mib"], 2560.0, "2300 + 260: {record}");
+    let notes = record["peak"]["notes"].to_string();
+    assert!(notes.contains("pid 4242"), "{notes}");
+}
