@@ -227,6 +227,15 @@ pub fn main() -> ExitCode {
         }
     };
     if cli.global.json {
+        if exit != Exit::Ok && result.is_ok() {
+            // The command chose a failing status beside its report: say so for a human too.
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "error: exit {}: {}",
+                exit.code(),
+                failing_status_message(exit)
+            );
+        }
         print_document(exit, result.as_ref().err());
     }
     exit.into()
@@ -272,8 +281,25 @@ pub fn envelope(
             error.insert("fix".to_string(), serde_json::Value::from(fix.clone()));
         }
         doc.insert("error".to_string(), serde_json::Value::Object(error));
+    } else if exit != Exit::Ok && !doc.contains_key("error") {
+        // The command reported its findings and chose the exit status itself (a check found a
+        // problem): the document still says, in one place, that the run failed and why.
+        doc.insert(
+            "error".to_string(),
+            serde_json::json!({ "message": failing_status_message(exit) }),
+        );
     }
     serde_json::Value::Object(doc)
+}
+
+/// The words for a failing status a command chose itself beside its report.
+fn failing_status_message(exit: Exit) -> &'static str {
+    match exit {
+        Exit::Ok => "ok",
+        Exit::Problem => "a check found a problem; the JSON document says which",
+        Exit::Input => "the input could not be used; the JSON document says which",
+        Exit::External => "an external step failed; the JSON document says which",
+    }
 }
 
 fn print_document(exit: Exit, failure: Option<&Failure>) {
