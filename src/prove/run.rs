@@ -133,7 +133,9 @@ pub fn prove(
     for layer in Layer::ORDER {
         let proof = prove_layer(m, layer, view);
         if !proof.holds {
-            let advice = advice_for(stack, layer);
+            // A library that is there but blind is the driver's business, not install's.
+            let advice = crate::install::proof::blind_library(m, layer, view)
+                .unwrap_or_else(|| advice_for(stack, layer));
             return Err(ProveError::LayerMissing { proof, advice });
         }
     }

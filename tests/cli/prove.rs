@@ -352,3 +352,77 @@ fn a_gpu_run_beside_a_job_that_appears_names_it_and_trusts_the_framework() {
     let notes = record["peak"]["notes"].to_string();
     assert!(notes.contains("pid 4242"), "{notes}");
 }
+
+#[test]
+fn a_library_installed_blind_is_sent_to_the_driver_layer_by_install_and_prove() {
+    use crate::server::TestServer;
+    let host = FakeHost::new()
+        .gpu("NVIDIA L4", 23034, "8.9")
+        .driver(DRIVER, "12.8")
+        .toolkit("12.4.1");
+    // The library's installer writes a torch built for CUDA 12.4 that sees no GPU.
+    let mut blind = String::new();
+    {
+        let probe = FakeHost::new();
+        probe.write_torch(&FakeTorch {
+            available: false,
+            device_count: 0,
+            ..FakeTorch::default()
+        });
+        blind.push_str(
+            &std::fs::read_to_string(probe.python_path().join("torch/__init__.py"))
+                .expect("fake torch"),
+        );
+    }
+    let installer = format!(
+        "#!/bin/sh\nmkdir -p '{py}/torch'\ncat > '{py}/torch/__init__.py' <<'EOF'\n{blind}EOF\n",
+        py = host.python_path().display()
+    );
+    let server = TestServer::start();
+    server.file(&format!("NVIDIA-Linux-x86_64-{DRIVER}.run"), b"#!/bin/sh\n");
+    server.file("cuda_12.4.1_550.54.15_linux.run", b"#!/bin/sh\n");
+    server.file("install-torch.sh", installer.as_bytes());
+    let manifest = host.root().join("stack.yaml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "schema: 1\nname: blind-torch\nos: linux\n\
+             driver:\n  version: \"{DRIVER}\"\n  installer:\n    url: {d}\n  run: [\"sh\", \"{{installer}}\"]\n\
+             toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{root}\"\n  run: [\"sh\", \"{{installer}}\", \"--toolkit\"]\n\
+             library:\n  name: torch\n  version: \"2.5.1\"\n  cuda: \"12.4\"\n  python: python3\n  installers:\n    - url: {l}\n  run: [\"sh\", \"{{installer}}\"]\n\
+             example:\n  run: [\"sh\", \"-c\", \"exit 0\"]\n",
+            d = server.url(&format!("NVIDIA-Linux-x86_64-{DRIVER}.run")),
+            t = server.url("cuda_12.4.1_550.54.15_linux.run"),
+            l = server.url("install-torch.sh"),
+            root = host.toolkit_root("12.4.1").display(),
+        ),
+    )
+    .expect("manifest");
+    let run = |args: &[&str]| {
+        host.stackpin(
+            args.iter()
+                .copied()
+                .chain([manifest.to_str().expect("utf-8")]),
+        )
+        .env("STACKPIN_ARCHIVE", host.root().join("installers"))
+        .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
+        .env("STACKPIN_RETRY_BASE_MS", "0")
+        .output()
+        .expect("stackpin runs")
+    };
+    let fetched = run(&["fetch"]);
+    assert_eq!(fetched.status.code(), Some(0), "{}", text(&fetched));
+    let installed = run(&["install", "--yes"]);
+    let all = text(&installed);
+    assert_ne!(installed.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("torch 2.5.1 is installed but sees no GPU — the driver layer: nvidia-smi"),
+        "{all}"
+    );
+    assert!(!all.contains("the library is not there"), "{all}");
+    let proved = run(&["prove"]);
+    let all = text(&proved);
+    assert_eq!(proved.status.code(), Some(1), "{all}");
+    assert!(all.contains("stackpin doctor"), "{all}");
+    assert!(!all.contains("Run `stackpin install` first"), "{all}");
+}
