@@ -330,4 +330,80 @@ mod tests {
             None
         );
     }
+
+    fn report(device: Option<&str>, reserved: Option<f64>) -> ExampleReport {
+        ExampleReport {
+            device: device.map(str::to_string),
+            peak_reserved_mib: reserved,
+            context_mib: reserved.map(|_| 250.0),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_run_is_a_gpu_proof_only_on_the_gpu_and_seen_there() {
+        let per_process = trace(MemorySource::PerProcess, Some(2560));
+        let delta = trace(MemorySource::DeviceDelta, Some(1500));
+        let nothing = trace(MemorySource::Unmeasured, None);
+        let cases: [(&MemoryTrace, Option<ExampleReport>, bool); 9] = [
+            (
+                &per_process,
+                Some(report(Some("cuda:0"), Some(2304.0))),
+                true,
+            ),
+            // The container: no per-process rows, the example's own GPU report and peak.
+            (&delta, Some(report(Some("cuda"), Some(2304.0))), true),
+            (&nothing, Some(report(Some("/GPU:0"), Some(900.0))), true),
+            // The CPU, whatever the card did meanwhile.
+            (&delta, Some(report(Some("cpu"), None)), false),
+            (&per_process, Some(report(Some("cpu"), None)), false),
+            (&nothing, Some(report(Some("mps"), Some(100.0))), false),
+            // Says cuda, but no view saw it there.
+            (&delta, Some(report(Some("cuda"), Some(0.0))), false),
+            // No result line: the outside view judges alone, and the card's delta cannot.
+            (&per_process, None, true),
+            (&delta, None, false),
+        ];
+        for (i, (trace, report, proven)) in cases.iter().enumerate() {
+            let verdict = judge_gpu_run(trace, report.as_ref());
+            assert_eq!(verdict.is_ok(), *proven, "case {i}: {verdict:?}");
+        }
+        let cpu = judge_gpu_run(&delta, Some(&report(Some("cpu"), None))).expect_err("cpu");
+        assert!(cpu.to_string().contains("ran on the CPU"), "{cpu}");
+        let outside_only = judge_gpu_run(&per_process, None).expect("outside view");
+        assert!(
+            outside_only.contains("judged by the outside view alone"),
+            "{outside_only}"
+        );
+    }
+
+    #[test]
+    fn another_process_that_moves_during_a_delta_run_is_named_and_dethrones_the_delta() {
+        let mut delta = trace(MemorySource::DeviceDelta, Some(3100));
+        delta.others = vec![OtherProcess {
+            pid: 4242,
+            min_mib: Some(0),
+            max_mib: Some(1500),
+            before_run: false,
+        }];
+        let tf = ExampleReport {
+            peak_allocated_mib: Some(1500.0),
+            ..Default::default()
+        };
+        let peak = peak_vram(&delta, Some(&tf)).expect("measured");
+        assert_eq!(peak.authority, PeakAuthority::Framework, "{peak:?}");
+        assert!(
+            peak.notes.iter().any(|n| n.contains("pid 4242")),
+            "{peak:?}"
+        );
+        // A job that sat still on the card since before the run is in the baseline: harmless.
+        delta.others[0] = OtherProcess {
+            pid: 4242,
+            min_mib: Some(7000),
+            max_mib: Some(7000),
+            before_run: true,
+        };
+        let peak = peak_vram(&delta, Some(&tf)).expect("measured");
+        assert_eq!(peak.authority, PeakAuthority::Outside, "{peak:?}");
+    }
 }
