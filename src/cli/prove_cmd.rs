@@ -267,8 +267,19 @@ fn print_proven(p: &Proven) {
         PeakAuthority::FrameworkPlusContext => "the framework's peak plus its CUDA context",
         PeakAuthority::Framework => "the framework's peak alone (no context estimate)",
     };
+    println!(
+        "  ran on: {} ({})",
+        r.example.device.as_deref().unwrap_or("not reported"),
+        r.example.judged_by
+    );
     println!("  peak GPU memory: outside {outside}; framework {framework}");
     println!("  predictions use {:.0} MiB: {authority}", r.peak.mib);
+    if !r.peak.authority_reason.is_empty() {
+        println!("    why: {}", r.peak.authority_reason);
+    }
+    for note in &r.peak.notes {
+        println!("    note: {note}");
+    }
     if let Some(l) = &r.latency {
         println!(
             "  latency: p50 {} ms, p99 {:.2} ms against a cycle time of {} ms: {}",

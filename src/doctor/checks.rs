@@ -87,19 +87,24 @@ fn recorded_driver(record: &ProvenStack) -> Option<&str> {
 }
 
 fn driver(facts: &Facts<'_>, record: Option<&ProvenStack>, drift: &mut Vec<Drift>) -> Check {
-    // A host with no working driver says so first, record or not: nothing else can work.
-    if facts.driver.version.is_none() && !proof_holds(facts, Layer::Driver) {
+    // A host with no working driver and no record says so first: nothing else can work, and
+    // "no record" would send the user to `prove`. (With a record the drift below names it.)
+    if record.is_none() && facts.driver.version.is_none() && !proof_holds(facts, Layer::Driver) {
         let found = facts
             .driver
             .problem
             .clone()
             .unwrap_or_else(|| proof_seen(facts, Layer::Driver));
-        let fix = facts.module_problem.clone().unwrap_or_else(|| {
-            format!(
-                "install the pinned driver {}: `stackpin install MANIFEST`",
-                facts.m.driver.version
-            )
-        });
+        let fix = if facts.driver.reboot_pending {
+            "a new driver is installed but the old kernel module is loaded: reboot, then run `stackpin install MANIFEST` again".to_string()
+        } else {
+            facts.module_problem.clone().unwrap_or_else(|| {
+                format!(
+                    "install the pinned driver {}: `stackpin install MANIFEST`",
+                    facts.m.driver.version
+                )
+            })
+        };
         return check(CheckId::Driver, Status::Fail, found, Some(fix));
     }
     let Some(recorded) = record.and_then(recorded_driver) else {
