@@ -160,6 +160,94 @@ impl ExitStatus for ProveError {
     }
 }
 
+impl ExitStatus for crate::manifest::ManifestError {
+    fn exit(&self) -> Exit {
+        Exit::Input
+    }
+}
+
+impl ExitStatus for crate::pin::PinError {
+    fn exit(&self) -> Exit {
+        Exit::Input
+    }
+}
+
+impl ExitStatus for crate::budget::BudgetError {
+    fn exit(&self) -> Exit {
+        Exit::Input
+    }
+}
+
+impl ExitStatus for crate::vram::VramError {
+    fn exit(&self) -> Exit {
+        Exit::Input
+    }
+}
+
+impl ExitStatus for crate::diagnose::DiagnoseError {
+    fn exit(&self) -> Exit {
+        Exit::Input
+    }
+}
+
+impl ExitStatus for crate::doctor::DoctorError {
+    fn exit(&self) -> Exit {
+        Exit::Input
+    }
+}
+
+impl ExitStatus for crate::host::HostError {
+    fn exit(&self) -> Exit {
+        match self {
+            crate::host::HostError::NoSuchGpu { .. } => Exit::Input,
+            _ => Exit::External,
+        }
+    }
+}
+
+impl ExitStatus for crate::prove::SamplerError {
+    fn exit(&self) -> Exit {
+        Exit::External
+    }
+}
+
+impl ExitStatus for crate::prove::measure::MeasureError {
+    fn exit(&self) -> Exit {
+        match self {
+            crate::prove::measure::MeasureError::Runner(e) => e.exit(),
+            crate::prove::measure::MeasureError::NoBaselineScript { .. } => Exit::Input,
+            _ => Exit::External,
+        }
+    }
+}
+
+impl ExitStatus for crate::doctor::repair::RepairError {
+    fn exit(&self) -> Exit {
+        match self {
+            crate::doctor::repair::RepairError::Install(e) => e.exit(),
+            crate::doctor::repair::RepairError::Prove(e) => e.exit(),
+        }
+    }
+
+    fn layer(&self) -> Option<String> {
+        match self {
+            crate::doctor::repair::RepairError::Install(e) => e.layer(),
+            crate::doctor::repair::RepairError::Prove(e) => e.layer(),
+        }
+    }
+
+    fn fix(&self) -> Option<String> {
+        match self {
+            crate::doctor::repair::RepairError::Install(e) if e.exit() == Exit::Problem => Some(
+                "the archive cannot rebuild this layer: run `stackpin repair MANIFEST --fetch`"
+                    .to_string(),
+            ),
+            crate::doctor::repair::RepairError::Install(e) => e.fix(),
+            crate::doctor::repair::RepairError::Prove(e) => e.fix(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

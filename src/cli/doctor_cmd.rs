@@ -296,15 +296,18 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     }
 }
 
+/// The error with the exit status it knows (`crate::exit`); a refused layer also says that the
+/// archive cannot rebuild it.
 fn repair_failure(e: RepairError) -> Failure {
-    match &e {
-        RepairError::Install(inner) if inner.is_problem() => Failure::problem(anyhow!(
+    let refused = matches!(&e, RepairError::Install(inner) if inner.is_problem());
+    let mut failure = Failure::from(e);
+    if refused {
+        failure.error = anyhow!(
             "{:#}; the archive cannot rebuild this layer: run `stackpin repair MANIFEST --fetch`",
-            anyhow::Error::new(e)
-        )),
-        RepairError::Install(crate::install::InstallError::NotAdmin) => Failure::input(e),
-        _ => Failure::external(e),
+            failure.error
+        );
     }
+    failure
 }
 
 fn print_repair(report: &RepairReport, guard: &Guard, applied: bool, os: Os) {
