@@ -205,6 +205,16 @@ impl ExitStatus for crate::host::HostError {
     }
 }
 
+impl ExitStatus for crate::deployment::DeploymentError {
+    fn exit(&self) -> Exit {
+        match self {
+            crate::deployment::DeploymentError::Write { .. } => Exit::External,
+            // The model or the record the user named could not be read.
+            _ => Exit::Input,
+        }
+    }
+}
+
 impl ExitStatus for crate::prove::SamplerError {
     fn exit(&self) -> Exit {
         Exit::External

@@ -79,7 +79,7 @@ fn read_manifest(path: &Path) -> Result<(Manifest, String), Failure> {
             source,
         })
     })?;
-    let m = manifest::parse(&text, path).map_err(Failure::input)?;
+    let m = manifest::parse(&text, path)?;
     Ok((m, text))
 }
 
@@ -104,7 +104,7 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
             vec![examine(&m, &text, &archive, args.gpu)]
         }
         None => {
-            let dirs = doctor::stacks_in(&archive).map_err(Failure::input)?;
+            let dirs = doctor::stacks_in(&archive)?;
             if dirs.is_empty() {
                 return Err(Failure::input(anyhow!(
                     "no stacks under {}: run `stackpin fetch MANIFEST` first, or pass --archive",

@@ -68,7 +68,7 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
         driver: args.driver.clone(),
         python: args.python.clone(),
     };
-    let pinned = pin::pin(&request).map_err(Failure::input)?;
+    let pinned = pin::pin(&request)?;
     if let Some(path) = &args.output {
         write_new(path, &pinned.yaml, args.force)?;
     } else if !global.json {
