@@ -264,6 +264,16 @@ fn a_cpu_run_on_an_idle_card_is_not_proven_and_leaves_a_failed_run() {
     assert!(!bench.stack().join("proven-stack.yaml").exists());
     let failed = yaml(&bench.stack().join("failed-run.yaml"));
     assert_eq!(failed["device"], "cpu", "{failed}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["ok"], false, "{doc}");
+    assert_eq!(doc["exit_code"], 1, "{doc}");
+    assert_eq!(doc["error"]["layer"], "driver", "{doc}");
+    assert!(
+        doc["error"]["fix"]
+            .as_str()
+            .is_some_and(|f| f.contains("stackpin doctor")),
+        "{doc}"
+    );
     assert!(
         !text(&out).contains("is not a memory size"),
         "judged before any batch planning: {}",
