@@ -1,7 +1,8 @@
 //! `prove`: run the bundled example in the stack's environment while GPU memory is sampled from
 //! outside, read the example's own report, predict every configured batch from the measured
-//! peak, and write the proven-stack record and its plot. A failed run never writes the record;
-//! it writes `failed-run.yaml` with the log and an explanation by layer.
+//! peak, and write the proven-stack record and its plot. A run proves the stack only on the GPU
+//! (`super::judge_gpu_run`): a failed run, or a clean one on the CPU or seen by no memory view,
+//! never writes the record; it writes `failed-run.yaml` with the reason, the log and the layer.
 //!
 //! Layer checks, host facts and the sampler come from `install::proof`, `host` and `sampler`;
 //! this module only orchestrates and assembles the record.

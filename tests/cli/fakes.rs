@@ -200,9 +200,8 @@ impl FakeHost {
 
     /// nvidia-smi lists no processes at all, whatever runs on the card: a container without the
     /// host's PID namespace (Docker, gVisor), where the card's `memory.used` still moves.
-    pub fn hide_processes(self) -> Self {
+    pub fn hide_processes(&self) {
         fs::write(self.nvidia().join("hide-processes"), "").expect("hide-processes flag");
-        self
     }
 
     /// Removes the fake nvidia-smi: a host with no NVIDIA driver at all.

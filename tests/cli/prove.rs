@@ -176,7 +176,7 @@ fn gpu_proof_bench(run: &Run) -> Bench {
     std::fs::write(nv.join("apps.csv"), "").expect("an idle card");
     std::fs::write(nv.join("memory.csv"), "300\n").expect("idle memory");
     if run.container {
-        std::fs::write(nv.join("hide-processes"), "").expect("container");
+        bench.host.hide_processes();
     }
     let other_row = run
         .other_job_mib
