@@ -215,7 +215,8 @@ def main(argv=None):
         "samples_per_s": round(args.batch_size * args.steps / elapsed, 2),
         "loss_first": round(first_loss, 4),
         "loss_last": round(loss, 4),
-        "device": args.device,
+        # Where the steps really ran (`cuda:0`, `cpu`): stackpin proves the stack only on a GPU.
+        "device": ("cuda:%d" % torch.cuda.current_device()) if cuda else "cpu",
         "device_name": where,
         "versions": versions(),
     }

@@ -223,7 +223,8 @@ def main(argv=None):
         "samples_per_s": round(args.batch_size * args.steps / elapsed, 2),
         "loss_first": round(first_loss, 4),
         "loss_last": round(loss, 4),
-        "device": args.device,
+        # The device the steps were placed on (`/GPU:0`, `/CPU:0`): stackpin proves only on a GPU.
+        "device": device,
         "device_name": where,
         "versions": versions(),
     }

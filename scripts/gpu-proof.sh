@@ -6,23 +6,38 @@
 #
 #   bash scripts/gpu-proof.sh                 # python3 with torch on PATH
 #   PYTHON=/opt/venv/bin/python OUT_DIR=/tmp/proof bash scripts/gpu-proof.sh
+#   STACKPIN=/opt/stackpin bash scripts/gpu-proof.sh   # a release binary carried here alone
 #
+# It needs only the release binary and this script (no source tree, no cargo, no network): the
+# binary is $STACKPIN, else `stackpin` beside this script or on PATH, else target/release.
+# In a container whose nvidia-smi lists no processes, prove falls back to the card's memory.used
+# over its idle baseline, beside the example's own report that it ran on cuda: the record says so.
 # Finishes in a few minutes on any current GPU (the example runs 20 steps per batch).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+HERE=$(cd "$(dirname "$0")" && pwd)
 
 PY=${PYTHON:-python3}
-OUT=${OUT_DIR:-gpu-proof-$(date -u +%Y%m%dT%H%M%SZ)}
-BIN=${STACKPIN:-target/release/stackpin}
+OUT=${OUT_DIR:-$PWD/gpu-proof-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 export STACKPIN_ARCHIVE="$OUT/archive"
 log() { printf '\n== %s\n' "$*" | tee -a "$OUT/summary.txt"; }
 
-if [[ ! -x "$BIN" ]]; then
-  log "building stackpin"
-  cargo build --release --quiet
+BIN=${STACKPIN:-}
+for candidate in "$HERE/stackpin" "$HERE/../stackpin" "$(command -v stackpin || true)" "$HERE/../target/release/stackpin"; do
+  if [[ -z "$BIN" && -n "$candidate" && -x "$candidate" ]]; then BIN=$candidate; fi
+done
+if [[ -z "$BIN" ]]; then
+  if command -v cargo >/dev/null && [[ -f "$HERE/../Cargo.toml" ]]; then
+    log "building stackpin"
+    (cd "$HERE/.." && cargo build --release --quiet)
+    BIN="$HERE/../target/release/stackpin"
+  else
+    echo "gpu-proof.sh: no stackpin binary: set STACKPIN=/path/to/stackpin, or put it beside this script" >&2
+    exit 2
+  fi
 fi
+echo "stackpin: $BIN ($("$BIN" --version))"
 
 log "host"
 "$BIN" host --python "$PY" | tee "$OUT/host.txt"
@@ -45,7 +60,12 @@ cuda = lib.get("cuda")
 if not cuda:
     sys.exit("this PyTorch is a CPU build (torch.version.cuda is None)")
 major_minor = ".".join(cuda.split(".")[:2])
-toolkit = next((t for t in host.get("toolkits", []) if t.get("version") and ".".join(str(t["version"]).split(".")[:2]) == major_minor), None)
+# The toolkit's own versioned folder (cuda-13.0), never the /usr/local/cuda link: check insists.
+toolkit = next((t for t in host.get("toolkits", [])
+                if t.get("version") and ".".join(str(t["version"]).split(".")[:2]) == major_minor
+                and os.path.basename(str(t["root"]).rstrip("/")) == "cuda-" + major_minor), None)
+nvcc = next((os.path.join(str(t["root"]), "bin", "nvcc") for t in host.get("toolkits", [])
+             if t.get("version") and ".".join(str(t["version"]).split(".")[:2]) == major_minor), None)
 q = json.dumps
 lines = [
     "# Pinned by scripts/gpu-proof.sh to what this host already has; installers are never run.",
@@ -58,9 +78,13 @@ lines = [
 if toolkit:
     lines += ["  version: %s" % q(str(toolkit["version"])), "  root: %s" % q(toolkit["root"])]
 else:
-    # PyTorch wheels bundle their CUDA runtime: without a toolkit folder, prove the CUDA build instead.
-    lines += ["  version: %s" % q(major_minor), "  root: %s" % q("/usr/local/cuda-" + major_minor),
-              "  verify: [%s, \"-c\", \"import torch, sys; sys.exit(0 if torch.version.cuda else 1)\"]" % q(python)]
+    # PyTorch wheels bundle their CUDA runtime: without a versioned toolkit folder, prove the
+    # toolkit by the nvcc that is there (an unversioned folder), else by the CUDA build.
+    lines += ["  version: %s" % q(major_minor), "  root: %s" % q("/usr/local/cuda-" + major_minor)]
+    if nvcc and os.access(nvcc, os.X_OK):
+        lines += ["  verify: [%s, \"--version\"]" % q(nvcc)]
+    else:
+        lines += ["  verify: [%s, \"-c\", \"import torch, sys; sys.exit(0 if torch.version.cuda else 1)\"]" % q(python)]
 lines += [
     "  installer:", "    url: http://127.0.0.1:9/cuda_%s_linux.run" % major_minor,
     "  run: [\"sh\", \"{installer}\", \"--silent\", \"--toolkit\"]",
@@ -73,7 +97,7 @@ lines += [
     "vram:", "  line: 0.8", "  batches: [16, 32, 48, 64, 96, 128, 192, 256, 384, 512]",
 ]
 open(out, "w").write("\n".join(lines) + "\n")
-print("driver %s, CUDA %s (%s), torch %s" % (driver, major_minor, "toolkit " + toolkit["root"] if toolkit else "no toolkit folder: verified through torch", torch_version))
+print("driver %s, CUDA %s (%s), torch %s" % (driver, major_minor, "toolkit " + toolkit["root"] if toolkit else "no versioned toolkit folder: verified by " + (nvcc or "torch"), torch_version))
 PYEOF
 "$BIN" check "$OUT/stack.yaml" | tee -a "$OUT/summary.txt" || true
 

@@ -106,7 +106,7 @@ def main(argv=None):
         "peak_reserved_mib": None,
         "peak_allocated_mib": None,
         "context_mib": None,
-        "device": args.device,
+        "device": ("cuda:%d" % torch.cuda.current_device()) if args.device == "cuda" else "cpu",
         "versions": versions(),
     }
     if cuda:

@@ -152,6 +152,16 @@ pub struct ExampleRun {
     pub samples_per_s: Option<f64>,
     /// Where its output went.
     pub log: PathBuf,
+    /// The device the example reported it ran on (`cuda:0`, `/GPU:0`); `None` when it printed
+    /// no `STACKPIN_RESULT` line or no `device` in it.
+    #[serde(default)]
+    pub device: Option<String>,
+    /// That device's name as the framework saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_name: Option<String>,
+    /// What showed that the run was on the GPU: the example's report and which memory view saw it.
+    #[serde(default)]
+    pub judged_by: String,
 }
 
 /// Peak GPU memory from both views, and which one the predictions use.
@@ -172,6 +182,12 @@ pub struct PeakVram {
     pub context_mib: Option<f64>,
     /// Which view `mib` is.
     pub authority: PeakAuthority,
+    /// Why that view is the authority.
+    #[serde(default)]
+    pub authority_reason: String,
+    /// Where the framework's figure comes from (the example's report and its counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub framework_source: Option<String>,
     /// The peak the predictions start from.
     pub mib: f64,
     /// Why a fallback view was used, and other measuring caveats.
@@ -276,6 +292,12 @@ pub struct FailedRun {
     pub duration_s: f64,
     /// The example's full output.
     pub log: PathBuf,
+    /// Why the run did not prove the stack, in one line ("the example ran on the CPU: …").
+    #[serde(default)]
+    pub reason: String,
+    /// The device the example reported it ran on, if it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// The layer the failure points at (`driver`, `toolkit`, `library`, `example`), when known.
     pub layer: Option<String>,
     /// What went wrong and what to do next, in words.
@@ -450,6 +472,9 @@ mod tests {
                 exit_code: 0,
                 samples_per_s: Some(410.25),
                 log: PathBuf::from("installers/torch/logs/example-64.log"),
+                device: Some("cuda:0".into()),
+                device_name: Some("NVIDIA GeForce RTX 3050".into()),
+                judged_by: "the example reported cuda:0 and nvidia-smi listed its process".into(),
             },
             peak: PeakVram {
                 outside_mib: Some(2560),
@@ -460,6 +485,8 @@ mod tests {
                 allocated_mib: Some(1890.5),
                 context_mib: Some(256.0),
                 authority: PeakAuthority::Outside,
+                authority_reason: "nvidia-smi listed the example's process".into(),
+                framework_source: None,
                 mib: 2560.0,
                 notes: vec![],
             },
@@ -593,6 +620,8 @@ mod tests {
             timed_out: false,
             duration_s: 12.0,
             log: PathBuf::from("logs/example-256.log"),
+            reason: "it exited with code 1".into(),
+            device: Some("cuda:0".into()),
             layer: Some("example".into()),
             explanation: "CUDA out of memory at batch 256: lower the batch".into(),
             peak_outside_mib: Some(5050),

@@ -187,9 +187,13 @@ pub fn unbundle(
         path: zip_path.to_path_buf(),
         reason,
     };
-    let file = File::open(zip_path).map_err(|e| ArchiveError::io("opening", zip_path, e))?;
+    let unreadable = |reason: String| ArchiveError::BundleUnreadable {
+        path: zip_path.to_path_buf(),
+        reason,
+    };
+    let file = File::open(zip_path).map_err(|e| unreadable(format!("cannot open it: {e}")))?;
     let mut zip = zip::ZipArchive::new(BufReader::new(file))
-        .map_err(|e| bad(format!("not a readable zip: {e}")))?;
+        .map_err(|e| unreadable(format!("not a readable zip: {e}")))?;
     // First pass: judge every name before writing a single byte.
     let mut plan = Vec::new();
     let mut stack_name: Option<String> = None;
@@ -248,10 +252,10 @@ pub fn unbundle(
             .filter(|f| f.status.is_failure())
             .map(|f| format!("{} {:?}", f.path, f.status).to_lowercase())
             .collect();
-        return Err(bad(format!(
-            "failed its audit ({}); nothing was kept",
-            failed.join(", ")
-        )));
+        return Err(ArchiveError::BundleFailedAudit {
+            path: zip_path.to_path_buf(),
+            failed: failed.join(", "),
+        });
     }
     for (_, rel) in &plan {
         if rel.components().count() == 2 {

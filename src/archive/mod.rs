@@ -122,6 +122,12 @@ pub enum ArchiveError {
     Pip(String),
     #[error("bundle {path}: {reason}")]
     Bundle { path: PathBuf, reason: String },
+    /// The bundle file is missing, unreadable or not a zip: an input error.
+    #[error("bundle {path}: {reason}; give the path of a zip written by `stackpin bundle`")]
+    BundleUnreadable { path: PathBuf, reason: String },
+    /// The unpacked files failed their audit: a problem found, nothing was kept.
+    #[error("bundle {path}: failed its audit ({failed}); nothing was kept")]
+    BundleFailedAudit { path: PathBuf, failed: String },
     #[error("bundle {path}: entry `{entry}` refused: {why}; nothing was unpacked")]
     UnsafeEntry {
         path: PathBuf,
@@ -154,6 +160,7 @@ impl ArchiveError {
                 | Self::Corrupt { .. }
                 | Self::UnsafeName { .. }
                 | Self::UnsafeEntry { .. }
+                | Self::BundleFailedAudit { .. }
                 | Self::BadLock { .. }
         )
     }

@@ -50,7 +50,7 @@ pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
     let archive_dir = global.archive_dir();
     let mut targets = Vec::new();
     if let Some(path) = &args.manifest {
-        let m = manifest::read(path).map_err(Failure::input)?;
+        let m = manifest::read(path)?;
         targets.push((StackDir::new(&archive_dir, &m.name), Some(m)));
     } else {
         let entries = std::fs::read_dir(&archive_dir).map_err(|e| {

@@ -43,8 +43,8 @@ pub fn run(args: &BudgetArgs, global: &GlobalArgs) -> CmdResult {
             args.file.display()
         )))
     })?;
-    let spec = budget::parse(&text, &args.file).map_err(Failure::input)?;
-    let budget = budget::compute(&spec, &args.file).map_err(Failure::input)?;
+    let spec = budget::parse(&text, &args.file)?;
+    let budget = budget::compute(&spec, &args.file)?;
     if global.json {
         print_json(&budget)?;
     } else {

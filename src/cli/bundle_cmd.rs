@@ -36,7 +36,7 @@ pub struct UnbundleArgs {
 }
 
 pub fn run_bundle(args: &BundleArgs, global: &GlobalArgs) -> CmdResult {
-    let m = manifest::read(&args.manifest).map_err(Failure::input)?;
+    let m = manifest::read(&args.manifest)?;
     let stack = StackDir::new(&global.archive_dir(), &m.name);
     let bars = Bars::new(global);
     let summary = archive::bundle(&stack, &args.output, &bars).map_err(|e| match e {

@@ -172,7 +172,7 @@ pub fn require_valid(path: &std::path::Path) -> Result<manifest::Manifest, Failu
             source: e,
         })
     })?;
-    let m = manifest::parse(&text, path).map_err(Failure::input)?;
+    let m = manifest::parse(&text, path)?;
     let report = check::check(&m, Some(&text));
     if !report.ok {
         let first = report

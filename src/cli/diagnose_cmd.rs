@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CmdResult, Exit, GlobalArgs, print_json};
 use crate::diagnose::{self, Diagnosis, FailureLayer};
 
 pub const EXAMPLES: &str = "\
@@ -26,7 +26,7 @@ pub struct DiagnoseArgs {
 }
 
 pub fn run(args: &DiagnoseArgs, global: &GlobalArgs) -> CmdResult {
-    let text = diagnose::read_log(args.log.as_deref()).map_err(Failure::input)?;
+    let text = diagnose::read_log(args.log.as_deref())?;
     let diagnosis = diagnose::diagnose_or_unknown(&text);
     if global.json {
         print_json(&diagnosis)?;

@@ -79,7 +79,7 @@ fn read_manifest(path: &Path) -> Result<(Manifest, String), Failure> {
             source,
         })
     })?;
-    let m = manifest::parse(&text, path).map_err(Failure::input)?;
+    let m = manifest::parse(&text, path)?;
     Ok((m, text))
 }
 
@@ -104,7 +104,7 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
             vec![examine(&m, &text, &archive, args.gpu)]
         }
         None => {
-            let dirs = doctor::stacks_in(&archive).map_err(Failure::input)?;
+            let dirs = doctor::stacks_in(&archive)?;
             if dirs.is_empty() {
                 return Err(Failure::input(anyhow!(
                     "no stacks under {}: run `stackpin fetch MANIFEST` first, or pass --archive",
@@ -296,15 +296,18 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     }
 }
 
+/// The error with the exit status it knows (`crate::exit`); a refused layer also says that the
+/// archive cannot rebuild it.
 fn repair_failure(e: RepairError) -> Failure {
-    match &e {
-        RepairError::Install(inner) if inner.is_problem() => Failure::problem(anyhow!(
+    let refused = matches!(&e, RepairError::Install(inner) if inner.is_problem());
+    let mut failure = Failure::from(e);
+    if refused {
+        failure.error = anyhow!(
             "{:#}; the archive cannot rebuild this layer: run `stackpin repair MANIFEST --fetch`",
-            anyhow::Error::new(e)
-        )),
-        RepairError::Install(crate::install::InstallError::NotAdmin) => Failure::input(e),
-        _ => Failure::external(e),
+            failure.error
+        );
     }
+    failure
 }
 
 fn print_repair(report: &RepairReport, guard: &Guard, applied: bool, os: Os) {

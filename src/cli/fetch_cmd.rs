@@ -170,13 +170,10 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
     Ok(exit)
 }
 
-/// Content problems (checksums, refusals) are exit 1; everything else in the archive is exit 3.
+/// The archive error with the exit status it knows (`crate::exit`): content problems 1,
+/// unreadable input 2, the rest 3.
 pub(super) fn failure(e: ArchiveError) -> Failure {
-    if e.is_problem() {
-        Failure::problem(e)
-    } else {
-        Failure::external(e)
-    }
+    Failure::from(e)
 }
 
 /// Sizes the way users read them.

@@ -49,6 +49,7 @@ pub fn run(args: &HostArgs, global: &GlobalArgs) -> CmdResult {
         })?;
         options.smi_timeout = Duration::from_secs_f64(secs.max(0.0));
     }
+    // Everything `host` probes is named by the flags (`--python`, `--gpu`): a failure is input.
     let report = host::probe(&RealSystem, &options).map_err(Failure::input)?;
     if global.json {
         print_json(&report)?;

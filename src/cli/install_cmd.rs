@@ -244,16 +244,8 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
     let reporter = CliReporter {
         quiet: global.quiet || global.json,
     };
-    let report =
-        install::install(&m, &stack, &host, &options, &interrupted, &reporter).map_err(|e| {
-            if e.is_problem() {
-                Failure::problem(e)
-            } else if matches!(e, install::InstallError::NotAdmin) {
-                Failure::input(e)
-            } else {
-                Failure::external(e)
-            }
-        })?;
+    // The error knows its exit status: refused 1, not admin or an unreadable lock/state 2.
+    let report = install::install(&m, &stack, &host, &options, &interrupted, &reporter)?;
     if args.reboot && matches!(report.end, ChainEnd::RebootRequired { .. }) {
         reboot_now(&m, args)?;
     }

@@ -93,7 +93,7 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
             .as_ref()
             .ok_or_else(|| Failure::input(anyhow!("--baseline needs --manifest MANIFEST")))?;
         let m = require_valid(path)?;
-        let argv = measure::baseline_argv(&m).map_err(Failure::input)?;
+        let argv = measure::baseline_argv(&m)?;
         let log = StackDir::new(&global.archive_dir(), &m.name)
             .logs_dir()
             .join(runner::log_name("baseline"));
@@ -124,7 +124,7 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
             runner::shell_words(&request.argv)
         );
     }
-    let memory = measure::measure(&request, &mut |_, _| {}).map_err(Failure::external)?;
+    let memory = measure::measure(&request, &mut |_, _| {})?;
     let baseline = library.map(|library| BaselineLines {
         library,
         context_mib: memory.peak_mib.unwrap_or(0),

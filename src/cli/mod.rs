@@ -1,8 +1,10 @@
 //! The command line: clap definitions, human vs `--json` output, and exit codes.
 //!
 //! Business rules live in the library modules; each `cmd_*` here turns arguments into a call and
-//! the result into text or JSON. Exit codes (documented in README):
+//! the result into text or JSON. Exit codes (documented in README, defined in `crate::exit`):
 //! 0 ok · 1 the check found a problem · 2 usage or input error · 3 an external step failed.
+//! Errors that know their code (`crate::exit::ExitStatus`) carry it through `?`. With `--json`
+//! every exit path prints exactly one document on stdout, built here at the edge.
 
 mod audit_cmd;
 mod budget_cmd;
@@ -26,55 +28,65 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Exit statuses shared by every command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// Everything checked out.
-    Ok = 0,
-    /// The tool ran fine and found a problem: drift, a corrupt file, incompatible pins.
-    Problem = 1,
-    /// The user's input could not be used: bad flags, unreadable or invalid files.
-    Input = 2,
-    /// Something outside stackpin failed: a download, an installer, the example.
-    External = 3,
-}
+pub use crate::exit::Exit;
+use crate::exit::ExitStatus;
 
-impl From<Exit> for ExitCode {
-    fn from(exit: Exit) -> Self {
-        ExitCode::from(exit as u8)
-    }
-}
-
-/// An error on its way out, with the exit status it maps to.
+/// An error on its way out, with the exit status it maps to and, where known, the layer it
+/// points at and the fix (the `--json` document's `error`).
 #[derive(Debug)]
 pub struct Failure {
     pub exit: Exit,
     pub error: anyhow::Error,
+    pub layer: Option<String>,
+    pub fix: Option<String>,
 }
 
 impl Failure {
+    fn with(exit: Exit, error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            exit,
+            error: error.into(),
+            layer: None,
+            fix: None,
+        }
+    }
+
     /// The user's input was wrong (exit 2).
     pub fn input(error: impl Into<anyhow::Error>) -> Self {
-        Self {
-            exit: Exit::Input,
-            error: error.into(),
-        }
+        Self::with(Exit::Input, error)
     }
 
     /// A check found a problem (exit 1).
     pub fn problem(error: impl Into<anyhow::Error>) -> Self {
-        Self {
-            exit: Exit::Problem,
-            error: error.into(),
-        }
+        Self::with(Exit::Problem, error)
     }
 
     /// An external step failed (exit 3).
     pub fn external(error: impl Into<anyhow::Error>) -> Self {
+        Self::with(Exit::External, error)
+    }
+
+    /// An error that knows its own exit status, layer and fix.
+    pub fn from_error<E>(error: E) -> Self
+    where
+        E: ExitStatus + Send + Sync + 'static,
+    {
         Self {
-            exit: Exit::External,
-            error: error.into(),
+            exit: error.exit(),
+            layer: error.layer(),
+            fix: error.fix(),
+            error: anyhow::Error::new(error),
         }
+    }
+}
+
+/// `?` on an error that knows its exit status carries that status to the edge.
+impl<E> From<E> for Failure
+where
+    E: ExitStatus + Send + Sync + 'static,
+{
+    fn from(error: E) -> Self {
+        Self::from_error(error)
     }
 }
 
@@ -207,13 +219,98 @@ pub fn main() -> ExitCode {
         Command::Repair(args) => doctor_cmd::run_repair(args, &cli.global),
         Command::Status(args) => status_cmd::run(args, &cli.global),
     };
-    match result {
-        Ok(exit) => exit.into(),
+    let exit = match &result {
+        Ok(exit) => *exit,
         Err(failure) => {
             print_error(&failure.error);
-            failure.exit.into()
+            failure.exit
         }
+    };
+    if cli.global.json {
+        if exit != Exit::Ok && result.is_ok() {
+            // The command chose a failing status beside its report: say so for a human too.
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "error: exit {}: {}",
+                exit.code(),
+                failing_status_message(exit)
+            );
+        }
+        print_document(exit, result.as_ref().err());
     }
+    exit.into()
+}
+
+/// The one JSON document a `--json` run prints, whatever the exit path: what the command
+/// reported (kept by [`print_json`]) with `ok`, `exit_code` and, on failure, `error` beside it.
+static DOCUMENT: std::sync::Mutex<Option<serde_json::Value>> = std::sync::Mutex::new(None);
+
+/// Builds the final document from the command's report (if any) and how the run ended.
+pub fn envelope(
+    report: Option<serde_json::Value>,
+    exit: Exit,
+    failure: Option<&Failure>,
+) -> serde_json::Value {
+    let mut doc = match report {
+        Some(serde_json::Value::Object(map)) => map,
+        Some(other) => {
+            let mut map = serde_json::Map::new();
+            map.insert("report".to_string(), other);
+            map
+        }
+        None => serde_json::Map::new(),
+    };
+    doc.insert("ok".to_string(), serde_json::Value::Bool(exit == Exit::Ok));
+    doc.insert(
+        "exit_code".to_string(),
+        serde_json::Value::from(exit.code()),
+    );
+    if let Some(f) = failure {
+        let mut error = serde_json::Map::new();
+        let message = f
+            .error
+            .chain()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(": caused by: ");
+        error.insert("message".to_string(), serde_json::Value::from(message));
+        if let Some(layer) = &f.layer {
+            error.insert("layer".to_string(), serde_json::Value::from(layer.clone()));
+        }
+        if let Some(fix) = &f.fix {
+            error.insert("fix".to_string(), serde_json::Value::from(fix.clone()));
+        }
+        doc.insert("error".to_string(), serde_json::Value::Object(error));
+    } else if exit != Exit::Ok && !doc.contains_key("error") {
+        // The command reported its findings and chose the exit status itself (a check found a
+        // problem): the document still says, in one place, that the run failed and why.
+        doc.insert(
+            "error".to_string(),
+            serde_json::json!({ "message": failing_status_message(exit) }),
+        );
+    }
+    serde_json::Value::Object(doc)
+}
+
+/// The words for a failing status a command chose itself beside its report.
+fn failing_status_message(exit: Exit) -> &'static str {
+    match exit {
+        Exit::Ok => "ok",
+        Exit::Problem => "a check found a problem; the JSON document says which",
+        Exit::Input => "the input could not be used; the JSON document says which",
+        Exit::External => "an external step failed; the JSON document says which",
+    }
+}
+
+fn print_document(exit: Exit, failure: Option<&Failure>) {
+    let report = DOCUMENT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .take();
+    let doc = envelope(report, exit, failure);
+    let text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".to_string());
+    // `writeln!` instead of `println!`: a closed pipe (`| head`) is not worth a panic.
+    let _ = writeln!(std::io::stdout().lock(), "{text}");
 }
 
 /// `error: …` then one `caused by: …` line per source, the house format.
@@ -225,11 +322,13 @@ pub fn print_error(error: &anyhow::Error) {
     }
 }
 
-/// Prints a value as pretty JSON on stdout.
+/// Keeps a command's `--json` report; it is printed once, at the edge, as one document with
+/// `ok` and `exit_code` beside it (a later report replaces an earlier one).
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
-    let text = serde_json::to_string_pretty(value)
+    let value = serde_json::to_value(value)
         .map_err(|e| Failure::external(anyhow::Error::new(e).context("encoding JSON output")))?;
-    // `writeln!` instead of `println!`: a closed pipe (`| head`) is not worth a panic.
-    let _ = writeln!(std::io::stdout().lock(), "{text}");
+    *DOCUMENT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(value);
     Ok(())
 }

@@ -102,13 +102,7 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
         host_python,
         gpus,
     };
-    let mut pinned = pin::pin(&request).map_err(|e| {
-        if e.is_problem() {
-            Failure::problem(e)
-        } else {
-            Failure::input(e)
-        }
-    })?;
+    let mut pinned = pin::pin(&request)?;
     host_notes.append(&mut pinned.notes);
     pinned.notes = host_notes;
     if let Some(path) = &args.output {

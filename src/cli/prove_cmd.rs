@@ -23,8 +23,10 @@ Examples:
   stackpin prove manifests/torch-2.5.1-cu124-linux.yaml --fit 16,32,64
   stackpin prove manifests/torch-2.5.1-cu124-linux.yaml --batch 96 --gpu 1
 
-Writes <archive>/<name>/proven-stack.yaml and proven-stack.svg. A failed example writes
-failed-run.yaml instead (an earlier record stays as it was) and exits 3.";
+Writes <archive>/<name>/proven-stack.yaml and proven-stack.svg only when the example ran on the
+GPU (its STACKPIN_RESULT names a cuda/GPU device and a memory view saw it there). A run on the
+CPU, or one no view saw on the GPU, writes failed-run.yaml with the reason and the layer and
+exits 1; a failed example writes it too and exits 3. An earlier record stays as it was.";
 
 pub const UP_EXAMPLES: &str = "\
 Examples:
@@ -45,11 +47,11 @@ pub struct ProveArgs {
 /// The flags `prove` and `up` share.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProveFlags {
-    /// The batch to prove at (default: the manifest's `example.batch`, 64).
-    #[arg(long)]
+    /// The batch to prove at (default: the manifest's `example.batch`, 64); at least 1.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub batch: Option<u32>,
     /// Also measure these batches and fit `fixed + per_sample × batch` (e.g. 16,32,64).
-    #[arg(long, value_delimiter = ',', value_name = "B,B,…")]
+    #[arg(long, value_delimiter = ',', value_name = "B,B,…", value_parser = clap::value_parser!(u32).range(1..))]
     pub fit: Vec<u32>,
     /// The GPU to prove on (index); default: the first that CUDA_VISIBLE_DEVICES allows.
     #[arg(long)]
@@ -138,29 +140,40 @@ impl Drop for Spinner {
     }
 }
 
+/// The error with its exit status, layer and fix (`crate::exit`); a failed example's message
+/// also carries the explanation, the failure record and the last lines for the terminal.
 fn prove_failure(e: ProveError) -> Failure {
-    match e {
-        ProveError::LayerMissing { .. } | ProveError::NoGpu(_) => Failure::problem(e),
-        ProveError::NoLatency { .. } => Failure::external(e),
+    let detail = match &e {
         ProveError::ExampleFailed {
-            ref explanation,
-            ref failed_run,
-            ref tail,
+            explanation,
+            failed_run,
+            tail,
             ..
-        } => {
-            let detail = format!(
-                "{e}\n  explanation: {explanation}\n  record of the failure: {}{}",
-                failed_run.display(),
-                if tail.is_empty() {
-                    String::new()
-                } else {
-                    format!("\n  last lines:\n    | {}", tail.join("\n    | "))
-                }
-            );
-            Failure::external(anyhow!(detail))
-        }
-        other => Failure::external(other),
+        } => Some(format!(
+            "{e}\n  explanation: {explanation}\n  record of the failure: {}{}",
+            failed_run.display(),
+            if tail.is_empty() {
+                String::new()
+            } else {
+                format!("\n  last lines:\n    | {}", tail.join("\n    | "))
+            }
+        )),
+        ProveError::NotOnGpu {
+            explanation,
+            failed_run,
+            layer,
+            ..
+        } => Some(format!(
+            "{e}\n  layer: {layer}\n  explanation: {explanation}\n  record of the failure: {}",
+            failed_run.display()
+        )),
+        _ => None,
+    };
+    let mut failure = Failure::from(e);
+    if let Some(detail) = detail {
+        failure.error = anyhow!(detail);
     }
+    failure
 }
 
 fn run_prove(
@@ -254,8 +267,19 @@ fn print_proven(p: &Proven) {
         PeakAuthority::FrameworkPlusContext => "the framework's peak plus its CUDA context",
         PeakAuthority::Framework => "the framework's peak alone (no context estimate)",
     };
+    println!(
+        "  ran on: {} ({})",
+        r.example.device.as_deref().unwrap_or("not reported"),
+        r.example.judged_by
+    );
     println!("  peak GPU memory: outside {outside}; framework {framework}");
     println!("  predictions use {:.0} MiB: {authority}", r.peak.mib);
+    if !r.peak.authority_reason.is_empty() {
+        println!("    why: {}", r.peak.authority_reason);
+    }
+    for note in &r.peak.notes {
+        println!("    note: {note}");
+    }
     if let Some(l) = &r.latency {
         println!(
             "  latency: p50 {} ms, p99 {:.2} ms against a cycle time of {} ms: {}",

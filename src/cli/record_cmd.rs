@@ -57,7 +57,7 @@ fn run_export(args: &ExportArgs, global: &GlobalArgs) -> CmdResult {
     let m = require_valid(&args.manifest)?;
     let record_path = StackDir::new(&global.archive_dir(), &m.name).proven_stack_path();
     let proven = if record_path.is_file() {
-        Some(ProvenStack::read(&record_path).map_err(Failure::input)?)
+        Some(ProvenStack::read(&record_path)?)
     } else {
         None
     };
@@ -69,7 +69,7 @@ fn run_export(args: &ExportArgs, global: &GlobalArgs) -> CmdResult {
         .output
         .clone()
         .unwrap_or_else(|| deployment::default_path(&args.model));
-    record.write(&out).map_err(Failure::external)?;
+    record.write(&out)?;
     if global.json {
         print_json(&serde_json::json!({ "path": out, "record": record }))?;
         return Ok(Exit::Ok);

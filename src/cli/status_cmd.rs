@@ -249,7 +249,7 @@ pub fn run(args: &StatusArgs, global: &GlobalArgs) -> CmdResult {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let stacks: Vec<StackStatus> = match &args.manifest {
         Some(path) => {
-            let m = manifest::read(path).map_err(Failure::input)?;
+            let m = manifest::read(path)?;
             let stack = StackDir::new(&archive_dir, &m.name);
             vec![stack_status(&stack, Some(&m), threads)]
         }

@@ -1,6 +1,7 @@
 //! The six checks before training, as plain functions of the gathered [`Facts`], and the drift
 //! they find. Nothing here touches the host.
 
+use crate::archive::FileStatus;
 use crate::install::proof::LibrarySeen;
 use crate::install::state::{ChainState, LayerStatus};
 use crate::manifest::{Layer, Role, Severity, SourceMap};
@@ -16,6 +17,8 @@ pub fn judge(facts: &Facts<'_>) -> Examination {
     let checks = vec![
         driver(facts, record, &mut drift),
         toolkit(facts, record, &mut drift),
+        library(facts),
+        install_state(facts),
         example(facts, record, &mut drift),
         vram(facts, record),
         archive(facts),
@@ -84,6 +87,26 @@ fn recorded_driver(record: &ProvenStack) -> Option<&str> {
 }
 
 fn driver(facts: &Facts<'_>, record: Option<&ProvenStack>, drift: &mut Vec<Drift>) -> Check {
+    // A host with no working driver and no record says so first: nothing else can work, and
+    // "no record" would send the user to `prove`. (With a record the drift below names it.)
+    if record.is_none() && facts.driver.version.is_none() && !proof_holds(facts, Layer::Driver) {
+        let found = facts
+            .driver
+            .problem
+            .clone()
+            .unwrap_or_else(|| proof_seen(facts, Layer::Driver));
+        let fix = if facts.driver.reboot_pending {
+            "a new driver is installed but the old kernel module is loaded: reboot, then run `stackpin install MANIFEST` again".to_string()
+        } else {
+            facts.module_problem.clone().unwrap_or_else(|| {
+                format!(
+                    "install the pinned driver {}: `stackpin install MANIFEST`",
+                    facts.m.driver.version
+                )
+            })
+        };
+        return check(CheckId::Driver, Status::Fail, found, Some(fix));
+    }
     let Some(recorded) = record.and_then(recorded_driver) else {
         return no_record(facts, CheckId::Driver);
     };
@@ -351,6 +374,101 @@ fn vram(facts: &Facts<'_>, record: Option<&ProvenStack>) -> Check {
     }
 }
 
+/// The library asked live with the stack's Python (or its `verify:` command): it imports,
+/// reports the pinned version and CUDA build, and sees the GPU.
+fn library(facts: &Facts<'_>) -> Check {
+    let seen = proof_seen(facts, Layer::Library);
+    if proof_holds(facts, Layer::Library) {
+        return check(CheckId::Library, Status::Pass, seen, None);
+    }
+    let lib = &facts.m.library;
+    let fix = match &facts.library {
+        LibrarySeen::Present {
+            gpu_visible: false,
+            cuda: Some(_),
+            ..
+        } if facts.m.library.verify.is_none() => format!(
+            "{} is installed but sees no GPU — the driver layer: {}; check nvidia-smi and CUDA_VISIBLE_DEVICES",
+            lib.name,
+            facts
+                .driver
+                .problem
+                .clone()
+                .unwrap_or_else(|| proof_seen(facts, Layer::Driver))
+        ),
+        _ => format!(
+            "reinstall the library from the archive: `stackpin repair MANIFEST` (or `stackpin install MANIFEST --force library`); {} {} for CUDA {} is pinned",
+            lib.name, lib.version, lib.cuda
+        ),
+    };
+    check(CheckId::Library, Status::Fail, seen, Some(fix))
+}
+
+/// `state.yaml`: a layer whose last step failed or did not finish is a failure, with its step
+/// and time; no state at all is unknown (installed by hand).
+fn install_state(facts: &Facts<'_>) -> Check {
+    if let Some(why) = &facts.state_error {
+        return check(
+            CheckId::Install,
+            Status::Fail,
+            why.clone(),
+            Some("move state.yaml away and run `stackpin install MANIFEST` again".into()),
+        );
+    }
+    let Some(state) = facts.state.as_ref().filter(|s| !s.layers.is_empty()) else {
+        return check(
+            CheckId::Install,
+            Status::Unknown,
+            "no state.yaml: stackpin has not installed this stack here".into(),
+            None,
+        );
+    };
+    let mut bad = Vec::new();
+    for (layer, entry) in &state.layers {
+        if entry.status == LayerStatus::Done {
+            continue;
+        }
+        let status = serde_json::to_value(entry.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| format!("{:?}", entry.status));
+        let mut text = format!("{layer}: {status} at {}", entry.at);
+        if let Some(detail) = &entry.detail {
+            text.push_str(&format!(" ({detail})"));
+        }
+        if let Some(log) = &entry.log {
+            text.push_str(&format!(", log {}", log.display()));
+        }
+        bad.push(text);
+    }
+    if let Some(layer) = state.interrupted_at {
+        bad.push(format!("the chain was interrupted at the {layer} step"));
+    }
+    if bad.is_empty() {
+        let last = state
+            .layers
+            .values()
+            .map(|e| e.at.as_str())
+            .max()
+            .unwrap_or_default();
+        return check(
+            CheckId::Install,
+            Status::Pass,
+            format!("every installed layer is done (last step {last})"),
+            None,
+        );
+    }
+    check(
+        CheckId::Install,
+        Status::Fail,
+        bad.join("; "),
+        Some(
+            "read the step's log with `stackpin diagnose LOG`, fix the cause, then run `stackpin install MANIFEST` again"
+                .into(),
+        ),
+    )
+}
+
 fn archive(facts: &Facts<'_>) -> Check {
     let report = match &facts.audit {
         Ok(report) => report,
@@ -376,7 +494,12 @@ fn archive(facts: &Facts<'_>) -> Check {
         .map(|s| s.to_lowercase())
         .collect();
     if bad.is_empty() {
-        let n = report.files.len();
+        // The lock's entries only: a left-over .partial or a stray file is not an installer.
+        let n = report
+            .files
+            .iter()
+            .filter(|f| !matches!(f.status, FileStatus::Unexpected | FileStatus::Partial))
+            .count();
         return check(
             CheckId::Archive,
             Status::Pass,
@@ -484,6 +607,7 @@ mod tests {
             record: Ok(Some(record(recorded))),
             record_path: PathBuf::from("proven-stack.yaml"),
             state: None,
+            state_error: None,
             driver: DriverSeen {
                 version: running.map(|v| v.parse().expect("version")),
                 ..DriverSeen::default()

@@ -56,6 +56,10 @@ pub enum CheckId {
     Driver,
     /// Toolkit matches the release notes exactly and is still in its folder.
     Toolkit,
+    /// The library imports with the stack's Python, as pinned, and sees the GPU: asked live.
+    Library,
+    /// The last install chain ended with every layer done: none failed or was interrupted.
+    Install,
     /// The bundled example completed one pass: a record from at or after the last install.
     Example,
     /// Peak VRAM recorded at the working batch, with the largest safe batch.
@@ -72,6 +76,8 @@ impl CheckId {
         match self {
             CheckId::Driver => "driver version recorded and still on the host",
             CheckId::Toolkit => "toolkit matches the release notes and is in its folder",
+            CheckId::Library => "library imports, as pinned, and sees the GPU (asked live)",
+            CheckId::Install => "last install finished: no layer failed or interrupted",
             CheckId::Example => "bundled example completed one pass since the last install",
             CheckId::Vram => "peak VRAM recorded at the working batch",
             CheckId::Archive => "installers archived and the archive audits clean",
@@ -164,6 +170,8 @@ pub struct Facts<'a> {
     pub record_path: PathBuf,
     /// The install chain's state; the latest `at` is the last install.
     pub state: Option<ChainState>,
+    /// Why `state.yaml` could not be read, when it exists but is unreadable.
+    pub state_error: Option<String>,
     pub driver: DriverSeen,
     pub layers: Vec<Proof>,
     pub library: LibrarySeen,
@@ -193,7 +201,10 @@ pub fn gather<'a>(
     } else {
         Ok(None)
     };
-    let state = ChainState::load(&stack.state_path()).ok();
+    let (state, state_error) = match ChainState::load(&stack.state_path()) {
+        Ok(state) => (Some(state), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     let driver = host.driver();
     let layers: Vec<Proof> = Layer::ORDER
         .iter()
@@ -221,6 +232,7 @@ pub fn gather<'a>(
         record,
         record_path,
         state,
+        state_error,
         driver,
         layers,
         library,

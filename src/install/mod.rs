@@ -253,7 +253,13 @@ pub fn install(
         }
         let result = run_layer(m, stack, &lock, layer, &commands, reporter)?;
         let after = prove_layer(m, layer, host);
-        let (action, status, end) = judge(layer, &result, &after);
+        let (action, status, mut end) = judge(layer, &result, &after);
+        // A library that is there but blind points at the driver, not at its installer.
+        if let Some(ChainEnd::Failed { why, .. }) = &mut end
+            && let Some(blind) = proof::blind_library(m, layer, host)
+        {
+            *why = blind;
+        }
         state.mark(layer, status, result.log.clone(), Some(after.seen.clone()));
         state.interrupted_at = None;
         state.save(&state_path)?;

@@ -197,6 +197,42 @@ pub fn toolkit_proof(m: &Manifest, seen: Option<ToolkitSeen>) -> Proof {
     }
 }
 
+/// When the library is installed as pinned but sees no GPU, the words that send the user to the
+/// driver layer instead of the library ("torch 2.5.1 is installed but sees no GPU — the driver
+/// layer: nvidia-smi …"); `None` otherwise (or with a `verify:` override, which is its own proof).
+pub fn blind_library(m: &Manifest, layer: Layer, host: &dyn HostView) -> Option<String> {
+    if layer != Layer::Library || m.library.verify.is_some() {
+        return None;
+    }
+    let LibrarySeen::Present {
+        version,
+        cuda: Some(cuda),
+        gpu_visible: false,
+        ..
+    } = host.library(&library_python(m), &m.library.name)
+    else {
+        return None;
+    };
+    let as_pinned = version.same_release(&m.library.version.public())
+        && cuda.major_minor() == m.library.cuda.major_minor();
+    if !as_pinned {
+        return None;
+    }
+    let driver = host.driver();
+    let smi = match (&driver.version, &driver.cuda, &driver.problem) {
+        (Some(v), Some(c), _) => format!(
+            "nvidia-smi reports driver {v} (CUDA up to {c}); check CUDA_VISIBLE_DEVICES and the container's GPU access"
+        ),
+        (Some(v), None, _) => format!("nvidia-smi reports driver {v}"),
+        (None, _, Some(problem)) => format!("nvidia-smi: {problem}"),
+        (None, _, None) => "nvidia-smi reports no working driver".to_string(),
+    };
+    Some(format!(
+        "{} {version} is installed but sees no GPU — the driver layer: {smi}; run `stackpin doctor`",
+        m.library.name
+    ))
+}
+
 /// The library proof: the pinned version, built for the pinned CUDA line, sees the GPU.
 pub fn library_proof(m: &Manifest, seen: &LibrarySeen) -> Proof {
     let lib = &m.library;

@@ -31,8 +31,10 @@ pub struct ExampleReport {
     pub context_mib: Option<f64>,
     /// Training (or inference) throughput.
     pub samples_per_s: Option<f64>,
-    /// `cuda` or `cpu`.
+    /// Where the example ran: `cuda`, `cuda:0`, TensorFlow's `/GPU:0`, or `cpu`.
     pub device: Option<String>,
+    /// The device's name as the framework saw it (`NVIDIA L4`), or the CPU's.
+    pub device_name: Option<String>,
     /// Size of the data set the example held, for the inflation figure (peak / data set).
     pub dataset_mib: Option<f64>,
     /// Inference examples: timed iterations.
@@ -65,6 +67,37 @@ impl ExampleReport {
             (Some(r), _) => Some((r, FrameworkCounter::Reserved)),
             (None, Some(a)) => Some((a, FrameworkCounter::Allocated)),
             (None, None) => None,
+        }
+    }
+}
+
+/// Where an example says it ran, read from its report's `device`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RanOn {
+    /// `cuda`, `cuda:N`, TensorFlow's `GPU` / `/GPU:0` / `/device:GPU:0`.
+    Gpu,
+    /// `cpu` in any of those spellings.
+    Cpu,
+    /// A device stackpin does not know (`mps`, `xla:0`): not a GPU proof.
+    Other,
+    /// No report line, or one without `device`.
+    Unreported,
+}
+
+impl RanOn {
+    /// Classifies a reported device name.
+    pub fn of(device: Option<&str>) -> RanOn {
+        let Some(device) = device else {
+            return RanOn::Unreported;
+        };
+        let lower = device.trim().to_ascii_lowercase();
+        let last = lower.trim_start_matches('/').trim_start_matches("device:");
+        if last.starts_with("cuda") || last.starts_with("gpu") {
+            RanOn::Gpu
+        } else if last.starts_with("cpu") {
+            RanOn::Cpu
+        } else {
+            RanOn::Other
         }
     }
 }
@@ -231,6 +264,18 @@ STACKPIN_RESULT {\"batch\": 64, \"steps\": 30, \"peak_reserved_mib\": 2304.0, \"
         let ResultLineError::Malformed { excerpt, .. } = parse_output(&out).expect_err("malformed");
         assert!(excerpt.chars().count() <= EXCERPT_CHARS + 1);
         assert!(excerpt.ends_with('…'));
+    }
+
+    #[test]
+    fn devices_are_read_in_torch_and_tensorflow_spellings() {
+        for gpu in ["cuda", "cuda:0", "CUDA:1", "GPU", "/GPU:0", "/device:GPU:0"] {
+            assert_eq!(RanOn::of(Some(gpu)), RanOn::Gpu, "{gpu}");
+        }
+        for cpu in ["cpu", "/CPU:0", "/device:CPU:0"] {
+            assert_eq!(RanOn::of(Some(cpu)), RanOn::Cpu, "{cpu}");
+        }
+        assert_eq!(RanOn::of(Some("mps")), RanOn::Other);
+        assert_eq!(RanOn::of(None), RanOn::Unreported);
     }
 
     #[test]

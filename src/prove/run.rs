@@ -1,7 +1,8 @@
 //! `prove`: run the bundled example in the stack's environment while GPU memory is sampled from
 //! outside, read the example's own report, predict every configured batch from the measured
-//! peak, and write the proven-stack record and its plot. A failed run never writes the record;
-//! it writes `failed-run.yaml` with the log and an explanation by layer.
+//! peak, and write the proven-stack record and its plot. A run proves the stack only on the GPU
+//! (`super::judge_gpu_run`): a failed run, or a clean one on the CPU or seen by no memory view,
+//! never writes the record; it writes `failed-run.yaml` with the reason, the log and the layer.
 //!
 //! Layer checks, host facts and the sampler come from `install::proof`, `host` and `sampler`;
 //! this module only orchestrates and assembles the record.
@@ -29,8 +30,13 @@ use crate::vram::{self, BatchPlan, Measurement, PlanRequest, VramError};
 /// Why `prove` could not prove the stack.
 #[derive(Debug, thiserror::Error)]
 pub enum ProveError {
-    #[error("the {} layer is not in place: {}. Run `stackpin install` first (or `stackpin plan` to see why)", proof.layer, proof.seen)]
-    LayerMissing { proof: Proof },
+    #[error("the {} layer is not in place: {}. {advice}", proof.layer, proof.seen)]
+    LayerMissing {
+        proof: Proof,
+        /// What to do next, from the install state: install when it never ran, doctor and
+        /// diagnose when it did.
+        advice: String,
+    },
     #[error("no NVIDIA GPU to prove on: {0}")]
     NoGpu(String),
     #[error("cannot probe the host")]
@@ -41,7 +47,7 @@ pub enum ProveError {
         #[source]
         source: std::io::Error,
     },
-    #[error("example step")]
+    #[error("the example could not be run")]
     Runner(#[from] RunnerError),
     #[error("cannot sample GPU memory")]
     Sampler(#[from] SamplerError),
@@ -53,6 +59,14 @@ pub enum ProveError {
         explanation: String,
         tail: Vec<String>,
     },
+    #[error("the example at batch {batch} did not prove the stack on the GPU: {reason}")]
+    NotOnGpu {
+        batch: u32,
+        reason: String,
+        layer: String,
+        failed_run: PathBuf,
+        explanation: String,
+    },
     #[error(
         "the manifest sets example.cycle_time_ms = {cycle_time_ms}, but the example reported no `p99_ms` in its STACKPIN_RESULT line; \
          use the bundled infer.py / infer_ort.py, or make your example print p50_ms and p99_ms"
@@ -60,7 +74,7 @@ pub enum ProveError {
     NoLatency { cycle_time_ms: f64 },
     #[error("the example finished but GPU memory could not be measured from any view: {0}")]
     Unmeasured(String),
-    #[error("batch planning")]
+    #[error("batch planning from the measured peak")]
     Vram(#[from] VramError),
     #[error(transparent)]
     Record(#[from] RecordError),
@@ -96,6 +110,8 @@ pub struct MeasuredRun {
     pub peak: PeakVram,
     pub duration: Duration,
     pub log: PathBuf,
+    /// What showed that the run was on the GPU.
+    pub judged_by: String,
 }
 
 /// The result of a successful proof.
@@ -118,7 +134,10 @@ pub fn prove(
     for layer in Layer::ORDER {
         let proof = prove_layer(m, layer, view);
         if !proof.holds {
-            return Err(ProveError::LayerMissing { proof });
+            // A library that is there but blind is the driver's business, not install's.
+            let advice = crate::install::proof::blind_library(m, layer, view)
+                .unwrap_or_else(|| advice_for(stack, layer));
+            return Err(ProveError::LayerMissing { proof, advice });
         }
     }
     let report = probe_host(m, options.gpu)?;
@@ -143,11 +162,18 @@ pub fn prove(
             batches.push(*b);
         }
     }
+    let ctx = RunContext {
+        m,
+        stack,
+        smi: &smi,
+        gpu_index: gpu.index,
+        examples: &examples,
+        host: &report,
+        reporter,
+    };
     let mut runs = Vec::new();
     for b in batches {
-        runs.push(measure_once(
-            m, stack, &smi, gpu.index, &examples, b, reporter,
-        )?);
+        runs.push(measure_once(&ctx, b)?);
     }
     let main = &runs[0];
     let measurements: Vec<Measurement> = runs
@@ -213,6 +239,28 @@ fn latency_check(
     )))
 }
 
+/// What to do about a layer that is not in place, from `state.yaml`: a layer that was installed
+/// (or failed installing) is not fixed by installing again blindly.
+fn advice_for(stack: &StackDir, layer: Layer) -> String {
+    let state = crate::install::state::ChainState::load(&stack.state_path()).ok();
+    let entry = state.as_ref().and_then(|s| s.layers.get(&layer));
+    match entry {
+        Some(e) if e.status == crate::install::state::LayerStatus::Done => format!(
+            "`stackpin install` installed it ({}), so installing again will not help: run `stackpin doctor` to see what changed, and `stackpin diagnose` on the log",
+            e.at
+        ),
+        Some(e) => format!(
+            "its last install step ended {:?} at {}{}: read that log with `stackpin diagnose`, fix the cause, then run `stackpin install` again",
+            e.status,
+            e.at,
+            e.log
+                .as_ref()
+                .map_or(String::new(), |l| format!(" (log {})", l.display()))
+        ),
+        None => "Run `stackpin install` first (or `stackpin plan` to see why)".to_string(),
+    }
+}
+
 fn probe_host(m: &Manifest, gpu: Option<u32>) -> Result<HostReport, ProveError> {
     let options = ProbeOptions {
         gpu,
@@ -252,15 +300,27 @@ pub(crate) fn stack_env(m: &Manifest) -> Vec<(String, String)> {
     env
 }
 
-fn measure_once(
-    m: &Manifest,
-    stack: &StackDir,
-    smi: &Path,
+/// What every example run of one proof shares.
+struct RunContext<'a> {
+    m: &'a Manifest,
+    stack: &'a StackDir,
+    smi: &'a Path,
     gpu_index: u32,
-    examples: &Path,
-    batch: u32,
-    reporter: &dyn ProveReporter,
-) -> Result<MeasuredRun, ProveError> {
+    examples: &'a Path,
+    host: &'a HostReport,
+    reporter: &'a dyn ProveReporter,
+}
+
+fn measure_once(ctx: &RunContext<'_>, batch: u32) -> Result<MeasuredRun, ProveError> {
+    let RunContext {
+        m,
+        stack,
+        smi,
+        gpu_index,
+        examples,
+        reporter,
+        ..
+    } = *ctx;
     let mut values = placeholder_values(m, stack.root(), Layer::Library);
     values.insert("examples", examples.display().to_string());
     values.insert("batch", batch.to_string());
@@ -300,10 +360,21 @@ fn measure_once(
             None => "it was killed by a signal".to_string(),
         }),
     };
+    let run = FailedContext {
+        batch,
+        argv: &argv,
+        outcome: &outcome,
+        trace: &trace,
+    };
     if let Some(why) = failure {
-        return Err(fail(m, stack, batch, &argv, &outcome, &trace, &output, why));
+        return Err(fail(ctx, &run, &output, why));
     }
     let report = parsed.ok().flatten();
+    // A clean exit proves nothing unless the example ran on the GPU and a view saw it there.
+    let judged_by = match super::judge_gpu_run(&trace, report.as_ref()) {
+        Ok(judged_by) => judged_by,
+        Err(not_on_gpu) => return Err(not_proven(ctx, &run, report.as_ref(), &not_on_gpu)),
+    };
     let peak = super::peak_vram(&trace, report.as_ref()).ok_or_else(|| {
         ProveError::Unmeasured(if trace.notes.is_empty() {
             "no nvidia-smi row, counter or framework figure".to_string()
@@ -320,20 +391,162 @@ fn measure_once(
         peak,
         duration: outcome.duration,
         log: outcome.log,
+        judged_by,
     })
 }
 
-#[allow(clippy::too_many_arguments)] // the failure record needs all of them; built once
-fn fail(
-    m: &Manifest,
-    stack: &StackDir,
+/// One finished run, as the failure record needs it.
+struct FailedContext<'a> {
     batch: u32,
-    argv: &[String],
-    outcome: &runner::StepOutcome,
-    trace: &MemoryTrace,
-    output: &str,
-    why: String,
+    argv: &'a [String],
+    outcome: &'a runner::StepOutcome,
+    trace: &'a MemoryTrace,
+}
+
+/// The reason, layer and explanation for a clean run that did not prove the stack on the GPU,
+/// from what the library said about itself (the host probe, else the example's report).
+fn not_on_gpu_layer(
+    m: &Manifest,
+    host: &HostReport,
+    report: Option<&ExampleReport>,
+    not_on_gpu: &super::NotOnGpu,
+) -> (String, String, String) {
+    let lib = &m.library.name;
+    let version = host.driver.gpus.first().map(|g| g.driver_version.clone());
+    let driver = match (&version, &host.driver.cuda_supported) {
+        (Some(v), Some(c)) => format!("nvidia-smi reports driver {v} (CUDA up to {c})"),
+        (Some(v), None) => format!("nvidia-smi reports driver {v}"),
+        _ => "nvidia-smi reports no working driver".to_string(),
+    };
+    let (version, cuda_build, sees_gpu) = match &host.library {
+        Some(host::LibraryProbe::Found(info)) => (
+            info.version_text.clone(),
+            info.cuda.clone(),
+            Some(info.cuda_available && info.device_count > 0),
+        ),
+        _ => {
+            let reported = |key: &str| {
+                report
+                    .and_then(|r| r.versions.get(key))
+                    .and_then(version_text)
+            };
+            (
+                reported(lib).unwrap_or_else(|| m.library.version.to_string()),
+                reported("cuda"),
+                None,
+            )
+        }
+    };
+    if !matches!(not_on_gpu, super::NotOnGpu::Cpu { .. }) {
+        return (
+            not_on_gpu.to_string(),
+            "example".to_string(),
+            format!(
+                "{not_on_gpu}. Make the example run on the GPU and print `STACKPIN_RESULT` with \
+                 `\"device\": \"cuda\"` and its framework peak (the bundled examples do); {driver}"
+            ),
+        );
+    }
+    match (cuda_build, sees_gpu) {
+        (None, _) => (
+            format!("the example ran on the CPU: {lib} {version} is a CPU build"),
+            "library".to_string(),
+            format!(
+                "{lib} {version} was built without CUDA; the manifest pins the CUDA {} build: \
+                 reinstall the library from the archive (`stackpin install --force library`) and check \
+                 the wheel index (library.pip.index_url)",
+                m.library.cuda
+            ),
+        ),
+        (Some(_), Some(true)) => (
+            format!("the example ran on the CPU although {lib} {version} sees the GPU"),
+            "example".to_string(),
+            format!(
+                "{lib} sees the GPU, so the example chose the CPU: check its --device and \
+                 example.run in the manifest; {driver}"
+            ),
+        ),
+        (Some(cuda), _) => (
+            format!("the example ran on the CPU: {lib} {version} sees no GPU"),
+            "driver".to_string(),
+            format!(
+                "{lib} {version} is built for CUDA {cuda} but sees no GPU — the driver layer: {driver}. \
+                 Run `stackpin doctor` to compare the driver with the pins, and check \
+                 CUDA_VISIBLE_DEVICES and the container's GPU access (--gpus all)"
+            ),
+        ),
+    }
+}
+
+/// A version value as an example prints it: a string, or a number (cuDNN's `90100`).
+fn version_text(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Writes `failed-run.yaml` for a run that exited cleanly but did not prove the stack.
+fn not_proven(
+    ctx: &RunContext<'_>,
+    run: &FailedContext<'_>,
+    report: Option<&ExampleReport>,
+    not_on_gpu: &super::NotOnGpu,
 ) -> ProveError {
+    let (reason, layer, explanation) = not_on_gpu_layer(ctx.m, ctx.host, report, not_on_gpu);
+    let path = write_failed_run(
+        ctx,
+        run,
+        FailedFacts {
+            reason: reason.clone(),
+            device: report.and_then(|r| r.device.clone()),
+            layer: Some(layer.clone()),
+            explanation: explanation.clone(),
+        },
+    );
+    ProveError::NotOnGpu {
+        batch: run.batch,
+        reason,
+        layer,
+        failed_run: path,
+        explanation,
+    }
+}
+
+/// The words of a failure record.
+struct FailedFacts {
+    reason: String,
+    device: Option<String>,
+    layer: Option<String>,
+    explanation: String,
+}
+
+/// Writes `failed-run.yaml` beside (never over) the proven record and returns its path.
+fn write_failed_run(ctx: &RunContext<'_>, run: &FailedContext<'_>, facts: FailedFacts) -> PathBuf {
+    let failed = FailedRun {
+        record: crate::record::RECORD_SCHEMA,
+        stack: ctx.m.name.clone(),
+        failed_at: crate::record::now_rfc3339(),
+        argv: run.argv.to_vec(),
+        batch: run.batch,
+        exit_code: run.outcome.code,
+        timed_out: run.outcome.status == StepStatus::TimedOut,
+        duration_s: run.outcome.duration.as_secs_f64(),
+        log: run.outcome.log.clone(),
+        reason: facts.reason,
+        device: facts.device,
+        layer: facts.layer,
+        explanation: facts.explanation,
+        peak_outside_mib: run.trace.peak_mib,
+        last_lines: run.outcome.tail.clone(),
+    };
+    let path = ctx.stack.root().join(crate::record::FAILED_RUN_FILE);
+    let _ = failed.write(&path);
+    path
+}
+
+fn fail(ctx: &RunContext<'_>, run: &FailedContext<'_>, output: &str, why: String) -> ProveError {
     let diagnosis = crate::diagnose::diagnose(output);
     let (layer, explanation) = match &diagnosis {
         Some(d) => (Some(d.layer.as_str().to_string()), format!("{} — {}", d.cause, d.fix)),
@@ -342,29 +555,23 @@ fn fail(
             "no known failure matched the example's output; read the log, then `stackpin diagnose LOG`".to_string(),
         ),
     };
-    let failed = FailedRun {
-        record: crate::record::RECORD_SCHEMA,
-        stack: m.name.clone(),
-        failed_at: crate::record::now_rfc3339(),
-        argv: argv.to_vec(),
-        batch,
-        exit_code: outcome.code,
-        timed_out: outcome.status == StepStatus::TimedOut,
-        duration_s: outcome.duration.as_secs_f64(),
-        log: outcome.log.clone(),
-        layer,
-        explanation: explanation.clone(),
-        peak_outside_mib: trace.peak_mib,
-        last_lines: outcome.tail.clone(),
-    };
-    let path = stack.root().join("failed-run.yaml");
-    let _ = failed.write(&path);
+    let device = parse_output(output).ok().flatten().and_then(|r| r.device);
+    let path = write_failed_run(
+        ctx,
+        run,
+        FailedFacts {
+            reason: format!("the example at batch {}: {why}", run.batch),
+            device,
+            layer,
+            explanation: explanation.clone(),
+        },
+    );
     ProveError::ExampleFailed {
-        batch,
+        batch: run.batch,
         why,
         failed_run: path,
         explanation,
-        tail: outcome.tail.clone(),
+        tail: run.outcome.tail.clone(),
     }
 }
 
@@ -377,21 +584,32 @@ fn assemble(
     plan: &BatchPlan,
     runs: &[MeasuredRun],
 ) -> ProvenStack {
-    let library = match &report.library {
-        Some(host::LibraryProbe::Found(info)) => LibraryFacts {
-            name: m.library.name.clone(),
-            version: info.version_text.clone(),
-            cuda_build: info.cuda.clone(),
-            cudnn: info.cudnn.clone(),
-            architectures: info.arch_list.clone(),
-        },
-        _ => LibraryFacts {
-            name: m.library.name.clone(),
-            version: m.library.version.to_string(),
-            cuda_build: Some(m.library.cuda.to_string()),
-            cudnn: None,
-            architectures: vec![],
-        },
+    let reported = |key: &str| {
+        main.report
+            .as_ref()
+            .and_then(|r| r.versions.get(key))
+            .and_then(version_text)
+    };
+    let probe = match &report.library {
+        Some(host::LibraryProbe::Found(info)) => Some(info),
+        _ => None,
+    };
+    // The probe's facts first; where it has none (a `verify:` override, no Python to ask) the
+    // example's own report, and only then the manifest's pins.
+    let library = LibraryFacts {
+        name: m.library.name.clone(),
+        version: probe
+            .map(|i| i.version_text.clone())
+            .or_else(|| reported(&m.library.name))
+            .unwrap_or_else(|| m.library.version.to_string()),
+        cuda_build: probe
+            .and_then(|i| i.cuda.clone())
+            .or_else(|| reported("cuda"))
+            .or_else(|| probe.is_none().then(|| m.library.cuda.to_string())),
+        cudnn: probe
+            .and_then(|i| i.cudnn.clone())
+            .or_else(|| reported("cudnn")),
+        architectures: probe.map(|i| i.arch_list.clone()).unwrap_or_default(),
     };
     let toolkit = report
         .toolkits
@@ -419,26 +637,7 @@ fn assemble(
             per_sample_mib: f.per_sample_mib,
             points: runs.iter().map(|r| (r.batch, r.peak.mib)).collect(),
         });
-    let mut environment = BTreeMap::new();
-    environment.insert("PyTorch version".to_string(), library.version.clone());
-    if let Some(c) = &library.cuda_build {
-        environment.insert("CUDA used to build PyTorch".to_string(), c.clone());
-    }
-    if let Some(name) = &report.os.name {
-        environment.insert("OS".to_string(), name.clone());
-    }
-    environment.insert(
-        "GPU models and configuration".to_string(),
-        format!("GPU {}: {}", gpu.index, gpu.name),
-    );
-    environment.insert(
-        "Nvidia driver version".to_string(),
-        gpu.driver_version.clone(),
-    );
-    if let Some(c) = &library.cudnn {
-        environment.insert("cuDNN version".to_string(), c.clone());
-    }
-    environment.insert("Is CUDA available".to_string(), "True".to_string());
+    let environment = collect_env(m, report, gpu, &library, main, probe);
     ProvenStack {
         record: crate::record::RECORD_SCHEMA,
         stack: m.name.clone(),
@@ -480,6 +679,9 @@ fn assemble(
             exit_code: 0,
             samples_per_s: main.report.as_ref().and_then(|r| r.samples_per_s),
             log: main.log.clone(),
+            device: main.report.as_ref().and_then(|r| r.device.clone()),
+            device_name: main.report.as_ref().and_then(|r| r.device_name.clone()),
+            judged_by: main.judged_by.clone(),
         },
         peak: main.peak.clone(),
         per_sample_mib: plan.per_sample_mib,
@@ -491,9 +693,69 @@ fn assemble(
         predictions: serde_json::to_value(&plan.predictions).unwrap_or_default(),
         largest_safe_batch: plan.largest_safe_batch,
         fit,
-        environment: CollectEnv { facts: environment },
+        environment,
         latency: None,
     }
+}
+
+/// The collect_env facts, each from what was measured: the host probe, the library's own
+/// answer, the example's report. A fact nobody reported is left out rather than assumed.
+fn collect_env(
+    m: &Manifest,
+    report: &HostReport,
+    gpu: &host::Gpu,
+    library: &LibraryFacts,
+    main: &MeasuredRun,
+    probe: Option<&host::LibraryInfo>,
+) -> CollectEnv {
+    let framework = match m.library.name.as_str() {
+        "torch" => "PyTorch".to_string(),
+        "tensorflow" => "TensorFlow".to_string(),
+        other => other.to_string(),
+    };
+    let mut facts = BTreeMap::new();
+    facts.insert(format!("{framework} version"), library.version.clone());
+    if let Some(c) = &library.cuda_build {
+        facts.insert(format!("CUDA used to build {framework}"), c.clone());
+    }
+    if let Some(name) = &report.os.name {
+        facts.insert("OS".to_string(), name.clone());
+    }
+    let python = probe.and_then(|i| i.python.clone()).or_else(|| {
+        main.report
+            .as_ref()
+            .and_then(|r| r.versions.get("python"))
+            .and_then(version_text)
+    });
+    if let Some(p) = python {
+        facts.insert("Python version".to_string(), p);
+    }
+    facts.insert(
+        "GPU models and configuration".to_string(),
+        format!("GPU {}: {}", gpu.index, gpu.name),
+    );
+    facts.insert(
+        "Nvidia driver version".to_string(),
+        gpu.driver_version.clone(),
+    );
+    if let Some(c) = &library.cudnn {
+        facts.insert("cuDNN version".to_string(), c.clone());
+    }
+    // What the library answered when asked; without a probe, what the example's run showed.
+    let available = match (
+        probe,
+        main.report.as_ref().and_then(|r| r.device.as_deref()),
+    ) {
+        (Some(info), _) => Some(if info.cuda_available { "True" } else { "False" }.to_string()),
+        (None, Some(device)) if super::RanOn::of(Some(device)) == super::RanOn::Gpu => {
+            Some(format!("True (the example ran on {device})"))
+        }
+        _ => None,
+    };
+    if let Some(a) = available {
+        facts.insert("Is CUDA available".to_string(), a);
+    }
+    CollectEnv { facts }
 }
 
 fn hostname() -> String {

@@ -73,6 +73,46 @@ pub struct MemoryTrace {
     pub unavailable_rows: usize,
     /// Why a fallback was used, lines nvidia-smi could not explain, monitors that died.
     pub notes: Vec<String>,
+    /// Processes outside the example's tree that nvidia-smi listed on the card during the run:
+    /// whatever they allocated is in the card's `memory.used`, so they decide whether the
+    /// card-over-baseline view can stand for the example.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<OtherProcess>,
+}
+
+/// A process outside the example's tree that nvidia-smi listed while the example ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtherProcess {
+    pub pid: u32,
+    /// Its smallest and largest figure during the run (`None` where nvidia-smi said `[N/A]`).
+    pub min_mib: Option<u64>,
+    pub max_mib: Option<u64>,
+    /// Whether it was already on the card before the example started (part of the baseline).
+    pub before_run: bool,
+}
+
+impl OtherProcess {
+    /// Whether its memory can have moved the card's delta: it appeared during the run, or its
+    /// figure changed (or cannot be read).
+    pub fn disturbs_the_delta(&self) -> bool {
+        !self.before_run || self.min_mib != self.max_mib || self.max_mib.is_none()
+    }
+}
+
+impl MemoryTrace {
+    /// Whether nvidia-smi's per-process list showed a process of the example's tree at all
+    /// (with a figure, or `[N/A]` under WDDM): the outside proof that it used the GPU.
+    pub fn saw_the_tree(&self) -> bool {
+        matches!(
+            self.source,
+            MemorySource::PerProcess | MemorySource::WindowsCounter
+        ) || self.unavailable_rows > 0
+    }
+
+    /// The other processes that can have moved the card's delta during the run.
+    pub fn disturbing_others(&self) -> impl Iterator<Item = &OtherProcess> {
+        self.others.iter().filter(|o| o.disturbs_the_delta())
+    }
 }
 
 /// One process of the sampled tree and its own per-process figures.
@@ -118,6 +158,10 @@ struct State {
     counter_monitor: Option<Monitor>,
     counter_tried: bool,
     notes: Vec<String>,
+    /// Pids nvidia-smi listed before the run started.
+    listed_before: std::collections::HashSet<u32>,
+    /// Processes outside the tree listed during the run: pid → (min, max) MiB, `None` for `[N/A]`.
+    others: BTreeMap<u32, (Option<u64>, Option<u64>)>,
 }
 
 impl State {
@@ -273,6 +317,7 @@ fn on_compute_app_line(state: &Arc<Mutex<State>>, tree: &dyn ProcessTree, line: 
     let mut guard = lock(state);
     let st = &mut *guard;
     let (Some(root), Some(t)) = (st.root, st.since_attach()) else {
+        st.listed_before.insert(row.pid);
         return;
     };
     let ours = *st
@@ -280,6 +325,13 @@ fn on_compute_app_line(state: &Arc<Mutex<State>>, tree: &dyn ProcessTree, line: 
         .entry(row.pid)
         .or_insert_with(|| is_in_tree(tree, root, row.pid));
     if !ours {
+        let figure = match row.used {
+            SmiMemory::Mib(mib) => Some(mib),
+            SmiMemory::Unavailable => None,
+        };
+        let seen = st.others.entry(row.pid).or_insert((figure, figure));
+        seen.0 = seen.0.min(figure);
+        seen.1 = seen.1.max(figure);
         return;
     }
     match row.used {
@@ -384,6 +436,16 @@ fn choose_trace(mut state: State) -> MemoryTrace {
             state.baseline.unwrap_or(0)
         ));
     }
+    let others = state
+        .others
+        .iter()
+        .map(|(&pid, &(min_mib, max_mib))| OtherProcess {
+            pid,
+            min_mib,
+            max_mib,
+            before_run: state.listed_before.contains(&pid),
+        })
+        .collect();
     MemoryTrace {
         source,
         peak_mib: samples.iter().map(|&(_, mib)| mib).max(),
@@ -392,6 +454,7 @@ fn choose_trace(mut state: State) -> MemoryTrace {
         device_samples: state.device,
         unavailable_rows: state.unavailable_rows,
         notes: state.notes,
+        others,
     }
 }
 

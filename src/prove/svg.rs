@@ -282,6 +282,7 @@ mod tests {
             device_samples: vec![(0, 610), (500, 1510), (1000, 2870), (1500, 2870)],
             unavailable_rows: 0,
             notes: vec![],
+            others: vec![],
         }
     }
 
@@ -372,6 +373,7 @@ mod tests {
             device_samples: vec![],
             unavailable_rows: 0,
             notes: vec![],
+            others: vec![],
         };
         let chart = ProofChart {
             predictions: &[],

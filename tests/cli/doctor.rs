@@ -140,7 +140,7 @@ fn proven_at(record: &str) -> String {
 }
 
 #[test]
-fn a_proven_host_passes_every_check_and_json_lists_all_six() {
+fn a_proven_host_passes_every_check_and_json_lists_all_eight() {
     let clinic = Clinic::proven();
     let out = clinic.run(&["doctor", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -161,6 +161,8 @@ fn a_proven_host_passes_every_check_and_json_lists_all_six() {
         [
             ("driver", "pass"),
             ("toolkit", "pass"),
+            ("library", "pass"),
+            ("install", "pass"),
             ("example", "pass"),
             ("vram", "pass"),
             ("archive", "pass"),
@@ -170,7 +172,7 @@ fn a_proven_host_passes_every_check_and_json_lists_all_six() {
         "{doc}"
     );
     assert_eq!(doc["drift"], serde_json::json!([]));
-    let vram = &doc["checks"][3]["found"];
+    let vram = &doc["checks"][5]["found"];
     assert!(
         vram.as_str()
             .is_some_and(|f| f.contains("largest safe batch")),
@@ -327,4 +329,118 @@ fn a_stack_never_proven_fails_with_the_command_that_proves_it() {
     assert_eq!(out.status.code(), Some(1), "{all}");
     assert!(all.contains("no proven-stack record"), "{all}");
     assert!(all.contains("stackpin prove"), "{all}");
+}
+
+fn check_of<'a>(doc: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    doc["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["check"] == id))
+        .unwrap_or(&serde_json::Value::Null)
+}
+
+#[test]
+fn doctor_fails_when_the_library_no_longer_imports() {
+    let clinic = Clinic::proven();
+    clinic.host.write_package(
+        "torch",
+        "raise ImportError('libcudnn.so.9: cannot open shared object file')\n",
+    );
+    let out = clinic.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let library = check_of(&doc, "library");
+    assert_eq!(library["status"], "fail", "{doc}");
+    assert!(
+        library["found"]
+            .as_str()
+            .is_some_and(|f| f.contains("libcudnn.so.9")),
+        "{library}"
+    );
+}
+
+#[test]
+fn doctor_fails_when_the_library_sees_no_gpu_and_points_at_the_driver() {
+    let clinic = Clinic::proven();
+    clinic.host.write_torch(&FakeTorch {
+        available: false,
+        device_count: 0,
+        ..FakeTorch::default()
+    });
+    let out = clinic.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let library = check_of(&doc, "library");
+    assert_eq!(library["status"], "fail", "{doc}");
+    assert!(
+        library["fix"]
+            .as_str()
+            .is_some_and(|f| f.contains("sees no GPU — the driver layer")),
+        "{library}"
+    );
+}
+
+#[test]
+fn doctor_fails_when_state_yaml_says_a_layer_failed() {
+    let clinic = Clinic::proven();
+    let state = clinic.archive().join("fake-doctor/state.yaml");
+    let text0 = std::fs::read_to_string(&state).expect("state.yaml");
+    let doc: serde_json::Value = serde_saphyr::from_str(&text0).expect("state parses");
+    let at = doc["layers"]["library"]["at"]
+        .as_str()
+        .expect("library step")
+        .to_string();
+    let failed = text0.replacen("status: done", "status: failed", 3);
+    std::fs::write(&state, failed).expect("a failed library step");
+    let out = clinic.run(&["doctor", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let install = check_of(&doc, "install");
+    assert_eq!(install["status"], "fail", "{doc}");
+    let found = install["found"].as_str().unwrap_or_default();
+    assert!(found.contains("library: failed at"), "{found}");
+    assert!(found.contains(&at), "the step's time: {found}");
+}
+
+#[test]
+fn a_bare_host_names_the_missing_driver_first() {
+    let host = FakeHost::new().without_nvidia_smi();
+    let manifest = crate::common::repo("manifests/torch-2.5.1-cu124-linux.yaml");
+    let out = host
+        .stackpin(["doctor", manifest.to_str().expect("utf-8"), "--json"])
+        .env("STACKPIN_ARCHIVE", host.root().join("installers"))
+        .output()
+        .expect("stackpin runs");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let first = &doc["checks"][0];
+    assert_eq!(first["check"], "driver", "{doc}");
+    assert_eq!(first["status"], "fail", "{doc}");
+    assert!(
+        first["found"]
+            .as_str()
+            .is_some_and(|f| f.contains("nvidia-smi")),
+        "{first}"
+    );
+    assert!(
+        first["fix"]
+            .as_str()
+            .is_some_and(|f| f.contains("595.71.05")),
+        "{first}"
+    );
+}
+
+#[test]
+fn the_archive_count_is_the_locks_not_the_folders() {
+    let clinic = Clinic::proven();
+    let driver_dir = clinic.archive().join("fake-doctor/driver");
+    std::fs::write(driver_dir.join("stray.txt"), "not an installer").expect("stray file");
+    let out = clinic.run(&["doctor", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let archive = check_of(&doc, "archive");
+    assert!(
+        archive["found"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("3 installer file(s)")),
+        "three lock entries: {archive}"
+    );
 }

@@ -59,7 +59,7 @@ emit() { while :; do cat "$1" 2>/dev/null; [ "$loop" = 1 ] || break; sleep 0.05;
 case "$1" in
   --query-gpu=memory.used*) emit "$d/memory.csv"; exit 0 ;;
   --query-gpu=*) sed "s/@DRIVER@/$driver/" "$d/gpus.csv"; exit 0 ;;
-  --query-compute-apps=*) emit "$d/apps.csv"; exit 0 ;;
+  --query-compute-apps=*) [ -e "$d/hide-processes" ] && { emit /dev/null; exit 0; }; emit "$d/apps.csv"; exit 0 ;;
 esac
 printf '| NVIDIA-SMI %s             Driver Version: %s     CUDA Version: %s     |\n' "$driver" "$driver" "$cuda"
 "#;
@@ -196,6 +196,12 @@ impl FakeHost {
             Self::driver_state_text(mode, driver, cuda),
         )
         .expect("driver state");
+    }
+
+    /// nvidia-smi lists no processes at all, whatever runs on the card: a container without the
+    /// host's PID namespace (Docker, gVisor), where the card's `memory.used` still moves.
+    pub fn hide_processes(&self) {
+        fs::write(self.nvidia().join("hide-processes"), "").expect("hide-processes flag");
     }
 
     /// Removes the fake nvidia-smi: a host with no NVIDIA driver at all.

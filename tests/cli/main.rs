@@ -11,6 +11,7 @@ mod fakes_windows;
 mod host;
 mod inference;
 mod install;
+mod json_contract;
 mod measure;
 mod pin;
 mod prove;

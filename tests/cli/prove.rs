@@ -155,3 +155,284 @@ fn prove_refuses_a_stack_whose_toolkit_is_missing() {
         text(&out)
     );
 }
+
+/// How a fake example of the GPU-proof tests behaves.
+struct Run {
+    /// The `device` of its STACKPIN_RESULT line.
+    device: &'static str,
+    /// Its own per-process row and framework peak (a GPU run); a CPU run has neither.
+    on_gpu: bool,
+    /// Another job starts on the card while it runs and holds this much.
+    other_job_mib: Option<u64>,
+    /// nvidia-smi lists no processes (a container).
+    container: bool,
+}
+
+/// A host with the stack in place whose library is proven by `verify:` (as in a container
+/// where torch cannot be asked before the run), and an example that behaves as `run` says.
+fn gpu_proof_bench(run: &Run) -> Bench {
+    let bench = Bench::new(false, false);
+    let nv = bench.host.nvidia();
+    std::fs::write(nv.join("apps.csv"), "").expect("an idle card");
+    std::fs::write(nv.join("memory.csv"), "300\n").expect("idle memory");
+    if run.container {
+        bench.host.hide_processes();
+    }
+    let other_row = run
+        .other_job_mib
+        .map_or(String::new(), |mib| format!("4242, {mib}\n"));
+    let other_mib = run.other_job_mib.unwrap_or(0);
+    let (own_row, own_mib, peaks) = if run.on_gpu {
+        (
+            "$$, 2560\n",
+            2560,
+            r#", \"peak_reserved_mib\": 2300, \"peak_allocated_mib\": 2100, \"context_mib\": 260"#,
+        )
+    } else {
+        ("", 0, "")
+    };
+    let script = format!(
+        "#!/bin/sh\nnv='{nv}'\n\
+         printf '{other_row}{own_row}' > \"$nv/apps.csv\"; echo $((300 + {other_mib} + {own_mib})) > \"$nv/memory.csv\"\n\
+         sleep 0.8\n\
+         echo \"STACKPIN_RESULT {{\\\"batch\\\": $1, \\\"device\\\": \\\"{device}\\\", \\\"samples_per_s\\\": 40.5{peaks}, \
+         \\\"versions\\\": {{\\\"torch\\\": \\\"2.5.1+cu124\\\", \\\"cuda\\\": \\\"12.4\\\", \\\"cudnn\\\": 90100, \\\"python\\\": \\\"3.12.3\\\"}}}}\"\n\
+         : > \"$nv/apps.csv\"; echo 300 > \"$nv/memory.csv\"\n",
+        nv = nv.display(),
+        device = run.device,
+    );
+    std::fs::write(bench.host.root().join("example.sh"), script).expect("example");
+    let manifest = std::fs::read_to_string(&bench.manifest).expect("manifest");
+    let manifest = manifest.replace(
+        "  run: [\"sh\", \"{installer}\"]\nexample:",
+        "  run: [\"sh\", \"{installer}\"]\n  verify: [\"true\"]\nexample:",
+    );
+    assert!(manifest.contains("verify: [\"true\"]"), "{manifest}");
+    std::fs::write(&bench.manifest, manifest).expect("manifest with verify");
+    bench
+}
+
+fn yaml(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).expect("yaml file");
+    serde_saphyr::from_str(&text).expect("yaml parses")
+}
+
+#[test]
+fn a_cpu_run_beside_another_job_on_the_card_is_not_proven() {
+    let bench = gpu_proof_bench(&Run {
+        device: "cpu",
+        on_gpu: false,
+        other_job_mib: Some(1500),
+        container: false,
+    });
+    // An earlier proof stays as it was.
+    std::fs::create_dir_all(bench.stack()).expect("stack folder");
+    std::fs::write(bench.stack().join("proven-stack.yaml"), "earlier: record\n").expect("earlier");
+    let out = bench.run(&["prove"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("the example ran on the CPU: torch 2.5.1+cu124 sees no GPU"),
+        "{all}"
+    );
+    let failed = yaml(&bench.stack().join("failed-run.yaml"));
+    assert!(
+        failed["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("ran on the CPU")),
+        "{failed}"
+    );
+    assert_eq!(failed["device"], "cpu", "{failed}");
+    assert_eq!(failed["layer"], "driver", "{failed}");
+    assert_eq!(
+        std::fs::read_to_string(bench.stack().join("proven-stack.yaml")).expect("record"),
+        "earlier: record\n",
+        "the earlier record is untouched"
+    );
+}
+
+#[test]
+fn a_cpu_run_on_an_idle_card_is_not_proven_and_leaves_a_failed_run() {
+    let bench = gpu_proof_bench(&Run {
+        device: "cpu",
+        on_gpu: false,
+        other_job_mib: None,
+        container: false,
+    });
+    let out = bench.run(&["prove", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!bench.stack().join("proven-stack.yaml").exists());
+    let failed = yaml(&bench.stack().join("failed-run.yaml"));
+    assert_eq!(failed["device"], "cpu", "{failed}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["ok"], false, "{doc}");
+    assert_eq!(doc["exit_code"], 1, "{doc}");
+    assert_eq!(doc["error"]["layer"], "driver", "{doc}");
+    assert!(
+        doc["error"]["fix"]
+            .as_str()
+            .is_some_and(|f| f.contains("stackpin doctor")),
+        "{doc}"
+    );
+    assert!(
+        !text(&out).contains("is not a memory size"),
+        "judged before any batch planning: {}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_container_run_on_the_gpu_is_proven_by_the_card_delta_with_the_fallback_named() {
+    let bench = gpu_proof_bench(&Run {
+        device: "cuda:0",
+        on_gpu: true,
+        other_job_mib: None,
+        container: true,
+    });
+    let out = bench.run(&["prove", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let record = yaml(&bench.stack().join("proven-stack.yaml"));
+    assert_eq!(record["example"]["device"], "cuda:0", "{record}");
+    assert!(
+        record["example"]["judged_by"]
+            .as_str()
+            .is_some_and(|j| j.contains("framework peak")),
+        "{record}"
+    );
+    assert_eq!(record["peak"]["outside_source"], "device_delta", "{record}");
+    assert_eq!(record["peak"]["outside_mib"], 2560, "{record}");
+    assert_eq!(record["peak"]["framework_mib"], 2300.0, "{record}");
+    assert_eq!(record["peak"]["authority"], "framework_plus_context");
+    assert!(
+        record["peak"]["authority_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("memory.used over its idle baseline")),
+        "{record}"
+    );
+    let notes = record["peak"]["notes"].to_string();
+    assert!(notes.contains("never listed a process"), "{notes}");
+    // Facts from the example's report, not fixed strings.
+    assert_eq!(record["library"]["cudnn"], "90100", "{record}");
+    assert_eq!(record["environment"]["Python version"], "3.12.3");
+    assert!(
+        record["environment"]["Is CUDA available"]
+            .as_str()
+            .is_some_and(|a| a.contains("cuda:0")),
+        "{record}"
+    );
+    // The JSON document is the same record.
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["ok"], true, "{doc}");
+}
+
+#[test]
+fn a_cpu_run_in_a_container_beside_a_growing_job_is_not_proven() {
+    let bench = gpu_proof_bench(&Run {
+        device: "cpu",
+        on_gpu: false,
+        other_job_mib: Some(1500),
+        container: true,
+    });
+    let out = bench.run(&["prove"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!bench.stack().join("proven-stack.yaml").exists());
+}
+
+#[test]
+fn a_gpu_run_beside_a_job_that_appears_names_it_and_trusts_the_framework() {
+    let bench = gpu_proof_bench(&Run {
+        device: "cuda",
+        on_gpu: true,
+        other_job_mib: Some(1500),
+        container: false,
+    });
+    // The example's own row never shows (WSL2): only the other job is listed.
+    let script = std::fs::read_to_string(bench.host.root().join("example.sh")).expect("script");
+    std::fs::write(
+        bench.host.root().join("example.sh"),
+        script.replace("$$, 2560\\n", ""),
+    )
+    .expect("rewrite");
+    let out = bench.run(&["prove", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let record = yaml(&bench.stack().join("proven-stack.yaml"));
+    assert_eq!(record["peak"]["outside_source"], "device_delta", "{record}");
+    assert_eq!(record["peak"]["authority"], "framework_plus_context");
+    assert_eq!(record["peak"]["mib"], 2560.0, "2300 + 260: {record}");
+    let notes = record["peak"]["notes"].to_string();
+    assert!(notes.contains("pid 4242"), "{notes}");
+}
+
+#[test]
+fn a_library_installed_blind_is_sent_to_the_driver_layer_by_install_and_prove() {
+    use crate::server::TestServer;
+    let host = FakeHost::new()
+        .gpu("NVIDIA L4", 23034, "8.9")
+        .driver(DRIVER, "12.8")
+        .toolkit("12.4.1");
+    // The library's installer writes a torch built for CUDA 12.4 that sees no GPU.
+    let mut blind = String::new();
+    {
+        let probe = FakeHost::new();
+        probe.write_torch(&FakeTorch {
+            available: false,
+            device_count: 0,
+            ..FakeTorch::default()
+        });
+        blind.push_str(
+            &std::fs::read_to_string(probe.python_path().join("torch/__init__.py"))
+                .expect("fake torch"),
+        );
+    }
+    let installer = format!(
+        "#!/bin/sh\nmkdir -p '{py}/torch'\ncat > '{py}/torch/__init__.py' <<'EOF'\n{blind}EOF\n",
+        py = host.python_path().display()
+    );
+    let server = TestServer::start();
+    server.file(&format!("NVIDIA-Linux-x86_64-{DRIVER}.run"), b"#!/bin/sh\n");
+    server.file("cuda_12.4.1_550.54.15_linux.run", b"#!/bin/sh\n");
+    server.file("install-torch.sh", installer.as_bytes());
+    let manifest = host.root().join("stack.yaml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "schema: 1\nname: blind-torch\nos: linux\n\
+             driver:\n  version: \"{DRIVER}\"\n  installer:\n    url: {d}\n  run: [\"sh\", \"{{installer}}\"]\n\
+             toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{root}\"\n  run: [\"sh\", \"{{installer}}\", \"--toolkit\"]\n\
+             library:\n  name: torch\n  version: \"2.5.1\"\n  cuda: \"12.4\"\n  python: python3\n  installers:\n    - url: {l}\n  run: [\"sh\", \"{{installer}}\"]\n\
+             example:\n  run: [\"sh\", \"-c\", \"exit 0\"]\n",
+            d = server.url(&format!("NVIDIA-Linux-x86_64-{DRIVER}.run")),
+            t = server.url("cuda_12.4.1_550.54.15_linux.run"),
+            l = server.url("install-torch.sh"),
+            root = host.toolkit_root("12.4.1").display(),
+        ),
+    )
+    .expect("manifest");
+    let run = |args: &[&str]| {
+        host.stackpin(
+            args.iter()
+                .copied()
+                .chain([manifest.to_str().expect("utf-8")]),
+        )
+        .env("STACKPIN_ARCHIVE", host.root().join("installers"))
+        .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
+        .env("STACKPIN_RETRY_BASE_MS", "0")
+        .output()
+        .expect("stackpin runs")
+    };
+    let fetched = run(&["fetch"]);
+    assert_eq!(fetched.status.code(), Some(0), "{}", text(&fetched));
+    let installed = run(&["install", "--yes"]);
+    let all = text(&installed);
+    assert_ne!(installed.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("torch 2.5.1 is installed but sees no GPU — the driver layer: nvidia-smi"),
+        "{all}"
+    );
+    assert!(!all.contains("the library is not there"), "{all}");
+    let proved = run(&["prove"]);
+    let all = text(&proved);
+    assert_eq!(proved.status.code(), Some(1), "{all}");
+    assert!(all.contains("stackpin doctor"), "{all}");
+    assert!(!all.contains("Run `stackpin install` first"), "{all}");
+}

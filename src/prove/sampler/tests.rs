@@ -153,6 +153,12 @@ fn records_the_peak_of_the_examples_process_and_ignores_other_jobs() {
     assert_eq!(trace.baseline_mib, Some(IDLE));
     let values: Vec<u64> = trace.samples.iter().map(|&(_, m)| m).collect();
     assert_eq!(values, [180, 512, 1536, 2560, 2560, 2432]);
+    let other = trace.others.iter().find(|o| o.pid == 999999);
+    assert_eq!(
+        other.map(|o| (o.min_mib, o.max_mib)),
+        Some((Some(7000), Some(7000))),
+        "the other job is kept apart, for the fallback's cross-check: {trace:?}"
+    );
     assert!(
         trace.samples.windows(2).all(|w| w[0].0 <= w[1].0),
         "time runs forward"
