@@ -27,6 +27,47 @@ const WSL_FIX: &str = "This is WSL: the GPU driver is the Windows one, shared in
 and `wsl --shutdown`, and check /usr/lib/wsl/lib/libcuda.so. Never install a Linux NVIDIA \
 driver inside WSL (remove one if it is there: it overrides the WSL libraries).";
 
+/// Container or WSL evidence in the log itself: a failure pasted from a container (`docker:
+/// Error response from daemon`, `nvidia-container-cli: …`) wants the container's fix even when
+/// `diagnose` runs elsewhere or with `--host none`.
+pub fn from_log(text: &str) -> Option<HostContext> {
+    let lower = text.to_lowercase();
+    const CONTAINER: &[&str] = &[
+        "docker: error response from daemon",
+        "oci runtime create failed",
+        "nvidia-container-cli:",
+        "container_linux.go",
+        "docker run ",
+    ];
+    const WSL: &[&str] = &["microsoft-standard", "/usr/lib/wsl/"];
+    let container = CONTAINER.iter().find(|m| lower.contains(*m));
+    let wsl = WSL.iter().find(|m| lower.contains(*m));
+    if container.is_none() && wsl.is_none() {
+        return None;
+    }
+    Some(HostContext {
+        container: container.map(|m| format!("the log shows `{}`", m.trim_end_matches(':').trim())),
+        wsl: wsl.map(|m| format!("the log shows `{m}`")),
+        ..HostContext::default()
+    })
+}
+
+/// The host's context, with the log's container or WSL evidence added where the host has none.
+pub fn merge(host: Option<&HostContext>, log: Option<HostContext>) -> Option<HostContext> {
+    match (host, log) {
+        (None, log) => log,
+        (Some(h), None) => Some(h.clone()),
+        (Some(h), Some(l)) => {
+            let mut merged = h.clone();
+            if merged.container.is_none() && merged.wsl.is_none() {
+                merged.container = l.container;
+                merged.wsl = l.wsl;
+            }
+            Some(merged)
+        }
+    }
+}
+
 /// The kind of fix a catalogue entry has, by its id.
 pub fn mechanism_of_entry(id: &str) -> Mechanism {
     if !id.starts_with("drv-") {
@@ -168,6 +209,24 @@ mod tests {
         assert_eq!(diagnose_in(oom, Some(&ctx)), diagnose(oom));
         let bare = probe(&FakeSystem::new(Os::Linux));
         assert_eq!(diagnose_in(NVML, Some(&bare)), diagnose(NVML));
+    }
+
+    #[test]
+    fn a_log_that_shows_the_container_runtime_gets_the_container_fix_without_a_host() {
+        let log = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n\
+                   nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared object file";
+        let d = diagnose(log).expect("a hit");
+        assert!(
+            d.fix
+                .contains("Never install a driver inside the container"),
+            "{}",
+            d.fix
+        );
+        assert_eq!(
+            d.context.as_deref(),
+            Some("a container (the log shows `nvidia-container-cli`)")
+        );
+        assert_eq!(from_log("epoch 1 loss 0.3"), None);
     }
 
     #[test]

@@ -174,7 +174,8 @@ pub fn diagnose_in(text: &str, context: Option<&HostContext>) -> Option<Diagnosi
             (None, None) => from_broad(broad::best(text)?, text),
         }
     };
-    Some(context_fix::apply(diagnosis, mechanism, context))
+    let context = context_fix::merge(context, context_fix::from_log(text));
+    Some(context_fix::apply(diagnosis, mechanism, context.as_ref()))
 }
 
 fn from_finding(f: families::Finding, text: &str) -> (Diagnosis, Mechanism) {

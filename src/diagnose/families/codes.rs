@@ -79,6 +79,16 @@ const CUDA_CODES: &[Code] = &[
         mechanism: Mechanism::Plain,
     },
     Code {
+        id: "drv-code-devices-unavailable",
+        numbers: &[46],
+        words: &["cudaerrordevicesunavailable", "busy or unavailable"],
+        layer: Driver,
+        second: Some(Hardware),
+        cause: "CUDA finds the GPU busy or unavailable (cudaErrorDevicesUnavailable, 46): the card is in exclusive-process mode with another process on it, or the driver stack cannot hand it out (under WSL, a Windows driver or build that does not support it).",
+        fix: "Check `nvidia-smi -q -d COMPUTE` (set Default mode with `nvidia-smi -c 0`) and the processes on the card; under WSL update the Windows NVIDIA driver and Windows/WSL. If dmesg shows NVRM errors for the card, treat it as hardware.",
+        mechanism: Mechanism::DriverAccess,
+    },
+    Code {
         id: "lib-code-no-kernel-image",
         numbers: &[98, 209],
         words: &[
@@ -254,6 +264,13 @@ const XIDS: &[Xid] = &[
         cause: "an application's kernel faulted (graphics exception, memory page fault, or a stopped channel): a bug in the library or the model code, rarely the card",
     },
     Xid {
+        numbers: &[32],
+        id: "hw-xid-push-buffer",
+        layer: Hardware,
+        second: Some(FailureLayer::Driver),
+        cause: "the GPU received a corrupted push-buffer stream (bus error, memory corruption, heat, or a driver fault)",
+    },
+    Xid {
         numbers: &[48, 63, 64, 92, 94, 95],
         id: "hw-xid-memory-ecc",
         layer: Hardware,
@@ -292,6 +309,7 @@ const XIDS: &[Xid] = &[
 
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     let mut found = Vec::new();
+    let driver_fault_logged = segments.iter().any(|s| s.lower.contains("nvrm:"));
     for seg in segments {
         if let Some(f) = xid(seg) {
             found.push(f);
@@ -307,6 +325,10 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 || number.is_some_and(|n| c.numbers.contains(&n))
         });
         if let Some(c) = row {
+            // "Busy or unavailable" next to an NVRM fault for the card is the card's state.
+            if c.id == "drv-code-devices-unavailable" && driver_fault_logged {
+                continue;
+            }
             found.push(at(
                 seg,
                 c.id,
@@ -370,6 +392,9 @@ fn xid(seg: &Segment<'_>) -> Option<Finding> {
     } else {
         HW_FIX
     };
+    // NVIDIA's Xid table is authoritative for the card's own faults: they outrank a catalogue
+    // entry that reads the same log as an application fault.
+    let decisive = row.layer == Hardware;
     Some(at(
         seg,
         row.id,
@@ -378,7 +403,7 @@ fn xid(seg: &Segment<'_>) -> Option<Finding> {
         cause,
         fix,
         Mechanism::Plain,
-        false,
+        decisive,
     ))
 }
 
@@ -423,6 +448,10 @@ mod tests {
             (
                 "CUDA failure 209: no kernel image is available",
                 "lib-code-no-kernel-image",
+            ),
+            (
+                "CUDA error at BlackScholes.cu:116 code=46(cudaErrorDevicesUnavailable) \"cudaMalloc\"",
+                "drv-code-devices-unavailable",
             ),
         ] {
             assert_eq!(first(log).map(|f| f.id), Some(id), "{log}");
@@ -471,6 +500,10 @@ mod tests {
             ),
             (
                 "kernel: NVRM: Xid (PCI:0000:1a:00): 74, pid=0, NVLink: fatal error detected on link 3",
+                Hardware,
+            ),
+            (
+                "[24128.828315] NVRM: Xid (PCI:0000:01:00): 32, Channel ID 00000000 intr 00004000",
                 Hardware,
             ),
         ] {

@@ -32,6 +32,10 @@ const LOAD_FAILED: &[&str] = &[
     "error loading",
     "unable to load",
     "library not loaded",
+    "couldn't open",
+    "could not open",
+    "dlerror",
+    " dso",
 ];
 
 /// Who ships a library file.
@@ -73,7 +77,20 @@ pub(super) fn find(text: &str, segments: &[Segment<'_>]) -> Vec<Finding> {
 }
 
 fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
-    let named = library_files(&seg.lower);
+    let mut named = library_files(&seg.lower);
+    if named.is_empty() {
+        // "Unable to load cuDNN DSO", "ConvolutionalBackwardFilter_V2 cudnn DSO dlerror": the
+        // library is named by its stem only.
+        let stem = [
+            "cudnn", "cublas", "cufft", "curand", "cusolver", "cusparse", "nvrtc", "nccl",
+        ]
+        .into_iter()
+        .find(|s| seg.lower.contains(s))?;
+        named.push(Named {
+            file: format!("lib{stem}"),
+            path: stem.to_string(),
+        });
+    }
     // "Failed to load library A with error: B: cannot open…": A asked for B, B is missing.
     let (requester, missing) = match seg.lower.find("with error") {
         Some(split) => (
@@ -84,9 +101,43 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
         ),
         None => (None, named.first()?),
     };
-    let owner = owner(&missing.file)?;
     let place = place(&missing.path).or_else(|| place(&seg.lower));
     let undefined = seg.lower.contains("undefined symbol");
+    // An undefined symbol that belongs to a CUDA library (`cudnnCreate`, `cublasLt…`) names
+    // the library that is missing or of another version, whatever binary asked for it.
+    let by_file = owner(&missing.file)
+        .or_else(|| (place == Some(Place::LibraryFolder)).then_some(Owner::OwnBinary));
+    if undefined
+        && matches!(by_file, Some(Owner::OwnBinary) | None)
+        && let Some((provider, symbol)) = symbol_owner(&seg.lower)
+    {
+        let name = if provider == Owner::Cudnn {
+            "cuDNN"
+        } else {
+            "a CUDA library"
+        };
+        return Some(at(
+            seg,
+            "tk-loader-symbol-from-cuda-library",
+            Toolkit,
+            Some(Library),
+            format!(
+                "{} needs {symbol} from {name}, which is not loaded or is another version than the one it was built with.",
+                missing.file
+            ),
+            format!(
+                "Install the {name} version the training library was built with (its release notes name it), make that copy the one on the loader path (`ldconfig -p | grep -i {}`; LD_LIBRARY_PATH or PATH), and remove other copies.",
+                if provider == Owner::Cudnn {
+                    "cudnn"
+                } else {
+                    "cu"
+                }
+            ),
+            Mechanism::Plain,
+            true,
+        ));
+    }
+    let owner = by_file?;
     let windows = missing.file.ends_with(".dll");
     let file = &missing.file;
     let wanted = cuda_major_of(file);
@@ -133,7 +184,9 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
             if owner == Owner::OwnBinary { None } else { Some(Toolkit) },
             format!("{file}, shipped inside the training library's own package, {} — the library's wheel is broken, incomplete or mixed with another build.", if undefined { "does not match the binaries beside it" } else { "or one of its dependencies cannot be loaded" }),
             format!("Reinstall the library's wheels as one set (same version and +cuXYZ build for every package: torch, torchvision, torchaudio) in a clean venv; a nightly may ship without a DLL, so pin a release.{}", if windows { " On Windows also install the latest Microsoft Visual C++ Redistributable (x64)." } else { "" }),
-            true,
+            // With a CUDA library in its folder the place is new evidence; its own binary
+            // alone is what the catalogue already reads.
+            owner != Owner::OwnBinary,
         ),
         (Owner::Cuda, _) if undefined => f(
             "tk-loader-two-cuda-versions",
@@ -175,6 +228,25 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
         }
         _ => return None,
     })
+}
+
+/// Who provides the undefined symbol named on the line (`undefined symbol: cudnnCreate`).
+fn symbol_owner(lower: &str) -> Option<(Owner, String)> {
+    let at = lower.find("undefined symbol")? + "undefined symbol".len();
+    let symbol = lower[at..]
+        .trim_start_matches([':', ' '])
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()?
+        .to_string();
+    if symbol.starts_with("cudnn") {
+        return Some((Owner::Cudnn, symbol));
+    }
+    const CUDA: &[&str] = &[
+        "cublas", "cufft", "curand", "cusolver", "cusparse", "nvrtc", "nccl",
+    ];
+    CUDA.iter()
+        .any(|c| symbol.starts_with(c))
+        .then_some((Owner::Cuda, symbol))
 }
 
 /// Every token on the line that names a shared library (`.so`, `.so.N`, `.dll`, `.dylib`).
@@ -241,6 +313,8 @@ fn library_of(file: &str) -> Option<&'static str> {
         ("torch", "torch"),
         ("c10", "torch"),
         ("caffe2", "torch"),
+        ("aten", "torch"),
+        ("shm", "torch"),
         ("_pywrap_tensorflow", "TensorFlow"),
         ("tensorflow", "TensorFlow"),
         ("xla_extension", "JAX"),
@@ -426,6 +500,29 @@ mod tests {
         let f = one(log);
         assert_eq!((f.id, f.layer), ("tk-loader-two-cuda-versions", Toolkit));
         assert!(f.fix.contains("LD_LIBRARY_PATH"), "{}", f.fix);
+    }
+
+    #[test]
+    fn an_undefined_cuda_symbol_names_the_cuda_library_not_the_binary_that_asked() {
+        let log = "F cuda_dnn.cc:222] Check failed: s.ok() could not find cudnnCreate in cudnn DSO; dlerror: /usr/lib/python3/dist-packages/tensorflow/python/_pywrap_tensorflow.so: undefined symbol: cudnnCreate";
+        let f = one(log);
+        assert_eq!(
+            (f.id, f.layer),
+            ("tk-loader-symbol-from-cuda-library", Toolkit)
+        );
+        assert!(f.cause.contains("cudnncreate from cuDNN"), "{}", f.cause);
+        let own = "ImportError: /venv/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi";
+        assert_eq!(one(own).layer, Library);
+    }
+
+    #[test]
+    fn a_library_named_only_by_its_stem_is_still_judged() {
+        for log in [
+            "I dso_loader.cc:105] Couldn't open CUDA library libcudnn.so. LD_LIBRARY_PATH: ",
+            "E cuda_dnn.cc:3304] Unable to load cuDNN DSO",
+        ] {
+            assert_eq!(one(log).layer, Toolkit, "{log}");
+        }
     }
 
     #[test]

@@ -52,6 +52,41 @@ const RULES: &[Rule] = &[
         decisive: true,
     },
     Rule {
+        id: "drv-installer-module-build-failed",
+        patterns: &[
+            "dkms module*nvidia*failed to build",
+            "building dkms module*nvidia*failed",
+            "nvidia*kernel module failed to build",
+            "nvidia*kernel module was not created",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The NVIDIA kernel module did not build for the running kernel: its headers are missing, or the kernel is newer than this driver release supports.",
+        fix: "Install the headers of the kernel named in the log (linux-headers-$(uname -r), kernel-devel or kernel-headers) and build again; if it still fails, pin a newer driver release that supports this kernel (`stackpin pin --driver VERSION`), or boot the previous kernel.",
+        mechanism: Mechanism::DriverBuild,
+        decisive: true,
+    },
+    Rule {
+        id: "tk-nvcc-fatal",
+        patterns: &["nvcc fatal"],
+        layer: Toolkit,
+        second: None,
+        cause: "nvcc refused its command line or input: the build passes it flags it cannot parse (with CMake's old FindCUDA, a flag list with quotes or spaces), or the toolkit cannot do what was asked.",
+        fix: "Run the build verbosely (VERBOSE=1 make, or ninja -v) to see the nvcc command; with CMake's FindCUDA quote the flag list (`set(nvcc_flags \"@nvcc_flags@\")` in run_nvcc.cmake) or move to enable_language(CUDA) / FindCUDAToolkit; check that the toolkit version supports the flags and architectures used.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    Rule {
+        id: "drv-smi-cuda-version-err",
+        patterns: &["cuda version: err!"],
+        layer: Driver,
+        second: None,
+        cause: "nvidia-smi cannot read the CUDA version from the driver: the driver's user-space library (libcuda) is missing or belongs to another driver version (under WSL, a Linux driver shadowing /usr/lib/wsl/lib).",
+        fix: "Make the driver's own libcuda the one that loads: reinstall the pinned driver so its libraries match the kernel module (`stackpin repair MANIFEST`); under WSL remove any Linux NVIDIA driver package and keep /usr/lib/wsl/lib first on the loader path.",
+        mechanism: Mechanism::DriverAccess,
+        decisive: false,
+    },
+    Rule {
         id: "tk-installer-no-host-compiler",
         patterns: &[
             "cannot find compiler 'cl.exe'",
@@ -127,6 +162,7 @@ const RULES: &[Rule] = &[
     Rule {
         id: "lib-provider-cpu-package",
         patterns: &[
+            "execution provider is not enabled in this build",
             "cudaexecutionprovider' is not in available provider",
             "cudaexecutionprovider is not in available provider",
             "available providers: 'cpuexecutionprovider'",
@@ -139,6 +175,16 @@ const RULES: &[Rule] = &[
         fix: "Uninstall both and install only the GPU build for this CUDA: `pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu` (the variant for the toolkit's CUDA major); check with `onnxruntime.get_available_providers()`.",
         mechanism: Mechanism::Plain,
         decisive: true,
+    },
+    Rule {
+        id: "lib-provider-cuda-failed",
+        patterns: &["failed to create cudaexecutionprovider"],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "ONNX Runtime could not start its CUDA execution provider: the CPU-only package is installed, or the onnxruntime-gpu build needs another CUDA / cuDNN major than the machine has.",
+        fix: "Check `pip list | grep onnxruntime`: keep only onnxruntime-gpu. Then match its build to the machine: the ONNX Runtime CUDA requirements table names the CUDA and cuDNN major each release needs; install that build (or that CUDA / cuDNN) and make its libraries loadable.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
     },
     // Version pairs.
     Rule {
@@ -297,7 +343,9 @@ mod tests {
             "nvcc fatal   : Cannot find compiler 'cl.exe' in PATH",
             "'cl.exe' is not recognized as an internal or external command",
         ] {
-            assert_eq!(ids(log), vec!["tk-installer-no-host-compiler"], "{log}");
+            assert!(ids(log).contains(&"tk-installer-no-host-compiler"), "{log}");
+            let best = super::super::best(log).expect("a finding");
+            assert_eq!(best.id, "tk-installer-no-host-compiler", "{log}");
         }
     }
 
@@ -319,6 +367,36 @@ mod tests {
         ] {
             assert_eq!(ids(log), vec!["lib-provider-cpu-package"], "{log}");
         }
+    }
+
+    #[test]
+    fn more_installer_and_provider_lines_are_read() {
+        assert_eq!(
+            ids("Building DKMS module 'nvidia-535.54.03' for kernel-6.5.2_1... FAILED!"),
+            vec!["drv-installer-module-build-failed"]
+        );
+        assert_eq!(
+            ids("ERROR: The nvidia-uvm kernel module failed to build."),
+            vec!["drv-installer-module-build-failed"]
+        );
+        assert_eq!(
+            ids("nvcc fatal   : '-DNVCC' is not in 'keyword=value' format"),
+            vec!["tk-nvcc-fatal"]
+        );
+        assert_eq!(
+            ids("OnnxRuntimeException: CUDA execution provider is not enabled in this build."),
+            vec!["lib-provider-cpu-package"]
+        );
+        assert_eq!(
+            ids(
+                "[W:onnxruntime:Default, onnxruntime_pybind_state.cc:965 CreateExecutionProviderInstance] Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*"
+            ),
+            vec!["lib-provider-cuda-failed"]
+        );
+        assert_eq!(
+            ids("| NVIDIA-SMI 550.54     Driver Version: 551.61     CUDA Version: ERR!     |"),
+            vec!["drv-smi-cuda-version-err"]
+        );
     }
 
     #[test]
