@@ -513,3 +513,16 @@ fn holdout_round5_is_a_regression_set_after_its_families_were_added() {
     assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
     assert_eq!(right, total);
 }
+
+#[test]
+fn holdout_round6_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
+    // Drawn after round 5's extension (3da3cd4) by the rule in the fixture's header and
+    // measured once with no rule change after: 14/20 acceptable, 6 unknown, 0 wrong (README).
+    let (right, total, wrong) = score_acceptable("holdout-round6.yaml");
+    assert_eq!(total, 20);
+    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
+    assert!(right >= ROUND6_FLOOR, "only {right}/{total} on an acceptable layer");
+}
+
+/// Round 6's first and only measurement: 14/20 (70%) on an acceptable layer.
+const ROUND6_FLOOR: usize = 14;
