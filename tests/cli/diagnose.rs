@@ -521,7 +521,10 @@ fn holdout_round6_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     let (right, total, wrong) = score_acceptable("holdout-round6.yaml");
     assert_eq!(total, 20);
     assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(right >= ROUND6_FLOOR, "only {right}/{total} on an acceptable layer");
+    assert!(
+        right >= ROUND6_FLOOR,
+        "only {right}/{total} on an acceptable layer"
+    );
 }
 
 /// Round 6's first and only measurement: 14/20 (70%) on an acceptable layer.

@@ -9,7 +9,7 @@
 //! suspend/resume); mid-run it names nothing and stays unknown.
 
 use super::{Finding, Mechanism, at, number_after};
-use crate::diagnose::FailureLayer::{self, Driver, Hardware, Library, Memory};
+use crate::diagnose::FailureLayer::{self, Driver, Hardware, Library, Memory, Toolkit};
 use crate::diagnose::matcher::Segment;
 
 /// One row of a code table.
@@ -218,6 +218,28 @@ const CUDA_CODES: &[Code] = &[
     },
 ];
 
+/// cuDNN's status codes, as `CUDNN_STATUS_…` names: the cuDNN that loads does not fit the CUDA
+/// or the library build (or, for a few, the card ran out of memory).
+const CUDNN_STATUS: &[Code] = &[Code {
+    id: "tk-cudnn-status-mismatch",
+    numbers: &[],
+    words: &[
+        "cudnn_status_bad_param",
+        "cudnn_status_execution_failed",
+        "cudnn_status_arch_mismatch",
+        "cudnn_status_not_initialized",
+        "cudnn_status_internal_error",
+        "cudnn_status_mapping_error",
+        "cudnn_status_runtime_prerequisite_missing",
+        "cudnn_status_version_mismatch",
+    ],
+    layer: Toolkit,
+    second: Some(Library),
+    cause: "cuDNN failed inside the library: the cuDNN that loads does not fit the CUDA toolkit or the library build (another major, or a release without this GPU's architecture); not initialised / internal errors are also what cuDNN says when the card is out of memory.",
+    fix: "Install the cuDNN and CUDA versions the library release was built with (its release notes; pip libraries bring their own nvidia-cudnn wheel: remove other cuDNN copies from LD_LIBRARY_PATH / PATH). If it only happens at large batches, halve the batch; `stackpin vram MANIFEST` names one that fits.",
+    mechanism: Mechanism::Plain,
+}];
+
 /// "unknown error" (30 before CUDA 10.1, 999 after), read as a driver fault only at start-up.
 const UNKNOWN_AT_INIT: Code = Code {
     id: "drv-code-unknown-at-init",
@@ -329,6 +351,22 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             if c.id == "drv-code-devices-unavailable" && driver_fault_logged {
                 continue;
             }
+            found.push(at(
+                seg,
+                c.id,
+                c.layer,
+                c.second,
+                c.cause,
+                c.fix,
+                c.mechanism,
+                false,
+            ));
+            continue;
+        }
+        if let Some(c) = CUDNN_STATUS
+            .iter()
+            .find(|c| c.words.iter().any(|w| lower.contains(w)))
+        {
             found.push(at(
                 seg,
                 c.id,
@@ -510,6 +548,21 @@ mod tests {
             assert_eq!(first(log).map(|f| f.layer), Some(layer), "{log}");
         }
         assert_eq!(first("NVRM: Xid (PCI:0000:3b:00): 999, weird"), None);
+    }
+
+    #[test]
+    fn cudnn_status_errors_point_at_the_cudnn_that_loads() {
+        for log in [
+            "Check failed: status == CUDNN_STATUS_SUCCESS (3 vs. 0)  CUDNN_STATUS_BAD_PARAM",
+            "RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer),
+                ("tk-cudnn-status-mismatch", Toolkit),
+                "{log}"
+            );
+        }
     }
 
     #[test]

@@ -267,6 +267,19 @@ const RULES: &[Rule] = &[
         decisive: false,
     },
     Rule {
+        id: "drv-container-no-gpu-runtime",
+        patterns: &[
+            "could not select device driver*with capabilities: [[gpu]]",
+            "unknown or invalid runtime name: nvidia",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "Docker has no NVIDIA runtime to give the container the GPU: the NVIDIA Container Toolkit is not installed or not configured on the host.",
+        fix: "On the host (not in the container): `nvidia-smi` must work; install the NVIDIA Container Toolkit (nvidia-container-toolkit), run `sudo nvidia-ctk runtime configure --runtime=docker` and restart Docker; a Docker installed as a snap cannot use it.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    Rule {
         id: "drv-wsl-gpu-blocked",
         patterns: &[
             "gpu access blocked by the operating system",
@@ -457,6 +470,12 @@ mod tests {
         assert_eq!(
             ids("Error: GPU access blocked by the operating system"),
             vec!["drv-wsl-gpu-blocked"]
+        );
+        assert_eq!(
+            ids(
+                "docker: Error response from daemon: could not select device driver \"\" with capabilities: [[gpu]]."
+            ),
+            vec!["drv-container-no-gpu-runtime"]
         );
     }
 }
