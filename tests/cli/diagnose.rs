@@ -529,3 +529,18 @@ fn holdout_round6_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
 
 /// Round 6's first and only measurement: 14/20 (70%) on an acceptable layer.
 const ROUND6_FLOOR: usize = 14;
+
+#[test]
+fn holdout_round7_keeps_its_measured_accuracy_and_no_new_wrong_layer() {
+    // Drawn after round 6's extension (bdb09b2) by the rule in the fixture's header and
+    // measured once: 20/24 acceptable, 3 unknown, 1 wrong (r7-14, an illegal memory access the
+    // thread resolved as an out-of-memory; the catalogue files it under library). README.md.
+    let (right, total, wrong) = score_acceptable("holdout-round7.yaml");
+    assert_eq!(total, 24);
+    assert!(right >= ROUND7_FLOOR, "only {right}/{total} on an acceptable layer");
+    let new_wrong: Vec<&String> = wrong.iter().filter(|id| *id != "r7-14").collect();
+    assert!(new_wrong.is_empty(), "new wrong layers named for {new_wrong:?}");
+}
+
+/// Round 7's first and only measurement: 20/24 (83%) on an acceptable layer.
+const ROUND7_FLOOR: usize = 20;
