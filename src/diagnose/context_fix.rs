@@ -70,7 +70,10 @@ pub fn merge(host: Option<&HostContext>, log: Option<HostContext>) -> Option<Hos
 
 /// The kind of fix a catalogue entry has, by its id.
 pub fn mechanism_of_entry(id: &str) -> Mechanism {
-    if !id.starts_with("drv-") {
+    // A driver/library version mismatch is the host's own driver (a module older than its
+    // libraries), in a container too: its fix (reboot, reinstall) is the host's whatever the
+    // context (round 7: r7-16, r7-18).
+    if !id.starts_with("drv-") || id == "drv-nvml-version-mismatch" {
         return Mechanism::Plain;
     }
     let building = [
@@ -227,6 +230,18 @@ mod tests {
             Some("a container (the log shows `nvidia-container-cli`)")
         );
         assert_eq!(from_log("epoch 1 loss 0.3"), None);
+    }
+
+    #[test]
+    fn a_version_mismatch_seen_through_the_container_runtime_keeps_the_host_fix() {
+        let log = "stderr: nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown";
+        let d = diagnose(log).expect("a hit");
+        assert!(
+            d.fix.starts_with("Reboot so the new kernel module loads"),
+            "{}",
+            d.fix
+        );
+        assert_eq!(d.context, None);
     }
 
     #[test]

@@ -537,9 +537,15 @@ fn holdout_round7_keeps_its_measured_accuracy_and_no_new_wrong_layer() {
     // thread resolved as an out-of-memory; the catalogue files it under library). README.md.
     let (right, total, wrong) = score_acceptable("holdout-round7.yaml");
     assert_eq!(total, 24);
-    assert!(right >= ROUND7_FLOOR, "only {right}/{total} on an acceptable layer");
+    assert!(
+        right >= ROUND7_FLOOR,
+        "only {right}/{total} on an acceptable layer"
+    );
     let new_wrong: Vec<&String> = wrong.iter().filter(|id| *id != "r7-14").collect();
-    assert!(new_wrong.is_empty(), "new wrong layers named for {new_wrong:?}");
+    assert!(
+        new_wrong.is_empty(),
+        "new wrong layers named for {new_wrong:?}"
+    );
 }
 
 /// Round 7's first and only measurement: 20/24 (83%) on an acceptable layer.
