@@ -1,15 +1,20 @@
-//! Reads a failure (an example log, an installer log, a pasted traceback) and names the layer
-//! of the stack that failed, the cause, and the fix.
+//! Reads a failure (an example log, an installer log, a pasted traceback, a `failed-run.yaml`)
+//! and names the layer of the stack that failed, the cause, and the fix.
 //!
-//! [`diagnose`] is what `prove`, `install` and the `diagnose` command call. It matches the text
-//! against a catalogue of real messages ([`catalogue`]) and ranks the hits ([`matcher`] documents
-//! the rule: specific before generic, then the causal order hardware → driver → toolkit →
-//! library → memory, then the first line in the log). When no entry matches, the second tier of
-//! broad rules ([`broad`]) places the message by the vocabulary of one layer and says the layer
-//! is only *likely*. When neither matches it returns `None` and [`Diagnosis::unknown`] says so
-//! plainly: it never guesses from nothing.
+//! [`diagnose`] is what `prove` and `install` call; the `diagnose` command calls [`diagnose_in`]
+//! with the host's context. The tiers, in order ([`diagnose_in`] documents the precedence):
+//! stackpin's own texts and failed-run records ([`families::own`], *known*); the mechanism
+//! families ([`families`]: loader failures by library and place, error-code and Xid tables,
+//! provider lists, version pairs, installer lines), whose *decisive* findings outrank the
+//! catalogue; the catalogue of real messages ([`catalogue`], ranked by [`matcher`]: specific
+//! before generic, then the causal order hardware → driver → toolkit → library → memory, then
+//! the first line; *known*); the other family findings and then the broad vocabulary rules
+//! ([`broad`]), both *likely*. When nothing matches it returns `None` and
+//! [`Diagnosis::unknown`] says so plainly: it never guesses from nothing. [`context_fix`] then
+//! fits a driver-layer fix to the host (container, WSL, kernel without the module).
 //!
-//! This module knows nothing about manifests, the host or the archive; it reads text.
+//! This module knows nothing about manifests or the archive; it reads text and, when given one,
+//! a [`HostContext`] the caller probed.
 
 pub mod broad;
 pub mod catalogue;
