@@ -199,12 +199,22 @@ fn from_finding(f: families::Finding, text: &str) -> (Diagnosis, Mechanism) {
     (d, f.mechanism)
 }
 
+/// The other layer a catalogue entry's message may belong to, where the threads behind it show
+/// two causes (round 7's r7-14: an illegal memory access that was an out-of-memory).
+fn second_layer_of_entry(id: &str) -> Option<FailureLayer> {
+    match id {
+        "lib-illegal-memory-access" => Some(FailureLayer::Memory),
+        "lib-gpu-kernel-fault-xid" => Some(FailureLayer::Hardware),
+        _ => None,
+    }
+}
+
 fn from_entry(hit: matcher::Hit, text: &str) -> (Diagnosis, Mechanism) {
     let entry = hit.entry;
     let d = Diagnosis {
         layer: entry.layer,
         confidence: Confidence::Known,
-        second_layer: None,
+        second_layer: second_layer_of_entry(entry.id),
         cause: entry.cause.to_string(),
         fix: with_batch_advice(entry.layer, entry.fix, text, hit.before_len),
         context: None,

@@ -193,6 +193,9 @@ const RULES: &[Rule] = &[
             "pytorch and torchvision were compiled with different cuda",
             "operator torchvision::nms does not exist",
             "torchvision*requires torch==",
+            "could not find the operator torchvision::",
+            "no such operator torchvision::",
+            "no such operator image::",
         ],
         layer: Library,
         second: None,
@@ -422,6 +425,10 @@ mod tests {
         );
         assert_eq!(
             ids("RuntimeError: operator torchvision::nms does not exist"),
+            vec!["lib-version-torch-torchvision"]
+        );
+        assert_eq!(
+            ids("RuntimeError: No such operator torchvision::deform_conv2d"),
             vec!["lib-version-torch-torchvision"]
         );
         assert_eq!(
