@@ -550,3 +550,19 @@ fn holdout_round7_keeps_its_measured_accuracy_and_no_new_wrong_layer() {
 
 /// Round 7's first and only measurement: 20/24 (83%) on an acceptable layer.
 const ROUND7_FLOOR: usize = 20;
+
+#[test]
+fn holdout_round8_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
+    // Drawn after the changes made for round 7 (68d7a8a) by the rule in the fixture's header
+    // and measured once: 17/23 acceptable, 6 unknown, 0 wrong (README.md). Not tuned on.
+    let (right, total, wrong) = score_acceptable("holdout-round8.yaml");
+    assert_eq!(total, 23);
+    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
+    assert!(
+        right >= ROUND8_FLOOR,
+        "only {right}/{total} on an acceptable layer"
+    );
+}
+
+/// Round 8's first and only measurement: 17/23 (74%) on an acceptable layer.
+const ROUND8_FLOOR: usize = 17;
