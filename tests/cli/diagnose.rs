@@ -566,3 +566,18 @@ fn holdout_round8_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
 
 /// Round 8's first and only measurement: 17/23 (74%) on an acceptable layer.
 const ROUND8_FLOOR: usize = 17;
+
+#[test]
+fn an_ambiguous_message_names_its_second_layer_and_says_likely() {
+    let out = stackpin(
+        &["diagnose", "-", "--host", "none"],
+        Some("RuntimeError: CUDA error: unspecified launch failure\n"),
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("layer:    hardware (or library)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("cause:    likely: "), "{stdout}");
+}

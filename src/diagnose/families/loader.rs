@@ -77,7 +77,7 @@ pub(super) fn find(text: &str, segments: &[Segment<'_>]) -> Vec<Finding> {
 }
 
 fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
-    if let Some(found) = by_symbol_kind(seg) {
+    if let Some(found) = super::symbols::by_symbol_kind(seg) {
         return Some(found);
     }
     let mut named = library_files(&seg.lower);
@@ -231,110 +231,6 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
         }
         _ => return None,
     })
-}
-
-/// What kind of symbol an `undefined symbol: S` names, when that alone places the failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SymbolKind {
-    /// A C++ symbol of torch (`_ZN3c10…`, `_ZN2at…`): the binary was built against another
-    /// torch.
-    Torch,
-    /// A CUDA driver API function (`cuMemcpyHtoD_v2`): the loaded libcuda lacks it.
-    DriverApi,
-    /// The CUDA runtime's registration hooks (`__cudaRegisterFatBinaryEnd`): the binary was
-    /// compiled by a newer nvcc than the runtime it runs with.
-    RuntimeHook,
-}
-
-fn symbol_kind(symbol: &str) -> Option<SymbolKind> {
-    const TORCH: &[&str] = &[
-        "_zn3c10",
-        "_znk3c10",
-        "_zn2at",
-        "_znk2at",
-        "_zn5torch",
-        "_znk5torch",
-        "_zn6caffe2",
-    ];
-    const DRIVER_API: &[&str] = &[
-        "cumem",
-        "cuctx",
-        "cuinit",
-        "cudevice",
-        "culaunch",
-        "cumodule",
-        "custream",
-        "cuevent",
-        "cugetprocaddress",
-        "cudriverget",
-        "cufunc",
-        "cugraph",
-        "culink",
-        "cupointer",
-    ];
-    if TORCH.iter().any(|t| symbol.starts_with(t)) {
-        Some(SymbolKind::Torch)
-    } else if symbol.starts_with("__cuda") {
-        Some(SymbolKind::RuntimeHook)
-    } else if DRIVER_API.iter().any(|d| symbol.starts_with(d)) {
-        Some(SymbolKind::DriverApi)
-    } else {
-        None
-    }
-}
-
-/// An undefined symbol whose kind places the failure whatever binary asked for it.
-fn by_symbol_kind(seg: &Segment<'_>) -> Option<Finding> {
-    let at_word = seg.lower.find("undefined symbol")? + "undefined symbol".len();
-    let symbol = seg.lower[at_word..]
-        .trim_start_matches([':', ' '])
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .next()?;
-    let shown = seg.text.get(at_word..).map_or(symbol, |t| {
-        t.trim_start_matches([':', ' '])
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .next()
-            .unwrap_or(symbol)
-    });
-    let finding = match symbol_kind(symbol)? {
-        SymbolKind::Torch => at(
-            seg,
-            "lib-loader-built-for-other-torch",
-            Library,
-            Some(Toolkit),
-            format!(
-                "A compiled extension asks torch for {shown}, which the installed torch does not have: it was built against another torch version or CUDA build."
-            ),
-            "Rebuild the extension against the installed torch (clean its build folder, then reinstall it, e.g. `pip install --no-build-isolation .`), or install the torch version and +cuXYZ build it was made for.",
-            Mechanism::Plain,
-            true,
-        ),
-        SymbolKind::DriverApi => at(
-            seg,
-            "drv-loader-driver-api-symbol",
-            Driver,
-            None,
-            format!(
-                "The CUDA driver library (libcuda) that loads has no {shown}: the driver is older than the program needs, or a stub libcuda is loaded instead of the driver's."
-            ),
-            "Install a driver at least as new as the CUDA the program was built with (the manifest pins one), and take any toolkit stubs folder off LD_LIBRARY_PATH; `nvidia-smi` shows the driver that runs.",
-            Mechanism::DriverAccess,
-            true,
-        ),
-        SymbolKind::RuntimeHook => at(
-            seg,
-            "tk-loader-runtime-hook-symbol",
-            Toolkit,
-            Some(Library),
-            format!(
-                "A CUDA binary needs {shown} from the CUDA runtime: it was compiled by a newer nvcc than the runtime (libcudart) it runs with."
-            ),
-            "Build with the same toolkit whose runtime the program loads (for a torch extension, the CUDA torch was built with: torch.version.cuda), and keep one toolkit first on PATH and LD_LIBRARY_PATH.",
-            Mechanism::Plain,
-            true,
-        ),
-    };
-    Some(finding)
 }
 
 /// Who provides the undefined symbol named on the line (`undefined symbol: cudnnCreate`).
@@ -620,32 +516,6 @@ mod tests {
         assert!(f.cause.contains("cudnncreate from cuDNN"), "{}", f.cause);
         let own = "ImportError: /venv/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi";
         assert_eq!(one(own).layer, Library);
-    }
-
-    #[test]
-    fn undefined_symbols_are_placed_by_what_they_belong_to() {
-        for (log, id) in [
-            (
-                "ImportError: /x/extensions/sgutils/sgutilslib.cpython-38-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
-                "lib-loader-built-for-other-torch",
-            ),
-            (
-                "ImportError: /x/resample2d_cuda.cpython-37m-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC1ENS_14SourceLocationERKSs",
-                "lib-loader-built-for-other-torch",
-            ),
-            (
-                "undefined symbol: cuMemcpyHtoD_v2",
-                "drv-loader-driver-api-symbol",
-            ),
-            (
-                "ImportError: /x/lib/afm_op/CUDA.cpython-36m-x86_64-linux-gnu.so: undefined symbol: __cudaRegisterFatBinaryEnd",
-                "tk-loader-runtime-hook-symbol",
-            ),
-        ] {
-            assert_eq!(one(log).id, id, "{log}");
-        }
-        let f = one("undefined symbol: cuMemcpyHtoD_v2");
-        assert!(f.cause.contains("cuMemcpyHtoD_v2"), "{}", f.cause);
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //!   (torch vs torchvision, cuDNN compiled vs loaded), allocator failures worded by ONNX Runtime
 //!   or TensorFlow, and the installers' own log lines (the `modpost` line, `cl.exe`, CMake's
 //!   CUDA toolset).
+//! - [`symbols`]: undefined symbols placed by what they belong to (torch's C++ API, the CUDA
+//!   driver API, the runtime's registration hooks).
 //! - [`own`]: stackpin's own failure texts and a `failed-run.yaml` given to `diagnose`.
 //!
 //! A [`Finding`] is *decisive* when its mechanism used evidence the catalogue cannot see (where
@@ -21,6 +23,7 @@ pub mod codes;
 pub mod loader;
 pub mod messages;
 pub mod own;
+pub mod symbols;
 
 use super::FailureLayer;
 use super::matcher::{self, Segment};
