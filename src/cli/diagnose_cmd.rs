@@ -63,21 +63,29 @@ pub fn run(args: &DiagnoseArgs, global: &GlobalArgs) -> CmdResult {
 }
 
 fn print_human(d: &Diagnosis) {
-    match d.second_layer {
-        Some(second) => println!("layer:    {} (or {second})", d.layer),
-        None => println!("layer:    {}", d.layer),
-    }
-    println!("cause:    {}", d.cause);
-    println!("fix:      {}", d.fix);
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    let mut out = String::new();
+    let _ = match d.second_layer {
+        Some(second) => writeln!(out, "layer:    {} (or {second})", d.layer),
+        None => writeln!(out, "layer:    {}", d.layer),
+    };
+    let _ = writeln!(out, "cause:    {}", d.cause);
+    let _ = writeln!(out, "fix:      {}", d.fix);
     if let Some(context) = &d.context {
-        println!("context:  {context}");
+        let _ = writeln!(out, "context:  {context}");
     }
-    match (&d.evidence, d.line) {
-        (Some(evidence), Some(line)) => println!("evidence: line {line}: {evidence}"),
-        (Some(evidence), None) => println!("evidence: {evidence}"),
-        _ => println!("evidence: none (no line of the log matched a known failure)"),
-    }
+    let _ = match (&d.evidence, d.line) {
+        (Some(evidence), Some(line)) => writeln!(out, "evidence: line {line}: {evidence}"),
+        (Some(evidence), None) => writeln!(out, "evidence: {evidence}"),
+        _ => writeln!(
+            out,
+            "evidence: none (no line of the log matched a known failure)"
+        ),
+    };
     if let Some(source) = &d.source {
-        println!("known as: {} (seen in {source})", d.id);
+        let _ = writeln!(out, "known as: {} (seen in {source})", d.id);
     }
+    // A closed pipe (`| head`) is not worth a panic.
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
 }
