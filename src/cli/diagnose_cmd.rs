@@ -1,33 +1,56 @@
-//! `stackpin diagnose [LOG | -]`: names the layer, cause and fix of a failure log.
+//! `stackpin diagnose [LOG | -] [--host auto|none]`: names the layer, cause and fix of a
+//! failure log.
 //!
-//! Reading and matching live in [`crate::diagnose`]; this file only prints and picks the exit
-//! code.
+//! Reading and matching live in [`crate::diagnose`]; the host context comes from
+//! [`crate::host::context`]. This file only picks the context, prints and picks the exit code.
 
 use std::path::PathBuf;
 
 use super::{CmdResult, Exit, GlobalArgs, print_json};
 use crate::diagnose::{self, Diagnosis, FailureLayer};
+use crate::host::{RealSystem, context};
 
 pub const EXAMPLES: &str = "\
 Examples:
   stackpin diagnose installers/torch-2.5.1-cu124-linux/logs/example.log
+  stackpin diagnose installers/torch-2.5.1-cu124-linux/failed-run.yaml
   python train.py 2>&1 | stackpin diagnose -
-  stackpin diagnose /var/log/nvidia-installer.log --json
+  stackpin diagnose pasted-from-a-colleague.log --host none --json
+
+On the machine that failed, the fix fits the host (a container, WSL, a kernel the driver was not
+built for); `--host none` is for a log from elsewhere.
 
 Exit 0 when a layer was named, 1 when no known failure matched (layer \"unknown\": nothing is
 guessed), 2 when the log cannot be read.";
 
+/// Whose context decides the fix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HostMode {
+    /// This machine: the log comes from here.
+    Auto,
+    /// No host: the log comes from another machine.
+    None,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct DiagnoseArgs {
-    /// The failure to read: an example log, an installer log or a pasted traceback. `-` (or
-    /// nothing, when piped) reads standard input.
+    /// The failure to read: an example log, an installer log, a pasted traceback, or a
+    /// `failed-run.yaml`. `-` (or nothing, when piped) reads standard input.
     #[arg(value_name = "LOG")]
     pub log: Option<PathBuf>,
+    /// `auto`: look at this machine (container, WSL, kernel vs driver) to pick the fix;
+    /// `none`: the log is from elsewhere, give the fix without host context.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub host: HostMode,
 }
 
 pub fn run(args: &DiagnoseArgs, global: &GlobalArgs) -> CmdResult {
     let text = diagnose::read_log(args.log.as_deref())?;
-    let diagnosis = diagnose::diagnose_or_unknown(&text);
+    let host = match args.host {
+        HostMode::Auto => Some(context::probe(&RealSystem)),
+        HostMode::None => None,
+    };
+    let diagnosis = diagnose::diagnose_in(&text, host.as_ref()).unwrap_or_else(Diagnosis::unknown);
     if global.json {
         print_json(&diagnosis)?;
     } else {
@@ -40,15 +63,29 @@ pub fn run(args: &DiagnoseArgs, global: &GlobalArgs) -> CmdResult {
 }
 
 fn print_human(d: &Diagnosis) {
-    println!("layer:    {}", d.layer);
-    println!("cause:    {}", d.cause);
-    println!("fix:      {}", d.fix);
-    match (&d.evidence, d.line) {
-        (Some(evidence), Some(line)) => println!("evidence: line {line}: {evidence}"),
-        (Some(evidence), None) => println!("evidence: {evidence}"),
-        _ => println!("evidence: none (no line of the log matched a known failure)"),
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    let mut out = String::new();
+    let _ = match d.second_layer {
+        Some(second) => writeln!(out, "layer:    {} (or {second})", d.layer),
+        None => writeln!(out, "layer:    {}", d.layer),
+    };
+    let _ = writeln!(out, "cause:    {}", d.cause);
+    let _ = writeln!(out, "fix:      {}", d.fix);
+    if let Some(context) = &d.context {
+        let _ = writeln!(out, "context:  {context}");
     }
+    let _ = match (&d.evidence, d.line) {
+        (Some(evidence), Some(line)) => writeln!(out, "evidence: line {line}: {evidence}"),
+        (Some(evidence), None) => writeln!(out, "evidence: {evidence}"),
+        _ => writeln!(
+            out,
+            "evidence: none (no line of the log matched a known failure)"
+        ),
+    };
     if let Some(source) = &d.source {
-        println!("known as: {} (seen in {source})", d.id);
+        let _ = writeln!(out, "known as: {} (seen in {source})", d.id);
     }
+    // A closed pipe (`| head`) is not worth a panic.
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
 }

@@ -130,7 +130,7 @@ pub const RULES: &[Rule] = &[
         with_line: &[],
         cause: "The driver logged an Xid error: the GPU (or its power, heat or bus) faulted.",
         fix: HARDWARE_FIX,
-        example: "NVRM: Xid (PCI:0000:b1:00): 119, pid=1234, Timeout waiting for RPC from GSP!",
+        example: "NVRM: Xid (PCI:0000:3b:00): 109, pid=2261, name=python, Ch 00000008, errorString CTX SWITCH TIMEOUT, Info 0x3c046",
     },
     Rule {
         id: "hw-likely-busy-with-nvrm",
@@ -179,7 +179,7 @@ pub const RULES: &[Rule] = &[
         with_line: &[],
         cause: "A part of the GPU driver (cuInit, NVML, nvidia-smi or its kernel module) failed.",
         fix: DRIVER_FIX,
-        example: "WARNING: Failed to initialize NVML: Unknown Error (container restart needed)",
+        example: "nvidia-modeset: ERROR: GPU:0: Failed to query display engine channel state: 0x0000c67e:0:0:0x0000000f",
     },
     Rule {
         id: "tk-likely-cuda-library-missing",

@@ -1,24 +1,35 @@
-//! Reads a failure (an example log, an installer log, a pasted traceback) and names the layer
-//! of the stack that failed, the cause, and the fix.
+//! Reads a failure (an example log, an installer log, a pasted traceback, a `failed-run.yaml`)
+//! and names the layer of the stack that failed, the cause, and the fix.
 //!
-//! [`diagnose`] is what `prove`, `install` and the `diagnose` command call. It matches the text
-//! against a catalogue of real messages ([`catalogue`]) and ranks the hits ([`matcher`] documents
-//! the rule: specific before generic, then the causal order hardware → driver → toolkit →
-//! library → memory, then the first line in the log). When no entry matches, the second tier of
-//! broad rules ([`broad`]) places the message by the vocabulary of one layer and says the layer
-//! is only *likely*. When neither matches it returns `None` and [`Diagnosis::unknown`] says so
-//! plainly: it never guesses from nothing.
+//! [`diagnose`] is what `prove` and `install` call; the `diagnose` command calls [`diagnose_in`]
+//! with the host's context. The tiers, in order ([`diagnose_in`] documents the precedence):
+//! stackpin's own texts and failed-run records ([`families::own`], *known*); the mechanism
+//! families ([`families`]: loader failures by library and place, error-code and Xid tables,
+//! provider lists, version pairs, installer lines), whose *decisive* findings outrank the
+//! catalogue; the catalogue of real messages ([`catalogue`], ranked by [`matcher`]: specific
+//! before generic, then the causal order hardware → driver → toolkit → library → memory, then
+//! the first line; *known*); the other family findings and then the broad vocabulary rules
+//! ([`broad`]), both *likely*. When nothing matches it returns `None` and
+//! [`Diagnosis::unknown`] says so plainly: it never guesses from nothing. [`context_fix`] then
+//! fits a driver-layer fix to the host (container, WSL, kernel without the module).
 //!
-//! This module knows nothing about manifests, the host or the archive; it reads text.
+//! This module knows nothing about manifests or the archive; it reads text and, when given one,
+//! a [`HostContext`] the caller probed.
 
 pub mod broad;
 pub mod catalogue;
+pub mod context_fix;
+pub mod families;
 pub mod matcher;
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+use crate::host::context::HostContext;
+use crate::record::FailedRun;
+use families::Mechanism;
 
 /// The layer of the stack a failure belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -62,30 +73,37 @@ impl std::fmt::Display for FailureLayer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
-    /// A catalogue entry matched: this exact failure was seen and resolved in public.
+    /// A catalogue entry (or stackpin's own message) matched: this exact failure was seen and
+    /// resolved in public; `source` names where.
     Known,
-    /// Only a broad rule matched: the message uses one layer's vocabulary, the cause is likely.
+    /// A family rule or a broad rule matched: the mechanism or the vocabulary places the
+    /// message on a layer, the cause is likely.
     Likely,
     /// Nothing matched.
-    None,
+    Unknown,
 }
 
 /// What went wrong, where, and what to do. JSON keys `layer`, `cause`, `fix`, `evidence` are the
-/// contract; `confidence`, `id`, `line` and `source` are extra.
+/// contract; `confidence`, `second_layer`, `context`, `id`, `line` and `source` are extra.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnosis {
     /// The layer that failed, or `unknown`.
     pub layer: FailureLayer,
-    /// `known` (a catalogue entry), `likely` (a broad rule; the cause starts with "likely:"),
-    /// or `none`.
+    /// `known` (a catalogue entry), `likely` (a family or broad rule; the cause starts with
+    /// "likely:"), or `unknown`.
     pub confidence: Confidence,
+    /// The other layer an ambiguous message may belong to (`unspecified launch failure`: the
+    /// card, or a kernel of the library).
+    pub second_layer: Option<FailureLayer>,
     /// One sentence naming the cause.
     pub cause: String,
     /// What to do next.
     pub fix: String,
+    /// The host facts that chose the fix (`a container (/.dockerenv exists)`), when any did.
+    pub context: Option<String>,
     /// The log line that matched (`null` when nothing matched).
     pub evidence: Option<String>,
-    /// The catalogue entry (`unknown` when nothing matched).
+    /// The catalogue entry or rule (`unknown` when nothing matched).
     pub id: String,
     /// 1-based line of the evidence in the input.
     pub line: Option<usize>,
@@ -98,13 +116,15 @@ impl Diagnosis {
     pub fn unknown() -> Self {
         Self {
             layer: FailureLayer::Unknown,
-            confidence: Confidence::None,
+            confidence: Confidence::Unknown,
+            second_layer: None,
             cause: "no known failure matched".to_string(),
             fix: "Look for the first line that says error, failed or fatal: the first error \
                   usually causes the rest. Send the whole log (not only its last line) with the \
                   output of `nvidia-smi` and `stackpin doctor --json`; the example and installer \
                   logs are under the stack's logs/ folder in the archive."
                 .to_string(),
+            context: None,
             evidence: None,
             id: "unknown".to_string(),
             line: None,
@@ -113,34 +133,148 @@ impl Diagnosis {
     }
 }
 
-/// Names the layer, cause and fix of the failure in `text`: a catalogue entry when one matches,
-/// else a broad rule (confidence `likely`); `None` when neither matches (see
-/// [`Diagnosis::unknown`]).
+/// Names the layer, cause and fix of the failure in `text`, without host context (a log from
+/// elsewhere); `None` when nothing matches (see [`Diagnosis::unknown`]).
 pub fn diagnose(text: &str) -> Option<Diagnosis> {
-    if let Some(hit) = matcher::best(text) {
-        let entry = hit.entry;
-        return Some(Diagnosis {
-            layer: entry.layer,
-            confidence: Confidence::Known,
-            cause: entry.cause.to_string(),
-            fix: with_batch_advice(entry.layer, entry.fix, text, hit.before_len),
-            evidence: Some(hit.evidence),
-            id: entry.id.to_string(),
-            line: Some(hit.line_number),
-            source: Some(entry.source.to_string()),
-        });
+    diagnose_in(text, None)
+}
+
+/// Names the layer, cause and fix of the failure in `text`; `context`, when given, is the host
+/// the failure happened on and decides the fix where the host matters (a container, WSL, a
+/// kernel the driver was not built for).
+///
+/// The order: a `failed-run.yaml` is read through its last lines; stackpin's own texts
+/// (known); a decisive family finding (a mechanism with evidence the catalogue cannot see),
+/// unless the catalogue names a hardware fault; a catalogue entry (known); any family finding
+/// (likely); a broad rule (likely).
+pub fn diagnose_in(text: &str, context: Option<&HostContext>) -> Option<Diagnosis> {
+    if let Some(run) = families::own::failed_run(text) {
+        return from_failed_run(&run, context);
     }
-    let hit = broad::best(text)?;
+    let (diagnosis, mechanism) = if let Some(hit) = families::own::find(text) {
+        let d = Diagnosis {
+            layer: hit.layer,
+            confidence: Confidence::Known,
+            second_layer: None,
+            cause: hit.cause.to_string(),
+            fix: hit.fix.to_string(),
+            context: None,
+            evidence: Some(hit.evidence),
+            id: hit.id.to_string(),
+            line: Some(hit.line_number),
+            source: Some(families::own::SOURCE.to_string()),
+        };
+        (d, Mechanism::DriverAccess)
+    } else {
+        let family = families::best(text);
+        let entry = matcher::best(text);
+        let entry_is_hardware = entry.as_ref().is_some_and(|h| {
+            h.entry.layer == FailureLayer::Hardware
+                && h.entry.specificity == catalogue::Specificity::Specific
+        });
+        match (family, entry) {
+            (Some(f), _) if f.decisive && !entry_is_hardware => from_finding(f, text),
+            (_, Some(hit)) => from_entry(hit, text),
+            (Some(f), None) => from_finding(f, text),
+            (None, None) => from_broad(broad::best(text)?, text),
+        }
+    };
+    let context = context_fix::merge(context, context_fix::from_log(text));
+    Some(context_fix::apply(diagnosis, mechanism, context.as_ref()))
+}
+
+fn from_finding(f: families::Finding, text: &str) -> (Diagnosis, Mechanism) {
+    let d = Diagnosis {
+        layer: f.layer,
+        confidence: Confidence::Likely,
+        second_layer: f.second,
+        cause: format!("likely: {}", f.cause),
+        fix: with_batch_advice(f.layer, &f.fix, text, f.before_len),
+        context: None,
+        evidence: Some(f.evidence),
+        id: f.id.to_string(),
+        line: Some(f.line_number),
+        source: None,
+    };
+    (d, f.mechanism)
+}
+
+/// The other layer a catalogue entry's message may belong to, where the threads behind it show
+/// two causes (round 7's r7-14: an illegal memory access that was an out-of-memory).
+fn second_layer_of_entry(id: &str) -> Option<FailureLayer> {
+    match id {
+        "lib-illegal-memory-access" => Some(FailureLayer::Memory),
+        "lib-gpu-kernel-fault-xid" => Some(FailureLayer::Hardware),
+        _ => None,
+    }
+}
+
+fn from_entry(hit: matcher::Hit, text: &str) -> (Diagnosis, Mechanism) {
+    let entry = hit.entry;
+    let d = Diagnosis {
+        layer: entry.layer,
+        confidence: Confidence::Known,
+        second_layer: second_layer_of_entry(entry.id),
+        cause: entry.cause.to_string(),
+        fix: with_batch_advice(entry.layer, entry.fix, text, hit.before_len),
+        context: None,
+        evidence: Some(hit.evidence),
+        id: entry.id.to_string(),
+        line: Some(hit.line_number),
+        source: Some(entry.source.to_string()),
+    };
+    (d, context_fix::mechanism_of_entry(entry.id))
+}
+
+fn from_broad(hit: broad::BroadHit, text: &str) -> (Diagnosis, Mechanism) {
     let rule = hit.rule;
-    Some(Diagnosis {
+    let d = Diagnosis {
         layer: rule.layer,
         confidence: Confidence::Likely,
+        second_layer: None,
         // Printed as "cause:    likely: …": the word says it in human output and in JSON alike.
         cause: format!("likely: {}", rule.cause),
         fix: with_batch_advice(rule.layer, rule.fix, text, hit.before_len),
+        context: None,
         evidence: Some(hit.evidence),
         id: rule.id.to_string(),
         line: Some(hit.line_number),
+        source: None,
+    };
+    (d, Mechanism::DriverAccess)
+}
+
+/// A `failed-run.yaml`: its last lines and explanation are diagnosed; when they name nothing,
+/// the layer the record names is taken, with its explanation.
+fn from_failed_run(run: &FailedRun, context: Option<&HostContext>) -> Option<Diagnosis> {
+    let inner = diagnose_in(&families::own::failed_run_text(run), context);
+    if let Some(mut d) = inner {
+        d.fix = format!(
+            "{} (stack {}, batch {}; log: {})",
+            d.fix,
+            run.stack,
+            run.batch,
+            run.log.display()
+        );
+        return Some(d);
+    }
+    let layer = families::own::failed_run_layer(run)?;
+    Some(Diagnosis {
+        layer,
+        confidence: Confidence::Likely,
+        second_layer: None,
+        cause: format!(
+            "likely: the failed run of {} names the {layer} layer: {}",
+            run.stack, run.explanation
+        ),
+        fix: format!(
+            "Read the example's log ({}) and run `stackpin diagnose` on it; `stackpin doctor` checks the {layer} layer.",
+            run.log.display()
+        ),
+        context: None,
+        evidence: run.last_lines.last().cloned(),
+        id: "failed-run-layer".to_string(),
+        line: None,
         source: None,
     })
 }
@@ -491,7 +625,14 @@ mod tests {
     fn a_broad_rule_answers_only_when_no_entry_matches_and_says_likely() {
         for rule in broad::RULES {
             let d = diagnose(rule.example).expect("a hit");
-            assert_eq!(d.id, rule.id, "an entry took {:?}", rule.example);
+            // A family rule (the mechanism tier) may answer first, on the same layer; a
+            // catalogue entry may not (the example must need the broad tier).
+            let by_family = families::best(rule.example).is_some_and(|f| f.id == d.id);
+            assert!(
+                d.id == rule.id || by_family,
+                "an entry took {:?}",
+                rule.example
+            );
             assert_eq!(d.layer, rule.layer);
             assert_eq!(d.confidence, Confidence::Likely);
             assert!(d.cause.starts_with("likely: "), "{}", d.cause);
@@ -517,11 +658,13 @@ mod tests {
     fn crashes_that_name_no_layer_stay_unknown() {
         // README.md: ambiguous with no resolution in round 2; no layer's vocabulary in them.
         for log in [
-            "RuntimeError: CUDA error: unspecified launch failure\nCUDA kernel errors might be asynchronously reported at some other API call",
             "RuntimeError: CUDA error: unknown error",
             "Segmentation fault (core dumped)",
+            "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
         ] {
             let d = diagnose_or_unknown(log);
+            // A catalogue entry may know a case (a segfault inside a named library); never a
+            // guess by vocabulary.
             assert!(
                 d.layer == FailureLayer::Unknown || d.confidence == Confidence::Known,
                 "{log}: {} by {}",
@@ -530,6 +673,60 @@ mod tests {
             );
             assert_ne!(d.confidence, Confidence::Likely, "{log}");
         }
+    }
+
+    #[test]
+    fn an_ambiguous_launch_failure_names_a_second_candidate_and_only_likely() {
+        // Issue 18: "unspecified launch failure" is the card or a kernel; the field case h03
+        // was a faulty card (opendatalab/MinerU#426), so hardware first, library second.
+        let log = "RuntimeError: CUDA error: unspecified launch failure\n\
+                   CUDA kernel errors might be asynchronously reported at some other API call";
+        let d = diagnose(log).expect("a hit");
+        assert_eq!(d.layer, FailureLayer::Hardware);
+        assert_eq!(d.second_layer, Some(FailureLayer::Library));
+        assert_eq!(d.confidence, Confidence::Likely);
+        let v = serde_json::to_value(&d).expect("json");
+        assert_eq!(v["second_layer"], "library");
+    }
+
+    #[test]
+    fn stackpins_own_texts_are_known_and_lead_to_the_failing_layer() {
+        let d = diagnose("error: install stopped: the installer exited 0 but the library is not there: torch 2.5.1 built for CUDA 12.4, sees no GPU")
+            .expect("a hit");
+        assert_eq!(
+            (d.layer, d.confidence),
+            (FailureLayer::Driver, Confidence::Known)
+        );
+        assert!(!d.fix.contains("stackpin install"), "{}", d.fix);
+        let d = diagnose("proof failed: the example ran on the CPU: torch 2.5.1 sees no GPU")
+            .expect("a hit");
+        assert_eq!(d.layer, FailureLayer::Driver);
+    }
+
+    #[test]
+    fn a_failed_run_record_is_diagnosed_from_its_last_lines_or_its_own_layer() {
+        let record = |layer: &str, last: &str| {
+            format!(
+                "record: 1\nstack: torch-2.5.1-cu124-linux\nfailed_at: 2026-11-30T10:00:00Z\n\
+                 argv: [python, classify.py]\nbatch: 64\nexit_code: 1\ntimed_out: false\n\
+                 duration_s: 3.5\nlog: /a/logs/example.log\nlayer: {layer}\n\
+                 explanation: the example failed\nlast_lines:\n- \"step 1/30\"\n- \"{last}\"\n"
+            )
+        };
+        let d = diagnose(&record(
+            "memory",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+        ))
+        .expect("a hit");
+        assert_eq!(d.layer, FailureLayer::Memory);
+        assert!(d.fix.contains("batch 64"), "{}", d.fix);
+        assert!(d.fix.contains("/a/logs/example.log"), "{}", d.fix);
+        let d = diagnose(&record("driver", "no result line")).expect("the record's layer");
+        assert_eq!(
+            (d.layer, d.confidence),
+            (FailureLayer::Driver, Confidence::Likely)
+        );
+        assert_eq!(diagnose(&record("example", "no result line")), None);
     }
 
     proptest::proptest! {

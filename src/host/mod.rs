@@ -4,6 +4,7 @@
 //! the host. This module only observes; it knows nothing of manifests, and deciding what the
 //! findings mean for a stack is left to `plan`, `install` and `prove`.
 
+pub mod context;
 pub mod gpu_select;
 pub mod interpreter;
 pub mod library_probe;

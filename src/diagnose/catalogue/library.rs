@@ -158,8 +158,9 @@ pub(super) const ENTRIES: &[Entry] = &[
         cause: "A GPU kernel read or wrote outside its memory: a bug in the library or a custom \
                 op, or extensions built for another toolkit than the library.",
         fix: "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the real call; rebuild custom extensions \
-              against the pinned toolkit. If it appears at random places, look for Xid errors in \
-              `dmesg` / the Windows event log (hardware).",
+              against the pinned toolkit. If it only comes with large batches or inputs, it is \
+              often an out-of-memory in disguise: halve the batch. If it appears at random \
+              places, look for Xid errors in `dmesg` / the Windows event log (hardware).",
         example: "RuntimeError: CUDA error: an illegal memory access was encountered",
         source: "https://github.com/evo-design/evo/issues/136",
     },

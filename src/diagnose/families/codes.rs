@@ -1,0 +1,579 @@
+//! Two tables: the CUDA runtime's error codes (by number, by `cudaError…` / `CUDA_ERROR_…`
+//! name, or by the sentence `cudaGetErrorString` prints), and the driver's Xid numbers from
+//! `NVRM: Xid` kernel log lines.
+//!
+//! Numbers and names come from the CUDA runtime API's `cudaError` enum and NVIDIA's "Xid
+//! Errors" table (docs.nvidia.com/deploy/xid-errors). An error code alone is read only on a line
+//! that also says CUDA, so a Windows `Error code 126` or an HTTP 404 is not taken for one.
+//! "unknown error" (30 / 999) is a driver fault only at initialisation (the classic state after
+//! suspend/resume); mid-run it names nothing and stays unknown.
+
+use super::{Finding, Mechanism, at, number_after};
+use crate::diagnose::FailureLayer::{self, Driver, Hardware, Library, Memory, Toolkit};
+use crate::diagnose::matcher::Segment;
+
+/// One row of a code table.
+struct Code {
+    id: &'static str,
+    numbers: &'static [u32],
+    /// Lowercase names and sentences that identify it without a number.
+    words: &'static [&'static str],
+    layer: FailureLayer,
+    second: Option<FailureLayer>,
+    cause: &'static str,
+    fix: &'static str,
+    mechanism: Mechanism,
+}
+
+const DRIVER_REINSTALL: &str = "Check `nvidia-smi`; reinstall the pinned driver from the archive \
+(`stackpin repair MANIFEST`), reboot, and prove again.";
+
+const HW_FIX: &str = "Reboot (or `nvidia-smi -r`), read `dmesg` for NVRM Xid lines and \
+`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER`; check power, cooling and seating. If it \
+returns on the same card, have the card replaced: no reinstall fixes hardware.";
+
+const CUDA_CODES: &[Code] = &[
+    Code {
+        id: "mem-code-allocation",
+        numbers: &[2],
+        words: &["cudaerrormemoryallocation"],
+        layer: Memory,
+        second: None,
+        cause: "cudaErrorMemoryAllocation (2): the GPU ran out of memory.",
+        fix: "Halve the batch and run again with the card otherwise idle (`nvidia-smi` lists other programs); `stackpin vram MANIFEST` names the largest batch that fits.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "drv-code-init",
+        numbers: &[3],
+        words: &["cudaerrorinitializationerror", "cuda_error_not_initialized"],
+        layer: Driver,
+        second: None,
+        cause: "CUDA could not initialise the driver (cudaErrorInitializationError, 3).",
+        fix: DRIVER_REINSTALL,
+        mechanism: Mechanism::DriverAccess,
+    },
+    Code {
+        id: "drv-code-stub-library",
+        numbers: &[34],
+        words: &["cudaerrorstublibrary", "cuda driver is a stub library"],
+        layer: Driver,
+        second: None,
+        cause: "The toolkit's stub libcuda was loaded instead of the driver's (cudaErrorStubLibrary, 34): no driver is installed, or the stubs folder is on the loader path.",
+        fix: "Take the toolkit's lib64/stubs folder off LD_LIBRARY_PATH; if `nvidia-smi` fails too, install the pinned driver (`stackpin install`).",
+        mechanism: Mechanism::DriverAccess,
+    },
+    Code {
+        id: "drv-code-insufficient-driver",
+        numbers: &[35, 36],
+        words: &[
+            "cudaerrorinsufficientdriver",
+            "driver version is insufficient for cuda runtime version",
+            "cudaerrorcallrequiresnewerdriver",
+            "cuda_error_system_driver_mismatch",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The driver is older than the CUDA runtime the program was built with (cudaErrorInsufficientDriver, 35).",
+        fix: "Install a driver at least as new as the runtime's minimum (the manifest pins one; `stackpin check` enforces the one-way rule), reboot, and prove again.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "drv-code-devices-unavailable",
+        numbers: &[46],
+        words: &["cudaerrordevicesunavailable", "busy or unavailable"],
+        layer: Driver,
+        second: Some(Hardware),
+        cause: "CUDA finds the GPU busy or unavailable (cudaErrorDevicesUnavailable, 46): the card is in exclusive-process mode with another process on it, or the driver stack cannot hand it out (under WSL, a Windows driver or build that does not support it).",
+        fix: "Check `nvidia-smi -q -d COMPUTE` (set Default mode with `nvidia-smi -c 0`) and the processes on the card; under WSL update the Windows NVIDIA driver and Windows/WSL. If dmesg shows NVRM errors for the card, treat it as hardware.",
+        mechanism: Mechanism::DriverAccess,
+    },
+    Code {
+        id: "lib-code-no-kernel-image",
+        numbers: &[98, 209],
+        words: &[
+            "cudaerrorinvaliddevicefunction",
+            "cudaerrornokernelimagefordevice",
+            "cuda_error_no_binary_for_gpu",
+        ],
+        layer: Library,
+        second: None,
+        cause: "The library's binaries carry no code for this GPU's architecture (no kernel image / invalid device function).",
+        fix: "Install a build of the training library that lists this GPU's compute capability (a newer +cuXYZ wheel), or build it with TORCH_CUDA_ARCH_LIST set to the card's capability.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "drv-code-no-device",
+        numbers: &[100],
+        words: &["cudaerrornodevice", "cuda_error_no_device"],
+        layer: Driver,
+        second: None,
+        cause: "CUDA finds no GPU (cudaErrorNoDevice, 100): the driver does not see the card, or CUDA_VISIBLE_DEVICES hides it.",
+        fix: "Run `nvidia-smi`: if it lists the GPU, unset or fix CUDA_VISIBLE_DEVICES; if not, reinstall the pinned driver (`stackpin repair MANIFEST`) and reboot.",
+        mechanism: Mechanism::DriverAccess,
+    },
+    Code {
+        id: "hw-code-ecc",
+        numbers: &[214],
+        words: &[
+            "cudaerroreccuncorrectable",
+            "uncorrectable ecc error encountered",
+            "cuda_error_ecc_uncorrectable",
+        ],
+        layer: Hardware,
+        second: None,
+        cause: "The GPU's memory reported an uncorrectable ECC error (214).",
+        fix: HW_FIX,
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "hw-code-nvlink",
+        numbers: &[220],
+        words: &[
+            "cudaerrornvlinkuncorrectable",
+            "uncorrectable nvlink error",
+            "cuda_error_nvlink_uncorrectable",
+        ],
+        layer: Hardware,
+        second: None,
+        cause: "An uncorrectable NVLink error (220): the link between GPUs (bridge, board or GPU) faulted.",
+        fix: "Read `nvidia-smi nvlink -s` and `nvidia-smi nvlink -e` for the failing link and dmesg for Xid 74; reseat or replace the NVLink bridge or board. Meanwhile run on one GPU (CUDA_VISIBLE_DEVICES=0) or with NCCL_P2P_DISABLE=1.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "drv-code-ptx-toolchain",
+        numbers: &[222],
+        words: &[
+            "cudaerrorunsupportedptxversion",
+            "ptx was compiled with an unsupported toolchain",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The program carries PTX from a newer CUDA than the driver can compile (222): the driver is too old.",
+        fix: "Install a driver at least as new as the toolkit that built the program (the manifest's pin), reboot, and prove again.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "lib-code-illegal-address",
+        numbers: &[700],
+        words: &["cudaerrorillegaladdress", "cuda_error_illegal_address"],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "A GPU kernel accessed memory outside its allocation (illegal address, 700): usually a bug in a kernel of the library or of the model code.",
+        fix: "Run once with CUDA_LAUNCH_BLOCKING=1 to find the kernel, then try the library's newest patch release; if it strikes random kernels, check dmesg for Xid 31/48 (hardware).",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "drv-code-launch-timeout",
+        numbers: &[702],
+        words: &[
+            "cudaerrorlaunchtimeout",
+            "the launch timed out and was terminated",
+            "cuda_error_launch_timeout",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The display driver's watchdog (Windows TDR, or X's) killed a kernel that ran too long on a GPU that also drives a display.",
+        fix: "Run training on a GPU without a display attached, or raise the watchdog: on Windows set TdrDelay (HKLM\\System\\CurrentControlSet\\Control\\GraphicsDrivers, e.g. 60) and reboot, or switch the card to TCC mode (`nvidia-smi -dm 1`); smaller batches shorten each kernel.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "hw-code-launch-failure",
+        numbers: &[719],
+        words: &[
+            "cudaerrorlaunchfailure",
+            "unspecified launch failure",
+            "cuda_error_launch_failed",
+        ],
+        layer: Hardware,
+        second: Some(Library),
+        cause: "A GPU kernel died without a reason (unspecified launch failure, 719): a faulty or overheating card when it strikes at random points, a kernel bug when it repeats at the same one.",
+        fix: "Check dmesg for NVRM Xid lines (13/31: a kernel; 48/79/94: the card) and `nvidia-smi -q -d TEMPERATURE,PERFORMANCE` for heat and throttling; run again with CUDA_LAUNCH_BLOCKING=1. If it repeats at random points, test the card with another one (or gpu-burn) and replace it; if it is always the same kernel, update the library.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "drv-code-system-not-ready",
+        numbers: &[802],
+        words: &["cudaerrorsystemnotready", "system not yet initialized"],
+        layer: Driver,
+        second: None,
+        cause: "CUDA reports the system not ready (802): on NVSwitch machines the fabric manager is not running.",
+        fix: "Install and start nvidia-fabricmanager of exactly the driver's version (`systemctl enable --now nvidia-fabricmanager`), then retry.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "drv-code-unsupported-combination",
+        numbers: &[803, 804],
+        words: &[
+            "cudaerrorsystemdrivermismatch",
+            "unsupported display driver / cuda driver combination",
+            "forward compatibility was attempted on non supported hw",
+            "cudaerrorcompatnotsupportedondevice",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The CUDA user-mode driver does not match the kernel driver (803/804): a mixed or half-upgraded driver, or a forward-compatibility package on a GPU that does not support it.",
+        fix: "Remove other driver copies (cuda-compat packages, a toolkit's bundled driver), reinstall the pinned driver (`stackpin repair MANIFEST`), and reboot.",
+        mechanism: Mechanism::DriverAccess,
+    },
+];
+
+/// cuDNN's status codes, as `CUDNN_STATUS_…` names: the cuDNN that loads does not fit the CUDA
+/// or the library build (or, for a few, the card ran out of memory).
+const CUDNN_STATUS: &[Code] = &[Code {
+    id: "tk-cudnn-status-mismatch",
+    numbers: &[],
+    words: &[
+        "cudnn_status_bad_param",
+        "cudnn_status_execution_failed",
+        "cudnn_status_arch_mismatch",
+        "cudnn_status_not_initialized",
+        "cudnn_status_internal_error",
+        "cudnn_status_mapping_error",
+        "cudnn_status_runtime_prerequisite_missing",
+        "cudnn_status_version_mismatch",
+    ],
+    layer: Toolkit,
+    second: Some(Library),
+    cause: "cuDNN failed inside the library: the cuDNN that loads does not fit the CUDA toolkit or the library build (another major, or a release without this GPU's architecture); not initialised / internal errors are also what cuDNN says when the card is out of memory.",
+    fix: "Install the cuDNN and CUDA versions the library release was built with (its release notes; pip libraries bring their own nvidia-cudnn wheel: remove other cuDNN copies from LD_LIBRARY_PATH / PATH). If it only happens at large batches, halve the batch; `stackpin vram MANIFEST` names one that fits.",
+    mechanism: Mechanism::Plain,
+}];
+
+/// "unknown error" (30 before CUDA 10.1, 999 after), read as a driver fault only at start-up.
+const UNKNOWN_AT_INIT: Code = Code {
+    id: "drv-code-unknown-at-init",
+    numbers: &[30, 999],
+    words: &[
+        "cudaerrorunknown",
+        "cuda unknown error",
+        "cuda_error_unknown",
+        "unknown error",
+    ],
+    layer: Driver,
+    second: Some(Hardware),
+    cause: "CUDA fails to initialise with an unknown error: the driver's state is broken, most often after suspend/resume (nvidia_uvm), or the driver is half loaded.",
+    fix: "Reload the driver's modules: stop GPU programs, `sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm` (or reboot); after suspend/resume this is the known cure. If it stays, reinstall the pinned driver (`stackpin repair MANIFEST`); if dmesg shows Xid errors, see the hardware.",
+    mechanism: Mechanism::DriverAccess,
+};
+
+/// Words that place a line at CUDA's start-up.
+const AT_INIT: &[&str] = &[
+    "initialization",
+    "initialize",
+    "cuinit",
+    "getdevicecount",
+    "is_available",
+    "cudasetdevice",
+    "device_count",
+];
+
+/// One Xid row: the numbers, their layer, and why.
+struct Xid {
+    numbers: &'static [u32],
+    id: &'static str,
+    layer: FailureLayer,
+    second: Option<FailureLayer>,
+    cause: &'static str,
+}
+
+const XIDS: &[Xid] = &[
+    Xid {
+        numbers: &[13, 31, 43],
+        id: "lib-xid-application-fault",
+        layer: Library,
+        second: Some(Hardware),
+        cause: "an application's kernel faulted (graphics exception, memory page fault, or a stopped channel): a bug in the library or the model code, rarely the card",
+    },
+    Xid {
+        numbers: &[32],
+        id: "hw-xid-push-buffer",
+        layer: Hardware,
+        second: Some(FailureLayer::Driver),
+        cause: "the GPU received a corrupted push-buffer stream (bus error, memory corruption, heat, or a driver fault)",
+    },
+    Xid {
+        numbers: &[48, 63, 64, 92, 94, 95],
+        id: "hw-xid-memory-ecc",
+        layer: Hardware,
+        second: None,
+        cause: "the GPU's memory reported ECC errors or a page-retirement / row-remapping event",
+    },
+    Xid {
+        numbers: &[61, 62],
+        id: "hw-xid-microcontroller",
+        layer: Hardware,
+        second: Some(FailureLayer::Driver),
+        cause: "the GPU's internal micro-controller halted",
+    },
+    Xid {
+        numbers: &[74],
+        id: "hw-xid-nvlink",
+        layer: Hardware,
+        second: None,
+        cause: "an NVLink error: the link between GPUs faulted",
+    },
+    Xid {
+        numbers: &[79, 154],
+        id: "hw-xid-off-the-bus",
+        layer: Hardware,
+        second: None,
+        cause: "the GPU fell off the PCIe bus (power, heat, riser or card)",
+    },
+    Xid {
+        numbers: &[119, 120],
+        id: "hw-xid-gsp",
+        layer: Hardware,
+        second: Some(FailureLayer::Driver),
+        cause: "the GPU's GSP firmware stopped answering",
+    },
+];
+
+pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
+    let mut found = Vec::new();
+    let driver_fault_logged = segments.iter().any(|s| s.lower.contains("nvrm:"));
+    for seg in segments {
+        if let Some(f) = xid(seg) {
+            found.push(f);
+            continue;
+        }
+        let lower = &seg.lower;
+        let number = lower
+            .contains("cuda")
+            .then(|| error_number(lower))
+            .flatten();
+        let row = CUDA_CODES.iter().find(|c| {
+            c.words.iter().any(|w| lower.contains(w))
+                || number.is_some_and(|n| c.numbers.contains(&n))
+        });
+        if let Some(c) = row {
+            // "Busy or unavailable" next to an NVRM fault for the card is the card's state.
+            if c.id == "drv-code-devices-unavailable" && driver_fault_logged {
+                continue;
+            }
+            found.push(at(
+                seg,
+                c.id,
+                c.layer,
+                c.second,
+                c.cause,
+                c.fix,
+                c.mechanism,
+                false,
+            ));
+            continue;
+        }
+        if let Some(c) = CUDNN_STATUS
+            .iter()
+            .find(|c| c.words.iter().any(|w| lower.contains(w)))
+        {
+            found.push(at(
+                seg,
+                c.id,
+                c.layer,
+                c.second,
+                c.cause,
+                c.fix,
+                c.mechanism,
+                false,
+            ));
+            continue;
+        }
+        let c = &UNKNOWN_AT_INIT;
+        let unknown = c.words.iter().any(|w| lower.contains(w))
+            || number.is_some_and(|n| c.numbers.contains(&n));
+        if unknown && lower.contains("cuda") && AT_INIT.iter().any(|w| lower.contains(w)) {
+            found.push(at(
+                seg,
+                c.id,
+                c.layer,
+                c.second,
+                c.cause,
+                c.fix,
+                c.mechanism,
+                false,
+            ));
+        }
+    }
+    found
+}
+
+/// A CUDA error number on the line: `error 35`, `error: 35`, `code=100`, `error code 30`,
+/// `cuda runtime error (8)`.
+fn error_number(lower: &str) -> Option<u32> {
+    ["error code", "code", "error", "failure"]
+        .iter()
+        .find_map(|word| {
+            lower
+                .match_indices(word)
+                .find_map(|(at, _)| number_after(lower, at + word.len()))
+        })
+}
+
+fn xid(seg: &Segment<'_>) -> Option<Finding> {
+    let lower = &seg.lower;
+    let at_word = lower.find("xid")?;
+    let mut rest = &lower[at_word + 3..];
+    // "Xid (PCI:0000:02:00): 79, …": skip the device in parentheses.
+    if let Some(inner) = rest.trim_start().strip_prefix('(') {
+        rest = &inner[inner.find(')')? + 1..];
+    }
+    let number = number_after(rest, 0)?;
+    let row = XIDS.iter().find(|x| x.numbers.contains(&number))?;
+    let cause = format!("The driver logged Xid {number}: {}.", row.cause);
+    let fix = if row.layer == Library {
+        "Run once with CUDA_LAUNCH_BLOCKING=1 to find the kernel, then update the training library (or fix the custom kernel); if the same Xid follows every program, check the card as for hardware faults."
+    } else if number == 74 {
+        "Read `nvidia-smi nvlink -e` for the failing link; reseat or replace the NVLink bridge or board. Meanwhile run with NCCL_P2P_DISABLE=1 or on one GPU."
+    } else if matches!(number, 119 | 120) {
+        "Reboot; if it returns, update to the newest driver of the branch or disable the GSP firmware (NVreg_EnableGpuFirmware=0 on the proprietary module); if it follows the card, replace it."
+    } else {
+        HW_FIX
+    };
+    // NVIDIA's Xid table is authoritative for the card's own faults: they outrank a catalogue
+    // entry that reads the same log as an application fault.
+    let decisive = row.layer == Hardware;
+    Some(at(
+        seg,
+        row.id,
+        row.layer,
+        row.second,
+        cause,
+        fix,
+        Mechanism::Plain,
+        decisive,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::matcher;
+
+    fn first(text: &str) -> Option<Finding> {
+        let segments: Vec<_> = matcher::segments(text).collect();
+        find(&segments).into_iter().next()
+    }
+
+    #[test]
+    fn cuda_errors_are_read_by_number_name_or_sentence() {
+        for (log, id) in [
+            (
+                "CUDA error at helper_cuda.h:791 code=100(cudaErrorNoDevice) \"cudaGetDeviceCount(&device_count)\"",
+                "drv-code-no-device",
+            ),
+            (
+                "cudaGetDeviceCount returned 35\n-> CUDA driver version is insufficient for CUDA runtime version",
+                "drv-code-insufficient-driver",
+            ),
+            (
+                "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",
+                "hw-code-nvlink",
+            ),
+            ("CUDA error 220 at nccl.cc:12", "hw-code-nvlink"),
+            (
+                "RuntimeError: CUDA error: the launch timed out and was terminated",
+                "drv-code-launch-timeout",
+            ),
+            (
+                "error: CUDA error: cudaErrorLaunchTimeout",
+                "drv-code-launch-timeout",
+            ),
+            (
+                "RuntimeError: CUDA error: no kernel image is available for execution on the device (cudaErrorNoKernelImageForDevice)",
+                "lib-code-no-kernel-image",
+            ),
+            (
+                "CUDA failure 209: no kernel image is available",
+                "lib-code-no-kernel-image",
+            ),
+            (
+                "CUDA error at BlackScholes.cu:116 code=46(cudaErrorDevicesUnavailable) \"cudaMalloc\"",
+                "drv-code-devices-unavailable",
+            ),
+        ] {
+            assert_eq!(first(log).map(|f| f.id), Some(id), "{log}");
+        }
+    }
+
+    #[test]
+    fn an_unspecified_launch_failure_is_hardware_with_the_library_second() {
+        for log in [
+            "RuntimeError: CUDA error: unspecified launch failure",
+            "CUDA error 719 at train.cu:88: cudaErrorLaunchFailure",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!((f.layer, f.second), (Hardware, Some(Library)), "{log}");
+        }
+    }
+
+    #[test]
+    fn unknown_error_is_a_driver_fault_only_at_initialisation() {
+        for log in [
+            "UserWarning: CUDA initialization: CUDA unknown error - this may be due to an incorrectly set up environment",
+            "RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 999: unknown error",
+            "failed call to cuInit: CUDA_ERROR_UNKNOWN: unknown error",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(f.id, "drv-code-unknown-at-init", "{log}");
+            assert!(f.fix.contains("nvidia_uvm"), "{}", f.fix);
+        }
+        assert_eq!(first("RuntimeError: CUDA error: unknown error"), None);
+    }
+
+    #[test]
+    fn xid_numbers_are_read_from_kernel_log_lines() {
+        for (log, layer) in [
+            (
+                "[74889.644138] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.",
+                Hardware,
+            ),
+            (
+                "NVRM: Xid (PCI:0000:3b:00): 94, pid=1234, Contained: SM (0x1). RST: No, D-RST: No",
+                Hardware,
+            ),
+            (
+                "NVRM: Xid (PCI:0000:41:00): 31, pid=2281, Ch 00000010, intr 10000000. MMU Fault",
+                Library,
+            ),
+            (
+                "kernel: NVRM: Xid (PCI:0000:1a:00): 74, pid=0, NVLink: fatal error detected on link 3",
+                Hardware,
+            ),
+            (
+                "[24128.828315] NVRM: Xid (PCI:0000:01:00): 32, Channel ID 00000000 intr 00004000",
+                Hardware,
+            ),
+        ] {
+            assert_eq!(first(log).map(|f| f.layer), Some(layer), "{log}");
+        }
+        assert_eq!(first("NVRM: Xid (PCI:0000:3b:00): 999, weird"), None);
+    }
+
+    #[test]
+    fn cudnn_status_errors_point_at_the_cudnn_that_loads() {
+        for log in [
+            "Check failed: status == CUDNN_STATUS_SUCCESS (3 vs. 0)  CUDNN_STATUS_BAD_PARAM",
+            "RuntimeError: cuDNN error: CUDNN_STATUS_EXECUTION_FAILED",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer),
+                ("tk-cudnn-status-mismatch", Toolkit),
+                "{log}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_windows_loader_code_is_not_a_cuda_error() {
+        assert_eq!(
+            first("Could not load library cudnn_ops_infer64_8.dll. Error code 126"),
+            None
+        );
+        assert_eq!(
+            first("HTTP error 404 while fetching https://example.test/x"),
+            None
+        );
+    }
+}

@@ -1,0 +1,538 @@
+//! Loader failures, judged by which library failed to load and where it lives.
+//!
+//! The loader's wording differs by OS and caller (`cannot open shared object file`, `error while
+//! loading shared libraries`, `undefined symbol`, `Could not load library X`, `Could not locate
+//! X`, Windows error 126/127, `DLL load failed`), but the mechanism is one: a named library file
+//! is missing or is the wrong one. The layer follows from the file: the driver's `libcuda` /
+//! `nvml` → driver; a CUDA library inside a pip `nvidia/*/lib` folder in site-packages → the
+//! training library's wheels; a CUDA library in `/usr/local/cuda*` or `CUDA\vX.Y\bin`, or with
+//! no path → the toolkit; the library's own binaries (`torch\lib`, `onnxruntime`) → the library.
+//! A CUDA library whose name carries another CUDA major than the toolkit the log shows (ONNX
+//! Runtime asking for `libcublasLt.so.11` beside `nvcc` 12.1) is a library built for the other
+//! CUDA.
+
+use super::{Finding, Mechanism, at};
+use crate::diagnose::FailureLayer::{Driver, Library, Toolkit};
+use crate::diagnose::matcher::Segment;
+
+/// Words that say the loader failed on this line.
+const LOAD_FAILED: &[&str] = &[
+    "cannot open shared object file",
+    "error while loading shared libraries",
+    "undefined symbol",
+    "could not load library",
+    "could not load dynamic library",
+    "could not locate",
+    "failed to load library",
+    "error code 126",
+    "error code 127",
+    "winerror 126",
+    "winerror 127",
+    "dll load failed",
+    "error loading",
+    "unable to load",
+    "library not loaded",
+    "couldn't open",
+    "could not open",
+    "dlerror",
+    " dso",
+];
+
+/// Who ships a library file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Driver,
+    Cuda,
+    Cudnn,
+    OwnBinary,
+}
+
+/// Where the file the loader named lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// `site-packages/nvidia/<lib>/lib`: the pip CUDA wheels a library depends on.
+    PipCudaWheel,
+    /// The training library's own folder in site-packages (`torch/lib`).
+    LibraryFolder,
+    /// A CUDA toolkit folder.
+    ToolkitFolder,
+}
+
+/// One library file named on a failing line.
+#[derive(Debug)]
+struct Named {
+    /// The file name, lowercased (`libcublaslt.so.11`, `cudnn_ops_infer64_8.dll`).
+    file: String,
+    /// The whole token, lowercased, with `\` turned into `/`.
+    path: String,
+}
+
+pub(super) fn find(text: &str, segments: &[Segment<'_>]) -> Vec<Finding> {
+    let toolkit_seen = toolkit_version_in(text);
+    segments
+        .iter()
+        .filter(|seg| LOAD_FAILED.iter().any(|w| seg.lower.contains(w)))
+        .filter_map(|seg| judge(seg, toolkit_seen))
+        .collect()
+}
+
+fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
+    if let Some(found) = super::symbols::by_symbol_kind(seg) {
+        return Some(found);
+    }
+    let mut named = library_files(&seg.lower);
+    if named.is_empty() {
+        // "Unable to load cuDNN DSO", "ConvolutionalBackwardFilter_V2 cudnn DSO dlerror": the
+        // library is named by its stem only.
+        let stem = [
+            "cudnn", "cublas", "cufft", "curand", "cusolver", "cusparse", "nvrtc", "nccl",
+        ]
+        .into_iter()
+        .find(|s| seg.lower.contains(s))?;
+        named.push(Named {
+            file: format!("lib{stem}"),
+            path: stem.to_string(),
+        });
+    }
+    // "Failed to load library A with error: B: cannot open…": A asked for B, B is missing.
+    let (requester, missing) = match seg.lower.find("with error") {
+        Some(split) => (
+            named.iter().find(|n| !seg.lower[split..].contains(&n.path)),
+            named
+                .iter()
+                .find(|n| seg.lower[split..].contains(&n.path))?,
+        ),
+        None => (None, named.first()?),
+    };
+    let place = place(&missing.path).or_else(|| place(&seg.lower));
+    let undefined = seg.lower.contains("undefined symbol");
+    // An undefined symbol that belongs to a CUDA library (`cudnnCreate`, `cublasLt…`) names
+    // the library that is missing or of another version, whatever binary asked for it.
+    let by_file = owner(&missing.file)
+        .or_else(|| (place == Some(Place::LibraryFolder)).then_some(Owner::OwnBinary));
+    if undefined
+        && matches!(by_file, Some(Owner::OwnBinary) | None)
+        && let Some((provider, symbol)) = symbol_owner(&seg.lower)
+    {
+        let name = if provider == Owner::Cudnn {
+            "cuDNN"
+        } else {
+            "a CUDA library"
+        };
+        return Some(at(
+            seg,
+            "tk-loader-symbol-from-cuda-library",
+            Toolkit,
+            Some(Library),
+            format!(
+                "{} needs {symbol} from {name}, which is not loaded or is another version than the one it was built with.",
+                missing.file
+            ),
+            format!(
+                "Install the {name} version the training library was built with (its release notes name it), make that copy the one on the loader path (`ldconfig -p | grep -i {}`; LD_LIBRARY_PATH or PATH), and remove other copies.",
+                if provider == Owner::Cudnn {
+                    "cudnn"
+                } else {
+                    "cu"
+                }
+            ),
+            Mechanism::Plain,
+            true,
+        ));
+    }
+    let owner = by_file?;
+    let windows = missing.file.ends_with(".dll");
+    let file = &missing.file;
+    let wanted = cuda_major_of(file);
+    let who = requester
+        .map(|r| r.file.as_str())
+        .and_then(library_of)
+        .unwrap_or("the training library");
+    let f = |id, layer, second, cause: String, fix: String, decisive| {
+        at(
+            seg,
+            id,
+            layer,
+            second,
+            cause,
+            fix,
+            if layer == Driver {
+                Mechanism::DriverAccess
+            } else {
+                Mechanism::Plain
+            },
+            decisive,
+        )
+    };
+    Some(match (owner, place) {
+        (Owner::Driver, _) => f(
+            "drv-loader-driver-library",
+            Driver,
+            None,
+            format!("{file} belongs to the NVIDIA driver and cannot be loaded: the driver is not installed, half removed, or not mounted into this container."),
+            "Check the driver first: `nvidia-smi` must list the GPU. On the host reinstall the pinned driver (`stackpin repair MANIFEST`) and reboot; in a container start it with the NVIDIA runtime (`--gpus all`).".to_string(),
+            false,
+        ),
+        (Owner::Cuda | Owner::Cudnn, Some(Place::PipCudaWheel)) => f(
+            "lib-loader-pip-cuda-wheel",
+            Library,
+            Some(Toolkit),
+            format!("{file} from the pip CUDA wheels in site-packages (nvidia/…/lib) {} — another CUDA on the loader path (a system toolkit, or a second nvidia-* wheel) is loaded in its place.", if undefined { "finds a symbol missing" } else { "cannot be loaded" }),
+            "Let the library use the CUDA wheels it was installed with: take the system CUDA folders off LD_LIBRARY_PATH (or PATH), and uninstall the stray nvidia-* wheel that does not match the library's build (`pip list | grep nvidia`, e.g. `pip uninstall nvidia-cublas-cu11`); or reinstall the library's pinned +cuXYZ wheels in a clean venv.".to_string(),
+            true,
+        ),
+        (Owner::OwnBinary, _) | (_, Some(Place::LibraryFolder)) if !undefined || owner == Owner::OwnBinary => f(
+            "lib-loader-own-binary",
+            Library,
+            if owner == Owner::OwnBinary { None } else { Some(Toolkit) },
+            format!("{file}, shipped inside the training library's own package, {} — the library's wheel is broken, incomplete or mixed with another build.", if undefined { "does not match the binaries beside it" } else { "or one of its dependencies cannot be loaded" }),
+            format!("Reinstall the library's wheels as one set (same version and +cuXYZ build for every package: torch, torchvision, torchaudio) in a clean venv; a nightly may ship without a DLL, so pin a release.{}", if windows { " On Windows also install the latest Microsoft Visual C++ Redistributable (x64)." } else { "" }),
+            // With a CUDA library in its folder the place is new evidence; its own binary
+            // alone is what the catalogue already reads.
+            owner != Owner::OwnBinary,
+        ),
+        (Owner::Cuda, _) if undefined => f(
+            "tk-loader-two-cuda-versions",
+            Toolkit,
+            Some(Library),
+            format!("{file} is found, but not the build the caller needs (undefined symbol): two CUDA versions are mixed on the loader path."),
+            "Keep one CUDA on the loader path: point LD_LIBRARY_PATH (PATH on Windows) at the toolkit the library was built for only, remove other CUDA folders from it, and run `ldconfig -p | grep cublas` to see which copy loads.".to_string(),
+            true,
+        ),
+        (Owner::Cuda | Owner::Cudnn, _) if matches!((wanted, toolkit_seen), (Some(w), Some(t)) if w != t) => {
+            let (w, t) = (wanted.unwrap_or_default(), toolkit_seen.unwrap_or_default());
+            f(
+                "lib-loader-built-for-other-cuda",
+                Library,
+                Some(Toolkit),
+                format!("{who} was built for CUDA {w} (it asks for {file}) but this machine's toolkit is CUDA {t}."),
+                format!("Install the build of {who} made for CUDA {t} (for ONNX Runtime, the onnxruntime-gpu package for CUDA {t}; for torch, the +cu{t}X wheels), or add the CUDA {w} libraries it was built for beside the toolkit and on the loader path."),
+                true,
+            )
+        }
+        (Owner::Cudnn, _) if windows => f(
+            "tk-loader-cudnn-dll",
+            Toolkit,
+            Some(Library),
+            format!("Windows cannot load {file} or one of the DLLs it needs: cuDNN is missing, incomplete (a single DLL copied by hand), or its own dependency is absent (cuDNN 8 needs zlibwapi.dll)."),
+            "If the library ships its own cuDNN (torch wheels do, in torch\\lib), reinstall that wheel. Otherwise install the complete cuDNN archive for the toolkit's CUDA version: copy all of its bin, include and lib files into the toolkit folder (CUDA\\vX.Y), add zlibwapi.dll for cuDNN 8, and make sure that bin folder is on PATH.".to_string(),
+            true,
+        ),
+        (Owner::Cuda | Owner::Cudnn, _) => {
+            let version = wanted.map_or(String::new(), |w| format!(" (CUDA {w})"));
+            f(
+                "tk-loader-cuda-library-missing",
+                Toolkit,
+                None,
+                format!("The CUDA library {file}{version} is not on the loader path: that toolkit (or cuDNN) is not installed, or its lib folder is not registered."),
+                format!("Install the CUDA{version} libraries the library was built for (the manifest's toolkit pin, plus cuDNN if it is named) and register their folder: `ldconfig` (a file in /etc/ld.so.conf.d/) or LD_LIBRARY_PATH on Linux, PATH on Windows; `stackpin doctor` shows what the host has."),
+                false,
+            )
+        }
+        _ => return None,
+    })
+}
+
+/// Who provides the undefined symbol named on the line (`undefined symbol: cudnnCreate`).
+fn symbol_owner(lower: &str) -> Option<(Owner, String)> {
+    let at = lower.find("undefined symbol")? + "undefined symbol".len();
+    let symbol = lower[at..]
+        .trim_start_matches([':', ' '])
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()?
+        .to_string();
+    if symbol.starts_with("cudnn") {
+        return Some((Owner::Cudnn, symbol));
+    }
+    const CUDA: &[&str] = &[
+        "cublas", "cufft", "curand", "cusolver", "cusparse", "nvrtc", "nccl",
+    ];
+    CUDA.iter()
+        .any(|c| symbol.starts_with(c))
+        .then_some((Owner::Cuda, symbol))
+}
+
+/// Every token on the line that names a shared library (`.so`, `.so.N`, `.dll`, `.dylib`).
+fn library_files(lower: &str) -> Vec<Named> {
+    lower
+        .split(|c: char| {
+            c.is_whitespace() || matches!(c, '\'' | '"' | ',' | '(' | ')' | '`' | '[' | ']')
+        })
+        .filter_map(|token| {
+            let token = token.trim_end_matches([':', '.', ';', '!']);
+            let path = token.replace('\\', "/");
+            let file = path.rsplit('/').next()?.trim_start_matches(':').to_string();
+            let is_lib = file.ends_with(".dll")
+                || file.ends_with(".dylib")
+                || file.ends_with(".so")
+                || file.contains(".so.");
+            (is_lib && file.len() > 3).then_some(Named { file, path })
+        })
+        .collect()
+}
+
+fn owner(file: &str) -> Option<Owner> {
+    let name = file.strip_prefix("lib").unwrap_or(file);
+    if name.starts_with("cuda.so")
+        || name.starts_with("cuda.dylib")
+        || file == "nvcuda.dll"
+        || name.starts_with("nvidia-ml")
+        || file == "nvml.dll"
+        || name.starts_with("nvidia-")
+    {
+        return Some(Owner::Driver);
+    }
+    if name.starts_with("cudnn") {
+        return Some(Owner::Cudnn);
+    }
+    const CUDA: &[&str] = &[
+        "cudart",
+        "cublas",
+        "cufft",
+        "curand",
+        "cusolver",
+        "cusparse",
+        "nvrtc",
+        "nvjitlink",
+        "nvtoolsext",
+        "nvtx",
+        "cupti",
+        "npp",
+        "nccl",
+        "nvjpeg",
+        "cufile",
+    ];
+    if CUDA.iter().any(|c| name.starts_with(c)) {
+        return Some(Owner::Cuda);
+    }
+    library_of(file).map(|_| Owner::OwnBinary)
+}
+
+/// The training library a binary belongs to, by its file name.
+fn library_of(file: &str) -> Option<&'static str> {
+    let name = file.strip_prefix("lib").unwrap_or(file);
+    const OWN: &[(&str, &str)] = &[
+        ("onnxruntime", "ONNX Runtime"),
+        ("torch", "torch"),
+        ("c10", "torch"),
+        ("caffe2", "torch"),
+        ("aten", "torch"),
+        ("shm", "torch"),
+        ("_pywrap_tensorflow", "TensorFlow"),
+        ("tensorflow", "TensorFlow"),
+        ("xla_extension", "JAX"),
+        ("triton", "Triton"),
+    ];
+    OWN.iter()
+        .find(|(prefix, _)| name.starts_with(prefix))
+        .map(|(_, lib)| *lib)
+}
+
+fn place(path: &str) -> Option<Place> {
+    let path = path.replace('\\', "/");
+    let in_packages = path.contains("site-packages/") || path.contains("dist-packages/");
+    if in_packages && (path.contains("packages/nvidia/") || path.contains("/../../nvidia/")) {
+        return Some(Place::PipCudaWheel);
+    }
+    if in_packages
+        && ["torch/lib", "onnxruntime/capi", "tensorflow/", "jaxlib/"]
+            .iter()
+            .any(|p| path.contains(p))
+    {
+        return Some(Place::LibraryFolder);
+    }
+    if path.contains("/usr/local/cuda") || path.contains("/cuda/v") || path.contains("/opt/cuda") {
+        return Some(Place::ToolkitFolder);
+    }
+    None
+}
+
+/// The CUDA major a library file's name is tied to: cudart, cuBLAS(Lt) and NVRTC carry it in
+/// their soname (`libcublasLt.so.11`) or DLL name (`cudart64_110.dll`, `cublas64_12.dll`).
+/// Other libraries (cuFFT, cuRAND, cuDNN) number themselves.
+fn cuda_major_of(file: &str) -> Option<u32> {
+    let name = file.strip_prefix("lib").unwrap_or(file);
+    let tied = ["cudart", "cublaslt", "cublas", "nvrtc"];
+    let rest = tied.iter().find_map(|t| name.strip_prefix(t))?;
+    let digits: String = if let Some(so) = rest.strip_prefix(".so.") {
+        so.chars().take_while(char::is_ascii_digit).collect()
+    } else if let Some(dll) = rest.strip_prefix("64_") {
+        dll.chars()
+            .take_while(char::is_ascii_digit)
+            .take(2)
+            .collect()
+    } else {
+        return None;
+    };
+    digits.parse().ok().filter(|m| (9..=20).contains(m))
+}
+
+/// The CUDA toolkit major the log shows: nvcc's `release X.Y`, or a versioned toolkit folder.
+fn toolkit_version_in(text: &str) -> Option<u32> {
+    let lower = text.to_lowercase();
+    for marker in [
+        "cuda compilation tools, release ",
+        "/usr/local/cuda-",
+        "/cuda/v",
+        "\\cuda\\v",
+    ] {
+        if let Some(at) = lower.find(marker) {
+            let digits: String = lower[at + marker.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if let Ok(major) = digits.parse() {
+                return Some(major);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::matcher;
+
+    fn one(text: &str) -> Finding {
+        let segments: Vec<_> = matcher::segments(text).collect();
+        find(text, &segments)
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("no loader finding: {text}"))
+    }
+
+    #[test]
+    fn a_cuda_library_inside_the_pip_nvidia_wheels_points_at_the_library() {
+        // pytorch/pytorch#103832 and a torch 2.1 variant (pytorch/pytorch#111469).
+        for log in [
+            "OSError: /venv/lib/python3.10/site-packages/torch/lib/../../nvidia/cublas/lib/libcublas.so.11: undefined symbol: cublasLtGetStatusString, version libcublasLt.so.11",
+            "OSError: /usr/local/lib/python3.10/dist-packages/nvidia/cudnn/lib/libcudnn_cnn_infer.so.8: undefined symbol: _ZN11nvrtcHelper4loadEb, version libcudnn_ops_infer.so.8",
+        ] {
+            let f = one(log);
+            assert_eq!(f.id, "lib-loader-pip-cuda-wheel", "{log}");
+            assert_eq!((f.layer, f.second), (Library, Some(Toolkit)));
+            assert!(f.fix.contains("pip uninstall nvidia-"), "{}", f.fix);
+        }
+    }
+
+    #[test]
+    fn a_library_built_for_another_cuda_than_the_toolkit_is_the_library() {
+        let log = "FAIL : Failed to load library libonnxruntime_providers_cuda.so with error: libcublasLt.so.11: cannot open shared object file: No such file or directory.\n\
+                   Cuda compilation tools, release 12.1, V12.1.66";
+        let f = one(log);
+        assert_eq!(f.id, "lib-loader-built-for-other-cuda");
+        assert!(
+            f.cause.contains("ONNX Runtime was built for CUDA 11"),
+            "{}",
+            f.cause
+        );
+        assert!(
+            f.fix.contains("onnxruntime-gpu package for CUDA 12"),
+            "{}",
+            f.fix
+        );
+        let win = "Could not load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found\n\
+                   CUDA_PATH=C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.2";
+        assert_eq!(one(win).id, "lib-loader-built-for-other-cuda");
+    }
+
+    #[test]
+    fn a_missing_cuda_library_without_other_evidence_is_the_toolkit_named_by_its_version() {
+        for (log, version) in [
+            (
+                "Failed to load library libonnxruntime_providers_cuda.so with error: libcublas.so.11: cannot open shared object file: No such file or directory",
+                "CUDA 11",
+            ),
+            (
+                "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
+                "CUDA 12",
+            ),
+        ] {
+            let f = one(log);
+            assert_eq!(
+                (f.id, f.layer),
+                ("tk-loader-cuda-library-missing", Toolkit),
+                "{log}"
+            );
+            assert!(f.fix.contains(version), "{}", f.fix);
+            assert!(!f.decisive);
+        }
+    }
+
+    #[test]
+    fn a_cudnn_dll_on_windows_names_the_whole_archive_and_its_dependency() {
+        for log in [
+            "Could not locate cudnn_cnn_infer64_8.dll. Please make sure it is in your library path!",
+            "Could not load library cudnn_ops_infer64_8.dll. Error code 126",
+        ] {
+            let f = one(log);
+            assert_eq!(
+                (f.id, f.second),
+                ("tk-loader-cudnn-dll", Some(Library)),
+                "{log}"
+            );
+            assert!(f.fix.contains("complete cuDNN"), "{}", f.fix);
+            assert!(f.cause.contains("zlibwapi.dll"), "{}", f.cause);
+        }
+    }
+
+    #[test]
+    fn a_dll_missing_from_the_library_folder_is_the_library_not_the_toolkit() {
+        let log = "OSError: [WinError 126] The specified module could not be found. Error loading \"C:\\Users\\me\\venv\\lib\\site-packages\\torch\\lib\\cudnn_cnn_infer64_8.dll\" or one of its dependencies.";
+        let f = one(log);
+        assert_eq!((f.id, f.layer), ("lib-loader-own-binary", Library));
+        assert!(f.fix.contains("Visual C++"), "{}", f.fix);
+        let own = "ImportError: libc10_cuda.so: cannot open shared object file: No such file or directory";
+        assert_eq!(one(own).id, "lib-loader-own-binary");
+    }
+
+    #[test]
+    fn the_drivers_own_libraries_point_at_the_driver() {
+        for log in [
+            "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory",
+            "OSError: [WinError 126] The specified module could not be found. Error loading nvcuda.dll",
+        ] {
+            assert_eq!(one(log).layer, Driver, "{log}");
+        }
+    }
+
+    #[test]
+    fn two_cuda_versions_on_the_loader_path_show_as_an_undefined_symbol() {
+        let log = "/usr/local/cuda-11.8/lib64/libcublas.so.11: undefined symbol: cublasLtHSHMatmulAlgoInit, version libcublasLt.so.11";
+        let f = one(log);
+        assert_eq!((f.id, f.layer), ("tk-loader-two-cuda-versions", Toolkit));
+        assert!(f.fix.contains("LD_LIBRARY_PATH"), "{}", f.fix);
+    }
+
+    #[test]
+    fn an_undefined_cuda_symbol_names_the_cuda_library_not_the_binary_that_asked() {
+        let log = "F cuda_dnn.cc:222] Check failed: s.ok() could not find cudnnCreate in cudnn DSO; dlerror: /usr/lib/python3/dist-packages/tensorflow/python/_pywrap_tensorflow.so: undefined symbol: cudnnCreate";
+        let f = one(log);
+        assert_eq!(
+            (f.id, f.layer),
+            ("tk-loader-symbol-from-cuda-library", Toolkit)
+        );
+        assert!(f.cause.contains("cudnncreate from cuDNN"), "{}", f.cause);
+        let own = "ImportError: /venv/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi";
+        assert_eq!(one(own).layer, Library);
+    }
+
+    #[test]
+    fn a_library_named_only_by_its_stem_is_still_judged() {
+        for log in [
+            "I dso_loader.cc:105] Couldn't open CUDA library libcudnn.so. LD_LIBRARY_PATH: ",
+            "E cuda_dnn.cc:3304] Unable to load cuDNN DSO",
+        ] {
+            assert_eq!(one(log).layer, Toolkit, "{log}");
+        }
+    }
+
+    #[test]
+    fn libraries_outside_the_stack_are_not_judged() {
+        let text =
+            "ImportError: libGL.so.1: cannot open shared object file: No such file or directory";
+        let segments: Vec<_> = matcher::segments(text).collect();
+        assert!(find(text, &segments).is_empty());
+    }
+}

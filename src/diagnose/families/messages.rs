@@ -1,0 +1,488 @@
+//! Message families that are not loader failures or error codes: execution providers and
+//! device lists the libraries print, version pairs printed in the message, allocator failures
+//! in each library's words, the driver's state as NVML reports it, and the installers' own log
+//! lines (where the evidence is the line that names the cause: the `modpost` line, not the
+//! installer's generic `ERROR: An error occurred while performing the step`).
+
+use super::{Finding, Mechanism, at};
+use crate::diagnose::FailureLayer::{self, Driver, Library, Memory, Toolkit};
+use crate::diagnose::matcher::{Segment, pattern_matches};
+
+/// One family rule: any pattern (catalogue `*` syntax) on a line.
+struct Rule {
+    id: &'static str,
+    patterns: &'static [&'static str],
+    layer: FailureLayer,
+    second: Option<FailureLayer>,
+    cause: &'static str,
+    fix: &'static str,
+    mechanism: Mechanism,
+    decisive: bool,
+}
+
+const RULES: &[Rule] = &[
+    // Installer log lines.
+    Rule {
+        id: "drv-installer-kernel-too-new",
+        patterns: &[
+            "uses gpl-only symbol",
+            "modpost: gpl-incompatible module",
+            "unknown symbol in module",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The driver's kernel module does not build against the running kernel (modpost: GPL-only or unknown symbols): the kernel is newer than this driver release supports.",
+        fix: "Pin a newer driver release whose notes support this kernel (`stackpin pin --driver VERSION`), fetch and install it; or boot the older kernel the driver was built for. Reinstalling the same driver will fail the same way.",
+        mechanism: Mechanism::DriverBuild,
+        decisive: true,
+    },
+    Rule {
+        id: "drv-installer-compile-error",
+        patterns: &[
+            "nvidia*error: implicit declaration of function",
+            "nv-linux.h*error:",
+            "conftest*error: ",
+            "error: too few arguments to function*nv",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The driver's kernel module does not compile against the running kernel's headers: the kernel's API changed after this driver release.",
+        fix: "Pin a newer driver release that supports this kernel (`stackpin pin --driver VERSION`), or boot the older kernel; reinstalling the same driver will fail the same way.",
+        mechanism: Mechanism::DriverBuild,
+        decisive: true,
+    },
+    Rule {
+        id: "drv-installer-module-build-failed",
+        patterns: &[
+            "dkms module*nvidia*failed to build",
+            "building dkms module*nvidia*failed",
+            "nvidia*kernel module failed to build",
+            "nvidia*kernel module was not created",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The NVIDIA kernel module did not build for the running kernel: its headers are missing, or the kernel is newer than this driver release supports.",
+        fix: "Install the headers of the kernel named in the log (linux-headers-$(uname -r), kernel-devel or kernel-headers) and build again; if it still fails, pin a newer driver release that supports this kernel (`stackpin pin --driver VERSION`), or boot the previous kernel.",
+        mechanism: Mechanism::DriverBuild,
+        decisive: true,
+    },
+    Rule {
+        id: "tk-nvcc-fatal",
+        patterns: &["nvcc fatal"],
+        layer: Toolkit,
+        second: None,
+        cause: "nvcc refused its command line or input: the build passes it flags it cannot parse (with CMake's old FindCUDA, a flag list with quotes or spaces), or the toolkit cannot do what was asked.",
+        fix: "Run the build verbosely (VERBOSE=1 make, or ninja -v) to see the nvcc command; with CMake's FindCUDA quote the flag list (`set(nvcc_flags \"@nvcc_flags@\")` in run_nvcc.cmake) or move to enable_language(CUDA) / FindCUDAToolkit; check that the toolkit version supports the flags and architectures used.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    Rule {
+        id: "drv-smi-cuda-version-err",
+        patterns: &["cuda version: err!"],
+        layer: Driver,
+        second: None,
+        cause: "nvidia-smi cannot read the CUDA version from the driver: the driver's user-space library (libcuda) is missing or belongs to another driver version (under WSL, a Linux driver shadowing /usr/lib/wsl/lib).",
+        fix: "Make the driver's own libcuda the one that loads: reinstall the pinned driver so its libraries match the kernel module (`stackpin repair MANIFEST`); under WSL remove any Linux NVIDIA driver package and keep /usr/lib/wsl/lib first on the loader path.",
+        mechanism: Mechanism::DriverAccess,
+        decisive: false,
+    },
+    Rule {
+        id: "tk-installer-no-host-compiler",
+        patterns: &[
+            "cannot find compiler 'cl.exe'",
+            "cannot find compiler \"cl.exe\"",
+            "cl.exe*is not recognized",
+            "no supported version of visual studio",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "nvcc on Windows needs the MSVC host compiler (cl.exe), and none is on PATH: the toolkit is there, Visual Studio's C++ tools are not.",
+        fix: "Install Visual Studio (or its Build Tools) with \"Desktop development with C++\", then build from the \"x64 Native Tools Command Prompt\" or add the folder holding cl.exe (VC\\Tools\\MSVC\\<ver>\\bin\\Hostx64\\x64) to PATH. The CUDA toolkit itself needs no reinstall.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    Rule {
+        id: "tk-installer-no-cuda-toolset",
+        patterns: &[
+            "no cuda toolset found",
+            "cuda.props*was not found",
+            "the imported project*cuda*.props",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "Visual Studio has no CUDA build customisation: the toolkit's Visual Studio integration was not installed (or was installed before Visual Studio).",
+        fix: "Copy the files of CUDA\\vX.Y\\extras\\visual_studio_integration\\MSBuildExtensions into Visual Studio's MSBuild\\Microsoft\\VC\\<ver>\\BuildCustomizations (or rerun the toolkit installer with its Visual Studio Integration component); or configure CMake with -T cuda=<toolkit folder>, or use the Ninja generator.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    Rule {
+        id: "tk-installer-host-compiler-too-new",
+        patterns: &[
+            "unsupported gnu version",
+            "unsupported microsoft visual studio version",
+            "-allow-unsupported-compiler",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "The host compiler is newer than this nvcc supports.",
+        fix: "Install a host compiler the toolkit supports and pass it to nvcc (`-ccbin g++-12`, CUDAHOSTCXX, or CMAKE_CUDA_HOST_COMPILER), or pin a newer CUDA toolkit that supports this compiler.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    Rule {
+        id: "tk-cuda-home-unset",
+        patterns: &[
+            "cuda_home environment variable is not set",
+            "no cuda runtime is found, using cuda_home",
+            "cuda_home is not set",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "A CUDA extension build needs the toolkit (nvcc) and CUDA_HOME does not point at one.",
+        fix: "Set CUDA_HOME to the toolkit's own folder (e.g. /usr/local/cuda-12.4, the manifest's toolkit.root) and put its bin on PATH; if no toolkit is there, install the pinned one (`stackpin install`).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    Rule {
+        id: "tk-cmake-no-cuda-compiler",
+        patterns: &[
+            "failed to find nvcc",
+            "no cmake_cuda_compiler could be found",
+            "could not find nvcc",
+            "cmake_cuda_compiler*could not be found",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "The build cannot find nvcc: no CUDA toolkit is installed or its bin folder is not on PATH.",
+        fix: "Install the pinned CUDA toolkit and point the build at it (CUDACXX=/usr/local/cuda-X.Y/bin/nvcc or CMAKE_CUDA_COMPILER, and its bin on PATH).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // Execution providers and device lists.
+    Rule {
+        id: "lib-provider-cpu-package",
+        patterns: &[
+            "execution provider is not enabled in this build",
+            "cudaexecutionprovider' is not in available provider",
+            "cudaexecutionprovider is not in available provider",
+            "available providers: 'cpuexecutionprovider'",
+            "available providers: ['cpuexecutionprovider']",
+            "available providers: ['azureexecutionprovider', 'cpuexecutionprovider']",
+        ],
+        layer: Library,
+        second: None,
+        cause: "The ONNX Runtime that Python imports has no CUDA execution provider: the CPU-only `onnxruntime` package is installed beside (and shadows) `onnxruntime-gpu`.",
+        fix: "Uninstall both and install only the GPU build for this CUDA: `pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu` (the variant for the toolkit's CUDA major); check with `onnxruntime.get_available_providers()`.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    Rule {
+        id: "lib-provider-cuda-failed",
+        patterns: &["failed to create cudaexecutionprovider"],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "ONNX Runtime could not start its CUDA execution provider: the CPU-only package is installed, or the onnxruntime-gpu build needs another CUDA / cuDNN major than the machine has.",
+        fix: "Check `pip list | grep onnxruntime`: keep only onnxruntime-gpu. Then match its build to the machine: the ONNX Runtime CUDA requirements table names the CUDA and cuDNN major each release needs; install that build (or that CUDA / cuDNN) and make its libraries loadable.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // Version pairs.
+    Rule {
+        id: "lib-version-torch-torchvision",
+        patterns: &[
+            "pytorch and torchvision were compiled with different cuda",
+            "operator torchvision::nms does not exist",
+            "torchvision*requires torch==",
+            "could not find the operator torchvision::",
+            "no such operator torchvision::",
+            "no such operator image::",
+        ],
+        layer: Library,
+        second: None,
+        cause: "torch and torchvision come from different builds (another version or another CUDA).",
+        fix: "Reinstall torch and torchvision as the matching pair from the same index (the manifest's `library.pip.requirements`, e.g. torch 2.5.1 with torchvision 0.20.1, both +cu124), in a clean venv.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    Rule {
+        id: "tk-version-cudnn-compiled-vs-loaded",
+        patterns: &[
+            "loaded runtime cudnn library:*but source was compiled with",
+            "cudnn version incompatibility",
+            "was compiled against*but found runtime version",
+        ],
+        layer: Toolkit,
+        second: Some(Library),
+        cause: "The cuDNN that loads is not the one the library was compiled against: another cuDNN (a system copy or an older install) comes first on the loader path.",
+        fix: "Install the cuDNN version the library was built with (its release notes, or the version the message names) and remove the other copy from LD_LIBRARY_PATH / PATH (`ldconfig -p | grep cudnn` shows which loads); pip-installed libraries should load their own nvidia-cudnn wheel.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // Allocator failures in each library's words.
+    Rule {
+        id: "mem-allocator-failed",
+        patterns: &[
+            "bfcarena*failed to allocate",
+            "failed to allocate memory for requested buffer",
+            "ran out of memory trying to allocate",
+            "outofmemoryerror",
+            "out of memory while trying to allocate",
+            "triton*out of memory",
+            "cudamalloc failed: out of memory",
+            "cumemalloc*cuda_error_out_of_memory",
+        ],
+        layer: Memory,
+        second: None,
+        cause: "The library's GPU allocator could not get the memory it asked for: the model, batch or number of parallel sessions does not fit on the card.",
+        fix: "Lower what runs at once (batch size, execution threads or parallel sessions, max memory setting) and run with the card otherwise idle (`nvidia-smi` lists other programs); `stackpin vram MANIFEST` names the largest batch that fits.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // The driver's state as NVML reports it.
+    Rule {
+        id: "drv-nvml-driver-not-loaded",
+        patterns: &[
+            "nvmlerror_drivernotloaded",
+            "nvml_error_driver_not_loaded",
+            "nvidia kernel module is not loaded",
+            "nvidia driver is not loaded",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "NVML finds no NVIDIA kernel module loaded: after a kernel upgrade the .run driver was not rebuilt, or the module failed to load.",
+        fix: "Check `lsmod | grep nvidia` and `dmesg | grep -i nvidia`; install the headers of the running kernel and reinstall the pinned driver with --dkms (`stackpin repair MANIFEST`) so it rebuilds for new kernels, then reboot.",
+        mechanism: Mechanism::DriverAccess,
+        decisive: false,
+    },
+    Rule {
+        id: "drv-nvml-unknown-error",
+        patterns: &[
+            "failed to initialize nvml: unknown error",
+            "nvml error: unknown error",
+            "nvml_error_unknown",
+            "nvmlerror_unknown",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "NVML cannot reach the GPU (unknown error). Inside a container this is the container losing its /dev/nvidia* device access (after `systemctl daemon-reload` with the systemd cgroup driver); on a host, a broken driver state.",
+        fix: "If this ran in a container: the host driver is fine — restart the container, and stop it from recurring by giving the runtime the device nodes (`--device /dev/nvidia*`, or the NVIDIA Container Toolkit's cgroup setting / `nvidia-ctk` CDI). On a host: reboot, then reinstall the pinned driver (`stackpin repair MANIFEST`) if it stays.",
+        mechanism: Mechanism::DriverAccess,
+        decisive: false,
+    },
+    Rule {
+        id: "drv-container-no-gpu-runtime",
+        patterns: &[
+            "could not select device driver*with capabilities: [[gpu]]",
+            "unknown or invalid runtime name: nvidia",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "Docker has no NVIDIA runtime to give the container the GPU: the NVIDIA Container Toolkit is not installed or not configured on the host.",
+        fix: "On the host (not in the container): `nvidia-smi` must work; install the NVIDIA Container Toolkit (nvidia-container-toolkit), run `sudo nvidia-ctk runtime configure --runtime=docker` and restart Docker; a Docker installed as a snap cannot use it.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    Rule {
+        id: "drv-wsl-gpu-blocked",
+        patterns: &[
+            "gpu access blocked by the operating system",
+            "wsl*libcuda.so*not found",
+            "/dev/dxg*no such file",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "Under WSL the GPU belongs to the Windows driver, and Windows does not hand it to Linux (old Windows driver or WSL, or GPU paravirtualisation off).",
+        fix: "Update the NVIDIA driver on the Windows side and WSL itself (`wsl --update`, then `wsl --shutdown`); never install a Linux NVIDIA driver inside WSL (it breaks /usr/lib/wsl/lib/libcuda.so).",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+];
+
+pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
+    let mut found = Vec::new();
+    for rule in RULES {
+        let hit = segments
+            .iter()
+            .find(|seg| rule.patterns.iter().any(|p| pattern_matches(p, &seg.lower)));
+        if let Some(seg) = hit {
+            found.push(at(
+                seg,
+                rule.id,
+                rule.layer,
+                rule.second,
+                rule.cause,
+                rule.fix,
+                rule.mechanism,
+                rule.decisive,
+            ));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::matcher;
+
+    fn ids(text: &str) -> Vec<&'static str> {
+        let segments: Vec<_> = matcher::segments(text).collect();
+        find(&segments).into_iter().map(|f| f.id).collect()
+    }
+
+    #[test]
+    fn rule_patterns_are_lowercase() {
+        for rule in RULES {
+            for p in rule.patterns {
+                assert_eq!(*p, p.to_lowercase(), "{}", rule.id);
+            }
+        }
+    }
+
+    #[test]
+    fn a_driver_that_does_not_build_for_the_kernel_is_named_by_the_modpost_line() {
+        // GoogleCloudPlatform/compute-gpu-installation#33; NVIDIA/open-gpu-kernel-modules#594.
+        for log in [
+            "ERROR: An error occurred while performing the step: \"Building kernel modules\".\n   ERROR: modpost: GPL-incompatible module nvidia.ko uses GPL-only symbol '__rcu_read_lock'",
+            "FATAL: modpost: GPL-incompatible module nvidia.ko uses GPL-only symbol 'pfn_valid'",
+        ] {
+            let segments: Vec<_> = matcher::segments(log).collect();
+            let f = find(&segments).into_iter().next().expect("a finding");
+            assert_eq!(f.id, "drv-installer-kernel-too-new");
+            assert!(f.evidence.contains("GPL-only symbol"), "{}", f.evidence);
+        }
+    }
+
+    #[test]
+    fn nvcc_without_msvc_is_the_host_compiler_not_a_missing_toolkit() {
+        for log in [
+            "nvcc fatal   : Cannot find compiler 'cl.exe' in PATH",
+            "'cl.exe' is not recognized as an internal or external command",
+        ] {
+            assert!(ids(log).contains(&"tk-installer-no-host-compiler"), "{log}");
+            let best = super::super::best(log).expect("a finding");
+            assert_eq!(best.id, "tk-installer-no-host-compiler", "{log}");
+        }
+    }
+
+    #[test]
+    fn cmake_without_the_cuda_toolset_is_named() {
+        for log in [
+            "CMake Error at CMakeLists.txt:3 (project):\n  No CUDA toolset found.",
+            "error MSB4019: The imported project \"C:\\Program Files\\Microsoft Visual Studio\\2022\\Community\\MSBuild\\Microsoft\\VC\\v170\\BuildCustomizations\\CUDA 12.1.props\" was not found.",
+        ] {
+            assert_eq!(ids(log), vec!["tk-installer-no-cuda-toolset"], "{log}");
+        }
+    }
+
+    #[test]
+    fn the_cpu_onnxruntime_shadowing_the_gpu_one_is_the_library() {
+        for log in [
+            "UserWarning: Specified provider 'CUDAExecutionProvider' is not in available provider names.Available providers: 'CPUExecutionProvider'",
+            "ValueError: This ORT build has ['AzureExecutionProvider', 'CPUExecutionProvider'] enabled. Available providers: ['AzureExecutionProvider', 'CPUExecutionProvider']",
+        ] {
+            assert_eq!(ids(log), vec!["lib-provider-cpu-package"], "{log}");
+        }
+    }
+
+    #[test]
+    fn more_installer_and_provider_lines_are_read() {
+        assert_eq!(
+            ids("Building DKMS module 'nvidia-535.54.03' for kernel-6.5.2_1... FAILED!"),
+            vec!["drv-installer-module-build-failed"]
+        );
+        assert_eq!(
+            ids("ERROR: The nvidia-uvm kernel module failed to build."),
+            vec!["drv-installer-module-build-failed"]
+        );
+        assert_eq!(
+            ids("nvcc fatal   : '-DNVCC' is not in 'keyword=value' format"),
+            vec!["tk-nvcc-fatal"]
+        );
+        assert_eq!(
+            ids("OnnxRuntimeException: CUDA execution provider is not enabled in this build."),
+            vec!["lib-provider-cpu-package"]
+        );
+        assert_eq!(
+            ids(
+                "[W:onnxruntime:Default, onnxruntime_pybind_state.cc:965 CreateExecutionProviderInstance] Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*"
+            ),
+            vec!["lib-provider-cuda-failed"]
+        );
+        assert_eq!(
+            ids("| NVIDIA-SMI 550.54     Driver Version: 551.61     CUDA Version: ERR!     |"),
+            vec!["drv-smi-cuda-version-err"]
+        );
+    }
+
+    #[test]
+    fn version_pairs_printed_in_the_message_are_read() {
+        assert_eq!(
+            ids(
+                "RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA major versions. PyTorch has CUDA Version=11.7 and torchvision has CUDA Version=11.8."
+            ),
+            vec!["lib-version-torch-torchvision"]
+        );
+        assert_eq!(
+            ids("RuntimeError: operator torchvision::nms does not exist"),
+            vec!["lib-version-torch-torchvision"]
+        );
+        assert_eq!(
+            ids("RuntimeError: No such operator torchvision::deform_conv2d"),
+            vec!["lib-version-torch-torchvision"]
+        );
+        assert_eq!(
+            ids(
+                "E tensorflow/stream_executor/cuda/cuda_dnn.cc:361] Loaded runtime CuDNN library: 8.0.5 but source was compiled with: 8.1.0."
+            ),
+            vec!["tk-version-cudnn-compiled-vs-loaded"]
+        );
+        assert_eq!(
+            ids(
+                "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 9, 2) but found runtime version (8, 5, 0)."
+            ),
+            vec!["tk-version-cudnn-compiled-vs-loaded"]
+        );
+    }
+
+    #[test]
+    fn allocators_worded_by_each_library_are_memory() {
+        for log in [
+            "onnxruntime::BFCArena::AllocateRawInternal Failed to allocate memory for requested buffer of size 643840",
+            "W bfc_allocator.cc:217] Allocator (GPU_0_bfc) ran out of memory trying to allocate 2.15GiB.",
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8589934592 bytes.",
+        ] {
+            assert_eq!(ids(log), vec!["mem-allocator-failed"], "{log}");
+        }
+    }
+
+    #[test]
+    fn nvml_states_are_driver_findings() {
+        assert_eq!(
+            ids("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded"),
+            vec!["drv-nvml-driver-not-loaded"]
+        );
+        assert_eq!(
+            ids("ERROR: NVIDIA driver is not loaded"),
+            vec!["drv-nvml-driver-not-loaded"]
+        );
+        assert_eq!(
+            ids("Failed to initialize NVML: Unknown Error"),
+            vec!["drv-nvml-unknown-error"]
+        );
+        assert_eq!(
+            ids("nvidia-container-cli: initialization error: nvml error: unknown error"),
+            vec!["drv-nvml-unknown-error"]
+        );
+        assert_eq!(
+            ids("Error: GPU access blocked by the operating system"),
+            vec!["drv-wsl-gpu-blocked"]
+        );
+        assert_eq!(
+            ids(
+                "docker: Error response from daemon: could not select device driver \"\" with capabilities: [[gpu]]."
+            ),
+            vec!["drv-container-no-gpu-runtime"]
+        );
+    }
+}

@@ -1,0 +1,150 @@
+//! The mechanism tier: recognises the *families* behind failure messages rather than single
+//! sentences, so a message never seen before is still placed when its mechanism is known.
+//!
+//! - [`loader`]: a library that will not load (`cannot open shared object file`, `undefined
+//!   symbol`, `Could not load library X`, Windows error 126/127), judged by *which* library it is
+//!   and *where it lives* (a pip CUDA wheel in site-packages, the toolkit's folder, the driver's
+//!   `libcuda`/`nvml`), and by the CUDA version its name carries against the one the log shows.
+//! - [`codes`]: the CUDA runtime's error codes and names, and the driver's Xid numbers, as tables.
+//! - [`messages`]: execution-provider and device lists the libraries print, version pairs
+//!   (torch vs torchvision, cuDNN compiled vs loaded), allocator failures worded by ONNX Runtime
+//!   or TensorFlow, and the installers' own log lines (the `modpost` line, `cl.exe`, CMake's
+//!   CUDA toolset).
+//! - [`symbols`]: undefined symbols placed by what they belong to (torch's C++ API, the CUDA
+//!   driver API, the runtime's registration hooks).
+//! - [`own`]: stackpin's own failure texts and a `failed-run.yaml` given to `diagnose`.
+//!
+//! A [`Finding`] is *decisive* when its mechanism used evidence the catalogue cannot see (where
+//! a library lives, a version pair, the cause line of an installer log): it then wins over a
+//! catalogue entry. Otherwise it answers only when no catalogue entry matched, before the broad
+//! rules. This module reads text only; the host context is applied by [`super::context_fix`].
+
+pub mod codes;
+pub mod loader;
+pub mod messages;
+pub mod own;
+pub mod symbols;
+
+use super::FailureLayer;
+use super::matcher::{self, Segment};
+
+/// What a family recognised, before the context decides the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// Stable identifier, `<layer>-<family>-<what>`.
+    pub id: &'static str,
+    pub layer: FailureLayer,
+    /// The other layer the message may belong to when it is ambiguous.
+    pub second: Option<FailureLayer>,
+    pub cause: String,
+    pub fix: String,
+    /// Which kind of fix the host context may change.
+    pub mechanism: Mechanism,
+    /// Wins over a catalogue entry (see the module docs).
+    pub decisive: bool,
+    /// 1-based line of the evidence.
+    pub line_number: usize,
+    /// The line that names the cause, trimmed and shortened.
+    pub evidence: String,
+    /// Byte offset just past the evidence.
+    pub before_len: usize,
+}
+
+/// The kinds of fix that depend on the host the failure happened on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    /// The driver cannot be reached (NVML, cuInit, no device, module not loaded).
+    DriverAccess,
+    /// The driver's kernel module did not build or load for the running kernel.
+    DriverBuild,
+    /// The fix does not depend on the host.
+    Plain,
+}
+
+/// The finding that best names the cause: decisive first, then the causal order of layers,
+/// then the first line; `None` when no family recognised anything.
+pub fn best(text: &str) -> Option<Finding> {
+    let segments: Vec<Segment<'_>> = matcher::segments(text).collect();
+    let mut found = Vec::new();
+    found.extend(loader::find(text, &segments));
+    found.extend(codes::find(&segments));
+    found.extend(messages::find(&segments));
+    found
+        .into_iter()
+        .enumerate()
+        .min_by_key(|(order, f)| {
+            (
+                !f.decisive,
+                matcher::causal_rank(f.layer),
+                f.line_number,
+                *order,
+            )
+        })
+        .map(|(_, f)| f)
+}
+
+/// A finding anchored on `seg`.
+#[allow(clippy::too_many_arguments)] // a plain constructor; every field is named at the call
+pub(super) fn at(
+    seg: &Segment<'_>,
+    id: &'static str,
+    layer: FailureLayer,
+    second: Option<FailureLayer>,
+    cause: impl Into<String>,
+    fix: impl Into<String>,
+    mechanism: Mechanism,
+    decisive: bool,
+) -> Finding {
+    Finding {
+        id,
+        layer,
+        second,
+        cause: cause.into(),
+        fix: fix.into(),
+        mechanism,
+        decisive,
+        line_number: seg.line_number,
+        evidence: matcher::shorten(seg.text.trim()),
+        before_len: seg.end,
+    }
+}
+
+/// The digits right after `at` in `s` (spaces, `:`, `=`, `(` skipped first).
+pub(super) fn number_after(s: &str, at: usize) -> Option<u32> {
+    let rest = s
+        .get(at..)?
+        .trim_start_matches([' ', ':', '=', '(', '#', '\t']);
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    if digits.is_empty() || digits.len() > 6 {
+        return None;
+    }
+    // A number glued to letters ("10ms", "3rd") is not a code.
+    let next = rest[digits.len()..].chars().next();
+    if next.is_some_and(|c| c.is_ascii_alphabetic() || c == '.') {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_after_a_word_skip_separators_and_refuse_glued_units() {
+        assert_eq!(number_after("error 35 here", 5), Some(35));
+        assert_eq!(number_after("code=100(cudaerrornodevice)", 4), Some(100));
+        assert_eq!(number_after("error: 10ms", 5), None);
+        assert_eq!(number_after("release 12.1", 7), None);
+        assert_eq!(number_after("error", 5), None);
+    }
+
+    #[test]
+    fn a_decisive_finding_beats_an_earlier_plain_one() {
+        let log = "RuntimeError: CUDA error: unspecified launch failure\n\
+                   nvcc fatal   : Cannot find compiler 'cl.exe' in PATH";
+        let f = best(log).expect("a finding");
+        assert!(f.decisive);
+        assert_eq!(f.layer, FailureLayer::Toolkit);
+    }
+}

@@ -1,0 +1,160 @@
+//! Undefined symbols placed by what the symbol belongs to, whatever binary asked for it: a C++
+//! symbol of torch (`_ZN3c10…`) means a compiled extension was built against another torch; a
+//! CUDA driver API function (`cuMemcpyHtoD_v2`) means the loaded libcuda lacks it; the runtime's
+//! registration hooks (`__cudaRegisterFatBinaryEnd`) mean an nvcc newer than the runtime.
+//! Symbols of the CUDA libraries themselves (`cudnnCreate`, `cublasLt…`) are judged with the
+//! file that failed, in [`super::loader`].
+
+use super::{Finding, Mechanism, at};
+use crate::diagnose::FailureLayer::{Driver, Library, Toolkit};
+use crate::diagnose::matcher::Segment;
+
+/// What kind of symbol an `undefined symbol: S` names, when that alone places the failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SymbolKind {
+    /// A C++ symbol of torch (`_ZN3c10…`, `_ZN2at…`): the binary was built against another
+    /// torch.
+    Torch,
+    /// A CUDA driver API function (`cuMemcpyHtoD_v2`): the loaded libcuda lacks it.
+    DriverApi,
+    /// The CUDA runtime's registration hooks (`__cudaRegisterFatBinaryEnd`): the binary was
+    /// compiled by a newer nvcc than the runtime it runs with.
+    RuntimeHook,
+}
+
+fn symbol_kind(symbol: &str) -> Option<SymbolKind> {
+    const TORCH: &[&str] = &[
+        "_zn3c10",
+        "_znk3c10",
+        "_zn2at",
+        "_znk2at",
+        "_zn5torch",
+        "_znk5torch",
+        "_zn6caffe2",
+    ];
+    const DRIVER_API: &[&str] = &[
+        "cumem",
+        "cuctx",
+        "cuinit",
+        "cudevice",
+        "culaunch",
+        "cumodule",
+        "custream",
+        "cuevent",
+        "cugetprocaddress",
+        "cudriverget",
+        "cufunc",
+        "cugraph",
+        "culink",
+        "cupointer",
+    ];
+    if TORCH.iter().any(|t| symbol.starts_with(t)) {
+        Some(SymbolKind::Torch)
+    } else if symbol.starts_with("__cuda") {
+        Some(SymbolKind::RuntimeHook)
+    } else if DRIVER_API.iter().any(|d| symbol.starts_with(d)) {
+        Some(SymbolKind::DriverApi)
+    } else {
+        None
+    }
+}
+
+/// An undefined symbol whose kind places the failure whatever binary asked for it.
+pub(super) fn by_symbol_kind(seg: &Segment<'_>) -> Option<Finding> {
+    let at_word = seg.lower.find("undefined symbol")? + "undefined symbol".len();
+    let symbol = seg.lower[at_word..]
+        .trim_start_matches([':', ' '])
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()?;
+    let shown = seg.text.get(at_word..).map_or(symbol, |t| {
+        t.trim_start_matches([':', ' '])
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or(symbol)
+    });
+    let finding = match symbol_kind(symbol)? {
+        SymbolKind::Torch => at(
+            seg,
+            "lib-loader-built-for-other-torch",
+            Library,
+            Some(Toolkit),
+            format!(
+                "A compiled extension asks torch for {shown}, which the installed torch does not have: it was built against another torch version or CUDA build."
+            ),
+            "Rebuild the extension against the installed torch (clean its build folder, then reinstall it, e.g. `pip install --no-build-isolation .`), or install the torch version and +cuXYZ build it was made for.",
+            Mechanism::Plain,
+            true,
+        ),
+        SymbolKind::DriverApi => at(
+            seg,
+            "drv-loader-driver-api-symbol",
+            Driver,
+            None,
+            format!(
+                "The CUDA driver library (libcuda) that loads has no {shown}: the driver is older than the program needs, or a stub libcuda is loaded instead of the driver's."
+            ),
+            "Install a driver at least as new as the CUDA the program was built with (the manifest pins one), and take any toolkit stubs folder off LD_LIBRARY_PATH; `nvidia-smi` shows the driver that runs.",
+            Mechanism::DriverAccess,
+            true,
+        ),
+        SymbolKind::RuntimeHook => at(
+            seg,
+            "tk-loader-runtime-hook-symbol",
+            Toolkit,
+            Some(Library),
+            format!(
+                "A CUDA binary needs {shown} from the CUDA runtime: it was compiled by a newer nvcc than the runtime (libcudart) it runs with."
+            ),
+            "Build with the same toolkit whose runtime the program loads (for a torch extension, the CUDA torch was built with: torch.version.cuda), and keep one toolkit first on PATH and LD_LIBRARY_PATH.",
+            Mechanism::Plain,
+            true,
+        ),
+    };
+    Some(finding)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::matcher;
+
+    fn one(text: &str) -> Option<Finding> {
+        matcher::segments(text).find_map(|seg| by_symbol_kind(&seg))
+    }
+
+    #[test]
+    fn undefined_symbols_are_placed_by_what_they_belong_to() {
+        for (log, id) in [
+            (
+                "ImportError: /x/extensions/sgutils/sgutilslib.cpython-38-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
+                "lib-loader-built-for-other-torch",
+            ),
+            (
+                "ImportError: /x/resample2d_cuda.cpython-37m-x86_64-linux-gnu.so: undefined symbol: _ZN3c105ErrorC1ENS_14SourceLocationERKSs",
+                "lib-loader-built-for-other-torch",
+            ),
+            (
+                "undefined symbol: cuMemcpyHtoD_v2",
+                "drv-loader-driver-api-symbol",
+            ),
+            (
+                "ImportError: /x/lib/afm_op/CUDA.cpython-36m-x86_64-linux-gnu.so: undefined symbol: __cudaRegisterFatBinaryEnd",
+                "tk-loader-runtime-hook-symbol",
+            ),
+        ] {
+            assert_eq!(one(log).map(|f| f.id), Some(id), "{log}");
+        }
+        let f = one("undefined symbol: cuMemcpyHtoD_v2").expect("a finding");
+        assert!(f.cause.contains("cuMemcpyHtoD_v2"), "{}", f.cause);
+    }
+
+    #[test]
+    fn other_undefined_symbols_are_left_to_the_loader() {
+        assert_eq!(one("undefined symbol: cublasLtGetStatusString"), None);
+        assert_eq!(
+            one("undefined symbol: _ZNSt15__exception_ptr13exception_ptr9_M_addrefEv"),
+            None
+        );
+        assert_eq!(one("no symbol here"), None);
+    }
+}
