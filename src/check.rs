@@ -32,6 +32,7 @@ pub fn check(m: &Manifest, source: Option<&str>) -> Report {
     problems.extend(driver_rule(m));
     problems.extend(toolkit_known(m));
     problems.extend(library_rules(m));
+    problems.extend(crate::windows_installers::check_rules(m));
     if let Some(text) = source {
         let map = SourceMap::new(text);
         for p in &mut problems {

@@ -27,6 +27,8 @@ pub struct PinRequest {
     pub toolkit: Option<Version>,
     pub driver: Option<Version>,
     pub python: Option<Version>,
+    /// The GPU's name as nvidia-smi reports it: picks the Windows driver package for its family.
+    pub gpu_name: Option<String>,
 }
 
 /// A pinned manifest and the notes a user should read about how it was chosen.
@@ -297,33 +299,6 @@ fn choose_python(req: &PinRequest, release: &LibraryRelease) -> Result<Version, 
     })
 }
 
-/// Windows CUDA sub-packages for a training workstation: compiler, runtime and the math
-/// libraries, never `Display.Driver` (PyTorch CI's list, trimmed to what training needs).
-fn windows_subpackages(line: &str) -> Vec<String> {
-    [
-        "nvcc",
-        "cudart",
-        "cublas",
-        "cublas_dev",
-        "cufft",
-        "cufft_dev",
-        "curand",
-        "curand_dev",
-        "cusolver",
-        "cusolver_dev",
-        "cusparse",
-        "cusparse_dev",
-        "nvrtc",
-        "nvrtc_dev",
-        "nvtx",
-        "thrust",
-        "cuda_profiler_api",
-    ]
-    .iter()
-    .map(|p| format!("{p}_{line}"))
-    .collect()
-}
-
 fn stack_name(req: &PinRequest, release: &LibraryRelease, toolkit: &Version) -> String {
     format!(
         "{}-{}-cu{}{}-{}",
@@ -364,12 +339,9 @@ fn build(
             format!("/opt/stackpin/{name}"),
         ),
         Os::Windows => (
-            vec!["{installer}", "-s", "-noreboot"],
+            crate::windows_installers::DRIVER_ARGS.to_vec(),
             format!(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v{line}"),
-            ["{installer}".to_string(), "-s".to_string()]
-                .into_iter()
-                .chain(windows_subpackages(&line))
-                .collect(),
+            crate::windows_installers::toolkit_run(&line),
             "python".to_string(),
             format!(r"C:\stackpin\{name}"),
         ),
@@ -425,10 +397,16 @@ fn build(
         driver: DriverLayer {
             version: driver.clone(),
             installer: Installer {
-                url: compat::driver_url(driver, req.os),
+                url: match req.os {
+                    Os::Windows => {
+                        crate::windows_installers::driver_url_for(driver, req.gpu_name.as_deref())
+                    }
+                    Os::Linux => compat::driver_url(driver, req.os),
+                },
                 sha256: None,
             },
             run: driver_run.into_iter().map(String::from).collect(),
+            exit_codes: (req.os == Os::Windows).then(crate::windows_installers::driver_exit_codes),
             verify: None,
             timeout: None,
         },
@@ -441,6 +419,7 @@ fn build(
             root: toolkit_root,
             run: toolkit_run,
             allow_bundled_driver: false,
+            exit_codes: None,
             verify: None,
             timeout: None,
         },
@@ -457,6 +436,7 @@ fn build(
             }),
             installers: vec![],
             run: None,
+            exit_codes: None,
             verify: None,
             timeout: None,
         },
@@ -527,10 +507,16 @@ pub fn render(m: &Manifest, release: &LibraryRelease, min_driver: &Version) -> S
     push("    sha256: null   # NVIDIA publishes none; the lock records it at the first fetch");
     if m.os == Os::Windows {
         push(
-            "  # NVIDIA documents no silent flags for the driver; -s -noreboot is community practice.",
+            "  # -s -noreboot -noeula as NVIDIA's cuda-python CI runs it; the package fits the card family (--gpu-name).",
         );
     }
     push(&format!("  run: {}", list(&m.driver.run)));
+    if let Some(codes) = &m.driver.exit_codes {
+        push(&format!(
+            "  exit_codes: {{success: {:?}, reboot: {:?}}}   # the driver's setup exits 1 when it needs a reboot",
+            codes.success, codes.reboot
+        ));
+    }
     push("toolkit:");
     push(&format!("  version: {}", q(&m.toolkit.version.to_string())));
     push("  installer:");
@@ -539,7 +525,9 @@ pub fn render(m: &Manifest, release: &LibraryRelease, min_driver: &Version) -> S
     push(&format!("  root: {}", q(&m.toolkit.root)));
     match m.os {
         Os::Linux => push("  # --toolkit alone: never the driver bundled in the runfile."),
-        Os::Windows => push("  # Sub-packages listed: a bare -s would install Display.Driver too."),
+        Os::Windows => push(
+            "  # -n: never reboot by itself. Sub-packages listed (a bare -s would install Display.Driver too); lists in README \"Windows\".",
+        ),
     }
     push(&format!("  run: {}", list(&m.toolkit.run)));
     push("library:");
@@ -609,6 +597,7 @@ mod tests {
             toolkit: None,
             driver: None,
             python: None,
+            gpu_name: None,
         }
     }
 

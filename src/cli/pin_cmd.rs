@@ -34,6 +34,10 @@ pub struct PinArgs {
     /// The Python version wheels are fetched for.
     #[arg(long, value_name = "X.Y")]
     pub python: Option<Version>,
+    /// The GPU's name as nvidia-smi reports it (`NVIDIA RTX A6000`): on Windows it picks the
+    /// driver package of the card's family (GeForce, RTX workstation, data center).
+    #[arg(long, value_name = "NAME")]
+    pub gpu_name: Option<String>,
     /// Write the manifest here instead of stdout (refuses to overwrite; use --force).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -67,6 +71,7 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
         toolkit: args.toolkit.clone(),
         driver: args.driver.clone(),
         python: args.python.clone(),
+        gpu_name: args.gpu_name.clone(),
     };
     let pinned = pin::pin(&request).map_err(Failure::input)?;
     if let Some(path) = &args.output {
