@@ -228,6 +228,49 @@ pub fn check_rules(m: &Manifest) -> Vec<Problem> {
     out
 }
 
+/// The registry value that lifts MAX_PATH (260 characters) for programs that opt in, as
+/// Python and pip do.
+pub const LONG_PATHS_QUERY: [&str; 4] = [
+    "query",
+    r"HKLM\SYSTEM\CurrentControlSet\Control\FileSystem",
+    "/v",
+    "LongPathsEnabled",
+];
+
+/// The longest venv root that keeps a torch wheel's files under MAX_PATH without
+/// `LongPathsEnabled`: 260 less the deepest relative path, taken as 190 characters below the
+/// venv (`Lib\site-packages\torch\include\…` headers in torch 2.x wheels come to about 170; the
+/// rest is margin). An estimate, not a measurement of every wheel.
+pub const SHORT_VENV_ROOT: usize = 70;
+
+/// `reg query … /v LongPathsEnabled` output → whether it is 1; `None` when the value is absent
+/// or unreadable.
+pub fn parse_long_paths_enabled(reg_output: &str) -> Option<bool> {
+    let line = reg_output
+        .lines()
+        .find(|l| l.trim_start().starts_with("LongPathsEnabled"))?;
+    let value = line.split_whitespace().last()?;
+    let number = value.strip_prefix("0x").unwrap_or(value);
+    u32::from_str_radix(number, 16).ok().map(|v| v == 1)
+}
+
+/// Whether pip can write the library's files: long paths enabled, or a venv root short enough.
+/// `None` when nothing stands in the way; otherwise what to do.
+pub fn long_path_problem(enabled: Option<bool>, venv: Option<&str>) -> Option<String> {
+    let venv = venv?;
+    if enabled == Some(true) || venv.chars().count() <= SHORT_VENV_ROOT {
+        return None;
+    }
+    Some(format!(
+        "the venv `{venv}` is {} characters long and LongPathsEnabled is not set: pip would fail \
+         on the library's deepest files (MAX_PATH is 260). Set \
+         HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem\\LongPathsEnabled to 1 \
+         (`reg add HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem /v LongPathsEnabled /t REG_DWORD /d 1 /f`), \
+         or give `library.venv` a root of at most {SHORT_VENV_ROOT} characters such as C:\\stackpin\\<stack>",
+        venv.chars().count()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +350,45 @@ mod tests {
         for (name, family) in cases {
             assert_eq!(card_family(name), family, "{name}");
         }
+    }
+
+    #[test]
+    fn a_long_venv_without_long_paths_is_stopped_before_the_chain() {
+        let long = r"C:\Users\someone.with.a.long.name\AppData\Local\stackpin\venvs\torch-2.14.0-cu130-windows";
+        assert!(long.len() > SHORT_VENV_ROOT);
+        let why = long_path_problem(Some(false), Some(long)).expect("stopped");
+        assert!(why.contains("LongPathsEnabled"), "{why}");
+        assert!(
+            long_path_problem(None, Some(long)).is_some(),
+            "unknown is not enabled"
+        );
+        assert_eq!(long_path_problem(Some(true), Some(long)), None);
+        assert_eq!(
+            long_path_problem(Some(false), Some(r"C:\stackpin\torch-2.14.0-cu130-windows")),
+            None,
+            "a short root needs no long paths"
+        );
+        assert_eq!(
+            long_path_problem(Some(false), None),
+            None,
+            "no venv, no pip"
+        );
+    }
+
+    #[test]
+    fn reg_query_output_says_whether_long_paths_are_on() {
+        let on = "\r\nHKEY_LOCAL_MACHINE\\SYSTEM\\CurrentControlSet\\Control\\FileSystem\r\n    LongPathsEnabled    REG_DWORD    0x1\r\n\r\n";
+        assert_eq!(parse_long_paths_enabled(on), Some(true));
+        assert_eq!(
+            parse_long_paths_enabled(&on.replace("0x1", "0x0")),
+            Some(false)
+        );
+        assert_eq!(
+            parse_long_paths_enabled(
+                "ERROR: The system was unable to find the specified registry key or value."
+            ),
+            None
+        );
     }
 
     #[test]

@@ -230,6 +230,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
             )));
         }
     }
+    check_long_paths(&m, args.dry_run)?;
     let interrupted = Arc::new(AtomicBool::new(false));
     {
         let flag = Arc::clone(&interrupted);
@@ -261,6 +262,26 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
         reboot_now(&m, args, &stack.state_path())?;
     }
     Ok(report)
+}
+
+/// Windows: pip cannot write past MAX_PATH unless LongPathsEnabled is set or the venv root is
+/// short; stop before the chain rather than after the driver and toolkit (issue 19, item 6).
+fn check_long_paths(m: &crate::manifest::Manifest, dry_run: bool) -> Result<(), Failure> {
+    use crate::windows_installers::{
+        LONG_PATHS_QUERY, long_path_problem, parse_long_paths_enabled,
+    };
+    if dry_run || m.os != crate::compat::Os::Windows || !cfg!(windows) || m.library.pip.is_none() {
+        return Ok(());
+    }
+    let enabled = std::process::Command::new("reg")
+        .args(LONG_PATHS_QUERY)
+        .output()
+        .ok()
+        .and_then(|out| parse_long_paths_enabled(&String::from_utf8_lossy(&out.stdout)));
+    match long_path_problem(enabled, m.library.venv.as_deref()) {
+        Some(why) => Err(Failure::problem(anyhow!(why))),
+        None => Ok(()),
+    }
 }
 
 fn reboot_now(
