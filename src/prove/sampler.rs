@@ -271,15 +271,17 @@ fn on_compute_app_line(state: &Arc<Mutex<State>>, tree: &dyn ProcessTree, line: 
         Ok(None) => return,
         Err(e) => return lock(state).note_once(e.to_string()),
     };
+    // Membership is decided outside the lock: on Windows it may take a process snapshot.
+    let (root, known) = {
+        let st = lock(state);
+        (st.root, st.membership.get(&row.pid).copied())
+    };
+    let Some(root) = root else { return };
+    let ours = known.unwrap_or_else(|| is_in_tree(tree, root, row.pid));
     let mut guard = lock(state);
     let st = &mut *guard;
-    let (Some(root), Some(t)) = (st.root, st.since_attach()) else {
-        return;
-    };
-    let ours = *st
-        .membership
-        .entry(row.pid)
-        .or_insert_with(|| is_in_tree(tree, root, row.pid));
+    st.membership.insert(row.pid, ours);
+    let Some(t) = st.since_attach() else { return };
     if !ours {
         return;
     }

@@ -113,7 +113,15 @@ impl ProcessTree for StaticTree {
 /// and the child is the process that holds the GPU memory: without the tree it is never found.
 pub struct WindowsSnapshot {
     snapshot: Box<dyn Fn() -> Option<HashMap<u32, u32>> + Send + Sync>,
-    parents: std::sync::Mutex<HashMap<u32, u32>>,
+    links: std::sync::Mutex<Links>,
+}
+
+/// The last snapshot, and the pids a fresh snapshot did not list (gone, or another machine's
+/// view): asking again for those would cost a snapshot each time.
+#[derive(Default)]
+struct Links {
+    parents: HashMap<u32, u32>,
+    absent: std::collections::HashSet<u32>,
 }
 
 /// The PowerShell query: one `PARENT PID` line per process.
@@ -132,7 +140,7 @@ impl WindowsSnapshot {
     ) -> Self {
         Self {
             snapshot: Box::new(snapshot),
-            parents: std::sync::Mutex::new(HashMap::new()),
+            links: std::sync::Mutex::new(Links::default()),
         }
     }
 }
@@ -145,41 +153,60 @@ impl Default for WindowsSnapshot {
 
 impl ProcessTree for WindowsSnapshot {
     fn parent(&self, pid: u32) -> Option<u32> {
-        let mut parents = self
-            .parents
+        let mut links = self
+            .links
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(parent) = parents.get(&pid) {
+        if let Some(parent) = links.parents.get(&pid) {
             return Some(*parent);
         }
+        if links.absent.contains(&pid) {
+            return None;
+        }
         // An unseen pid: a process started after the last snapshot. Take a new one.
-        *parents = (self.snapshot)()?;
-        parents.get(&pid).copied()
+        if let Some(fresh) = (self.snapshot)() {
+            links.parents = fresh;
+        }
+        let parent = links.parents.get(&pid).copied();
+        if parent.is_none() {
+            links.absent.insert(pid);
+        }
+        parent
     }
 }
 
-/// Runs the CIM query, then `wmic`; the first that lists processes wins.
+/// Runs the CIM query, then `wmic`; the first that lists processes wins. Both are asked for by
+/// their place under `%SystemRoot%` first (`System32\WindowsPowerShell\v1.0` and
+/// `System32\wbem` are not always on PATH), then by name.
 fn host_snapshot() -> Option<HashMap<u32, u32>> {
-    let ask = |program: &str, args: &[&str]| {
-        let out = std::process::Command::new(program)
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()?;
-        let links = parse_parent_links(&decode_console(&out.stdout));
-        (!links.is_empty()).then_some(links)
-    };
-    ask(
-        "powershell",
-        &[
-            "-NoProfile",
-            "-NonInteractive",
-            "-Command",
-            CIM_PROCESS_QUERY,
-        ],
-    )
-    .or_else(|| ask("wmic", &["process", "get", "ParentProcessId,ProcessId"]))
+    let system32 = std::env::var_os("SystemRoot")
+        .map_or_else(|| PathBuf::from(r"C:\Windows"), PathBuf::from)
+        .join("System32");
+    let powershell = system32.join(r"WindowsPowerShell\v1.0\powershell.exe");
+    let wmic = system32.join(r"wbem\wmic.exe");
+    let ps_args = [
+        "-NoProfile",
+        "-NonInteractive",
+        "-Command",
+        CIM_PROCESS_QUERY,
+    ];
+    let wmic_args = ["process", "get", "ParentProcessId,ProcessId"];
+    ask(powershell.as_os_str(), &ps_args)
+        .or_else(|| ask("powershell".as_ref(), &ps_args))
+        .or_else(|| ask(wmic.as_os_str(), &wmic_args))
+        .or_else(|| ask("wmic".as_ref(), &wmic_args))
+}
+
+/// One snapshot source: its parent links, or `None` when it cannot run or lists nothing.
+fn ask(program: &std::ffi::OsStr, args: &[&str]) -> Option<HashMap<u32, u32>> {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let links = parse_parent_links(&decode_console(&out.stdout));
+    (!links.is_empty()).then_some(links)
 }
 
 /// `wmic` writes UTF-16LE (with a BOM) when its output is a pipe; PowerShell writes the console
@@ -312,7 +339,14 @@ mod tests {
             "a second snapshot finds the child"
         );
         assert!(!is_in_tree(&tree, 12345, 1234));
-        assert!(calls.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+        let taken = calls.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(tree.parent(4242), None, "a pid no snapshot lists");
+        assert_eq!(tree.parent(4242), None);
+        assert_eq!(
+            calls.load(std::sync::atomic::Ordering::SeqCst),
+            taken + 1,
+            "one snapshot per unknown pid, not one per question"
+        );
     }
 
     #[cfg(windows)]
