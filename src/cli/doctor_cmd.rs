@@ -143,6 +143,10 @@ fn print_examination(exam: &Examination) {
     }
     if let Some(d) = &exam.windows_driver {
         println!("  running driver: {} — {}", d.describe(), d.origin(None));
+        println!(
+            "  guard (repair --apply-guard): {}",
+            guard::WINDOWS_COVERAGE
+        );
     }
     for c in &exam.checks {
         println!(
