@@ -42,6 +42,7 @@ pub fn check_for_gpus(m: &Manifest, source: Option<&str>, gpus: &[String]) -> Re
     for compute in gpus {
         problems.extend(gpu_rules(m, compute));
     }
+    problems.extend(crate::windows_installers::check_rules(m));
     if let Some(text) = source {
         let map = SourceMap::new(text);
         for p in &mut problems {

@@ -24,3 +24,4 @@ pub mod record;
 pub mod size;
 pub mod version;
 pub mod vram;
+pub mod windows_installers;

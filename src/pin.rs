@@ -38,6 +38,8 @@ pub struct PinRequest {
     pub host_python: Option<(String, Version)>,
     /// The GPUs the stack must run on: `--gpu-arch`, or the host's when pinning for this host.
     pub gpus: Vec<TargetGpu>,
+    /// The GPU's name as nvidia-smi reports it: picks the Windows driver package for its family.
+    pub gpu_name: Option<String>,
 }
 
 /// A GPU a pinned stack must drive and compute on.
@@ -580,33 +582,6 @@ fn choose_python(
     Ok(chosen)
 }
 
-/// Windows CUDA sub-packages for a training workstation: compiler, runtime and the math
-/// libraries, never `Display.Driver` (PyTorch CI's list, trimmed to what training needs).
-fn windows_subpackages(line: &str) -> Vec<String> {
-    [
-        "nvcc",
-        "cudart",
-        "cublas",
-        "cublas_dev",
-        "cufft",
-        "cufft_dev",
-        "curand",
-        "curand_dev",
-        "cusolver",
-        "cusolver_dev",
-        "cusparse",
-        "cusparse_dev",
-        "nvrtc",
-        "nvrtc_dev",
-        "nvtx",
-        "thrust",
-        "cuda_profiler_api",
-    ]
-    .iter()
-    .map(|p| format!("{p}_{line}"))
-    .collect()
-}
-
 fn stack_name(req: &PinRequest, release: &LibraryRelease, toolkit: &Version) -> String {
     format!(
         "{}-{}-cu{}{}-{}",
@@ -647,12 +622,9 @@ fn build(
             format!("/opt/stackpin/{name}"),
         ),
         Os::Windows => (
-            vec!["{installer}", "-s", "-noreboot"],
+            crate::windows_installers::DRIVER_ARGS.to_vec(),
             format!(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v{line}"),
-            ["{installer}".to_string(), "-s".to_string()]
-                .into_iter()
-                .chain(windows_subpackages(&line))
-                .collect(),
+            crate::windows_installers::toolkit_run(&line),
             "python".to_string(),
             format!(r"C:\stackpin\{name}"),
         ),
@@ -708,12 +680,20 @@ fn build(
         driver: DriverLayer {
             version: driver.clone(),
             installer: Installer {
-                // A bundled-only driver never gets here: `given_driver` refuses it and
-                // `newest_fitting_driver` never offers it.
-                url: compat::driver_url(driver, req.os).unwrap_or_default(),
+                url: match (req.os, req.gpu_name.as_deref()) {
+                    // The card's family picks the Windows package (GeForce, RTX workstation,
+                    // data center); without a name, the row's channel decides.
+                    (Os::Windows, Some(name)) => {
+                        crate::windows_installers::driver_url_for(driver, Some(name))
+                    }
+                    // A bundled-only driver never gets here: `given_driver` refuses it and
+                    // `newest_fitting_driver` never offers it.
+                    _ => compat::driver_url(driver, req.os).unwrap_or_default(),
+                },
                 sha256: None,
             },
             run: driver_run.into_iter().map(String::from).collect(),
+            exit_codes: (req.os == Os::Windows).then(crate::windows_installers::driver_exit_codes),
             verify: None,
             timeout: None,
         },
@@ -726,6 +706,7 @@ fn build(
             root: toolkit_root,
             run: toolkit_run,
             allow_bundled_driver: false,
+            exit_codes: None,
             verify: None,
             timeout: None,
         },
@@ -742,6 +723,7 @@ fn build(
             }),
             installers: vec![],
             run: None,
+            exit_codes: None,
             verify: None,
             timeout: None,
         },
@@ -822,10 +804,16 @@ pub fn render(
     push("    sha256: null   # NVIDIA publishes none; the lock records it at the first fetch");
     if m.os == Os::Windows {
         push(
-            "  # NVIDIA documents no silent flags for the driver; -s -noreboot is community practice.",
+            "  # -s -noreboot -noeula as NVIDIA's cuda-python CI runs it; the package fits the card family (--gpu-name).",
         );
     }
     push(&format!("  run: {}", list(&m.driver.run)));
+    if let Some(codes) = &m.driver.exit_codes {
+        push(&format!(
+            "  exit_codes: {{success: {:?}, reboot: {:?}}}   # the driver's setup exits 1 when it needs a reboot",
+            codes.success, codes.reboot
+        ));
+    }
     push("toolkit:");
     push(&format!("  version: {}", q(&m.toolkit.version.to_string())));
     push("  installer:");
@@ -834,7 +822,9 @@ pub fn render(
     push(&format!("  root: {}", q(&m.toolkit.root)));
     match m.os {
         Os::Linux => push("  # --toolkit alone: never the driver bundled in the runfile."),
-        Os::Windows => push("  # Sub-packages listed: a bare -s would install Display.Driver too."),
+        Os::Windows => push(
+            "  # -n: never reboot by itself. Sub-packages listed (a bare -s would install Display.Driver too); lists in README \"Windows\".",
+        ),
     }
     push(&format!("  run: {}", list(&m.toolkit.run)));
     push("library:");
@@ -906,6 +896,7 @@ mod tests {
             python: None,
             host_python: None,
             gpus: vec![],
+            gpu_name: None,
         }
     }
 

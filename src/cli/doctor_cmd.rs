@@ -142,12 +142,11 @@ fn print_examination(exam: &Examination) {
         println!("  drift: {d}");
     }
     if let Some(d) = &exam.windows_driver {
-        let origin = if d.from_microsoft() {
-            "Microsoft (a Windows feature update)"
-        } else {
-            "NVIDIA"
-        };
-        println!("  running driver: {} — from {origin}", d.describe());
+        println!("  running driver: {} — {}", d.describe(), d.origin(None));
+        println!(
+            "  guard (repair --apply-guard): {}",
+            guard::WINDOWS_COVERAGE
+        );
     }
     for c in &exam.checks {
         println!(

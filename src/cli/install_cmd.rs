@@ -62,6 +62,10 @@ pub struct InstallArgs {
     /// When the driver needs a reboot: register a one-shot resume of this command and reboot.
     #[arg(long)]
     pub reboot: bool,
+    /// Windows: how --reboot resumes: a boot task as SYSTEM (unattended) or RunOnce (at the next
+    /// administrator logon).
+    #[arg(long, value_enum, default_value = "task", value_name = "HOW")]
+    pub resume_with: crate::install::reboot::WindowsResume,
     /// The GPU to prove against (index).
     #[arg(long)]
     pub gpu: Option<u32>,
@@ -227,6 +231,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
             )));
         }
     }
+    check_long_paths(&m, args.dry_run)?;
     let interrupted = Arc::new(AtomicBool::new(false));
     {
         let flag = Arc::clone(&interrupted);
@@ -247,7 +252,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
     // The error knows its exit status: refused 1, not admin or an unreadable lock/state 2.
     let report = install::install(&m, &stack, &host, &options, &interrupted, &reporter)?;
     if args.reboot && matches!(report.end, ChainEnd::RebootRequired { .. }) {
-        reboot_now(&m, args)?;
+        reboot_now(&m, args, &stack.state_path())?;
     }
     Ok(report)
 }
@@ -275,7 +280,31 @@ fn refuse_unless_ready(
     )))
 }
 
-fn reboot_now(m: &crate::manifest::Manifest, args: &InstallArgs) -> Result<(), Failure> {
+/// Windows: pip cannot write past MAX_PATH unless LongPathsEnabled is set or the venv root is
+/// short; stop before the chain rather than after the driver and toolkit (issue 19, item 6).
+fn check_long_paths(m: &crate::manifest::Manifest, dry_run: bool) -> Result<(), Failure> {
+    use crate::windows_installers::{
+        LONG_PATHS_QUERY, long_path_problem, parse_long_paths_enabled,
+    };
+    if dry_run || m.os != crate::compat::Os::Windows || !cfg!(windows) || m.library.pip.is_none() {
+        return Ok(());
+    }
+    let enabled = std::process::Command::new("reg")
+        .args(LONG_PATHS_QUERY)
+        .output()
+        .ok()
+        .and_then(|out| parse_long_paths_enabled(&String::from_utf8_lossy(&out.stdout)));
+    match long_path_problem(enabled, m.library.venv.as_deref()) {
+        Some(why) => Err(Failure::problem(anyhow!(why))),
+        None => Ok(()),
+    }
+}
+
+fn reboot_now(
+    m: &crate::manifest::Manifest,
+    args: &InstallArgs,
+    state_path: &std::path::Path,
+) -> Result<(), Failure> {
     use crate::install::reboot;
     let exe = std::env::current_exe().map_err(Failure::external)?;
     let manifest = std::fs::canonicalize(&args.manifest).map_err(Failure::external)?;
@@ -297,7 +326,19 @@ fn reboot_now(m: &crate::manifest::Manifest, args: &InstallArgs) -> Result<(), F
         )
         .map_err(|e| Failure::external(anyhow!(e).context("writing the resume unit")))?;
     }
-    for cmd in reboot::register_and_reboot(m.os, &argv, &workdir) {
+    let task_xml = reboot::task_xml_path(state_path);
+    if m.os == crate::compat::Os::Windows && args.resume_with == reboot::WindowsResume::Task {
+        let argv_file = reboot::argv_path(state_path);
+        crate::fsutil::write_atomic(&argv_file, reboot::argv_file_text(&argv).as_bytes())
+            .and_then(|()| {
+                crate::fsutil::write_atomic(
+                    &task_xml,
+                    &reboot::utf16_file(&reboot::task_xml(&exe, &argv_file, &workdir)),
+                )
+            })
+            .map_err(|e| Failure::external(anyhow!(e).context("writing the resume task")))?;
+    }
+    for cmd in reboot::register_and_reboot(m.os, args.resume_with, &argv, &workdir, &task_xml) {
         let status = std::process::Command::new(&cmd[0]).args(&cmd[1..]).status();
         if !status.is_ok_and(|s| s.success()) {
             return Err(Failure::external(anyhow!(
@@ -312,6 +353,34 @@ fn reboot_now(m: &crate::manifest::Manifest, args: &InstallArgs) -> Result<(), F
 pub fn run(args: &InstallArgs, global: &GlobalArgs) -> CmdResult {
     let report = run_install(args, global)?;
     finish(&report, global)
+}
+
+/// `stackpin resume FILE`: what the boot task runs. Reads the argv written beside `state.yaml`,
+/// removes the file (one resume per reboot), runs the command and exits with its status.
+#[derive(Debug, clap::Args)]
+pub struct ResumeArgs {
+    /// The argv file (`resume-argv.json` beside the stack's `state.yaml`).
+    pub file: PathBuf,
+}
+
+pub fn run_resume(args: &ResumeArgs) -> CmdResult {
+    let argv = crate::install::reboot::read_argv_file(&args.file).map_err(Failure::input)?;
+    let _ = std::fs::remove_file(&args.file);
+    let (program, rest) = argv
+        .split_first()
+        .ok_or_else(|| Failure::input(anyhow!("the resume file holds no command")))?;
+    let status = std::process::Command::new(program)
+        .args(rest)
+        .status()
+        .map_err(|e| Failure::external(anyhow!(e).context(format!("starting `{program}`"))))?;
+    if status.success() {
+        Ok(Exit::Ok)
+    } else {
+        Err(Failure::external(anyhow!(
+            "the resumed `{}` exited with {status}",
+            shell_words(&argv)
+        )))
+    }
 }
 
 /// Prints the chain's report and maps its end to an exit code.

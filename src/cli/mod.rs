@@ -193,6 +193,9 @@ pub enum Command {
     /// Summarise every stack on this host: lock, audit, install state, proven record.
     #[command(after_help = status_cmd::EXAMPLES)]
     Status(status_cmd::StatusArgs),
+    /// Run the command saved by `install --reboot` (what the Windows boot task runs).
+    #[command(hide = true)]
+    Resume(install_cmd::ResumeArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -218,6 +221,7 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor_cmd::run_doctor(args, &cli.global),
         Command::Repair(args) => doctor_cmd::run_repair(args, &cli.global),
         Command::Status(args) => status_cmd::run(args, &cli.global),
+        Command::Resume(args) => install_cmd::run_resume(args),
     };
     let exit = match &result {
         Ok(exit) => *exit,

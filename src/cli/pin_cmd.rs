@@ -47,6 +47,10 @@ pub struct PinArgs {
     /// lists when pinning for this OS).
     #[arg(long = "gpu-arch", value_name = "X.Y")]
     pub gpu_arch: Vec<String>,
+    /// The GPU's name as nvidia-smi reports it (`NVIDIA RTX A6000`): on Windows it picks the
+    /// driver package of the card's family (GeForce, RTX workstation, data center).
+    #[arg(long, value_name = "NAME")]
+    pub gpu_name: Option<String>,
     /// Write the manifest here instead of stdout (refuses to overwrite; use --force).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -101,6 +105,7 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
         python: args.python.clone(),
         host_python,
         gpus,
+        gpu_name: args.gpu_name.clone(),
     };
     let mut pinned = pin::pin(&request)?;
     host_notes.append(&mut pinned.notes);

@@ -326,6 +326,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         yes: args.yes,
         force: vec![],
         reboot: args.reboot,
+        resume_with: Default::default(),
         gpu: args.prove.gpu,
     };
     let report = run_install(&install, &quiet)?;

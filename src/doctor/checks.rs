@@ -156,11 +156,7 @@ fn driver(facts: &Facts<'_>, record: Option<&ProvenStack>, drift: &mut Vec<Drift
     }
     if let Some(Ok(drivers)) = &facts.windows_driver {
         for d in drivers {
-            let origin = if d.from_microsoft() {
-                "supplied by Microsoft, not NVIDIA: the signature of a Windows feature update"
-            } else {
-                "supplied by NVIDIA"
-            };
+            let origin = d.origin(record.map(|r| r.proven_at.as_str()));
             found.push_str(&format!("; Windows reports {}: {origin}", d.describe()));
         }
     }
@@ -642,14 +638,21 @@ mod tests {
     }
 
     #[test]
-    fn a_feature_update_driver_is_named_with_both_versions_and_its_provider() {
+    fn a_windows_update_driver_is_named_with_both_versions_and_its_install_date() {
         let m = manifest();
         let pinned = m.driver.version.to_string();
         let mut f = facts(&m, &pinned, Some("551.86"));
-        f.windows_driver = Some(windows_driver::parse(
-            r#"{"Name": "NVIDIA GeForce RTX 4070", "DriverVersion": "31.0.15.5186",
-                "DriverProviderName": "Microsoft", "DriverDate": "2024-03-15T00:00:00Z"}"#,
-        ));
+        let mut drivers = windows_driver::parse(
+            r#"{"DeviceName": "NVIDIA GeForce RTX 4070", "DriverVersion": "31.0.15.5186",
+                "DriverProviderName": "NVIDIA", "InfName": "oem42.inf", "DriverDate": "2024-03-15"}"#,
+        )
+        .expect("driver parses");
+        let history = windows_driver::parse_updates(
+            r#"{"Title": "NVIDIA - Display - 31.0.15.5186", "Date": "2030-01-02"}"#,
+        )
+        .expect("history parses");
+        windows_driver::attribute_updates(&mut drivers, &history);
+        f.windows_driver = Some(Ok(drivers));
         let exam = judge(&f);
         assert!(!exam.ok);
         assert_eq!(
@@ -658,11 +661,18 @@ mod tests {
         );
         let driver = exam.check(CheckId::Driver).expect("driver check");
         assert!(
-            driver.found.contains("provider Microsoft"),
+            driver.found.contains("provider NVIDIA, oem42.inf"),
             "{}",
             driver.found
         );
-        assert!(driver.found.contains("feature update"), "{}", driver.found);
+        assert!(
+            driver.found.contains("installed by Windows Update")
+                && driver
+                    .found
+                    .contains("on 2030-01-02, after the stack was proven"),
+            "{}",
+            driver.found
+        );
         assert_eq!(exam.drifted_layers(), [Layer::Driver]);
     }
 

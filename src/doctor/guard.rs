@@ -1,5 +1,6 @@
-//! The guards that keep a repaired driver from being replaced again: on Windows the policy that
-//! keeps driver updates out of Windows Update; on Linux a package hold, when the driver came from
+//! The guards that keep a repaired driver from being replaced again: on Windows two policies
+//! (drivers left out of quality updates, and no driver search on Windows Update when a device is
+//! set up again); on Linux a package hold, when the driver came from
 //! packages (a `.run` install belongs to no package manager, so there is nothing to hold).
 //!
 //! This module decides which command fits the host and runs it on request; printing it and
@@ -15,7 +16,8 @@ use crate::host::System;
 
 const GUARD_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The Windows policy: "Do not include drivers with Windows Updates".
+/// The Windows policy "Do not include drivers with Windows Updates": Windows Update offers no
+/// driver with its quality (monthly) updates.
 pub const WINDOWS_POLICY: [&str; 10] = [
     "reg",
     "add",
@@ -29,6 +31,29 @@ pub const WINDOWS_POLICY: [&str; 10] = [
     "/f",
 ];
 
+/// Device installation settings "never search Windows Update for drivers": when a device is
+/// set up again (after a feature update, a new slot, a driver removal), Windows uses the drivers
+/// in its store instead of fetching one.
+pub const WINDOWS_DRIVER_SEARCH: [&str; 10] = [
+    "reg",
+    "add",
+    r"HKLM\SOFTWARE\Microsoft\Windows\CurrentVersion\DriverSearching",
+    "/v",
+    "SearchOrderConfig",
+    "/t",
+    "REG_DWORD",
+    "/d",
+    "0",
+    "/f",
+];
+
+/// What the two Windows policies cover, and what they leave open, for doctor and repair.
+pub const WINDOWS_COVERAGE: &str = "keeps drivers out of Windows Update's quality updates \
+    (ExcludeWUDriversInQualityUpdate=1) and stops Windows from fetching a driver from Windows \
+    Update when it sets the card up again (DriverSearching\\SearchOrderConfig=0); it does not \
+    stop a feature update from migrating or replacing the driver, nor a driver installed by hand \
+    or by the vendor's tools: doctor still checks the running driver";
+
 /// A guard for this host: the command that applies it, or why there is none.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Guard {
@@ -36,6 +61,9 @@ pub struct Guard {
     pub what: String,
     /// The command (argv) that applies it; empty when there is nothing to apply.
     pub argv: Vec<String>,
+    /// Further commands applied after `argv`, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub more: Vec<Vec<String>>,
 }
 
 /// A guard could not be applied.
@@ -54,53 +82,75 @@ pub enum GuardError {
 }
 
 impl Guard {
-    /// The Windows policy guard.
+    /// The Windows guard: both policies.
     pub fn windows() -> Guard {
         Guard {
-            what: "keep driver updates out of Windows Update (policy \"Do not include drivers \
-                   with Windows Updates\")"
-                .to_string(),
+            what: WINDOWS_COVERAGE.to_string(),
             argv: WINDOWS_POLICY.iter().map(|s| s.to_string()).collect(),
+            more: vec![
+                WINDOWS_DRIVER_SEARCH
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+            ],
         }
     }
 
-    /// The command as a user types it (quoted where needed).
+    /// The commands as a user types them (quoted where needed), one per line.
     pub fn command_line(&self) -> String {
-        self.argv
-            .iter()
-            .map(|a| {
-                if a.contains(' ') || a.contains('\\') {
-                    format!("\"{a}\"")
-                } else {
-                    a.clone()
-                }
-            })
+        std::iter::once(&self.argv)
+            .chain(&self.more)
+            .map(|argv| quoted(argv))
             .collect::<Vec<_>>()
-            .join(" ")
+            .join("\n  ")
     }
 
-    /// Runs the guard's command.
+    /// Runs the guard's commands, stopping at the first that fails.
     pub fn apply(&self, system: &dyn System) -> Result<(), GuardError> {
-        let (program, args) = self.argv.split_first().ok_or(GuardError::Nothing)?;
-        let path = system.which(program).ok_or_else(|| GuardError::NotFound {
-            program: program.clone(),
-        })?;
-        let out = system
-            .run(&path, args, GUARD_TIMEOUT)
-            .map_err(|e| GuardError::Failed {
-                command: self.command_line(),
-                code: None,
-                output: e.to_string(),
-            })?;
-        if out.success() {
-            Ok(())
-        } else {
-            Err(GuardError::Failed {
-                command: self.command_line(),
-                code: out.code,
-                output: out.combined().trim().to_string(),
-            })
+        if self.argv.is_empty() {
+            return Err(GuardError::Nothing);
         }
+        for argv in std::iter::once(&self.argv).chain(&self.more) {
+            run_one(system, argv)?;
+        }
+        Ok(())
+    }
+}
+
+/// One command as a user types it.
+fn quoted(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if a.contains(' ') || a.contains('\\') {
+                format!("\"{a}\"")
+            } else {
+                a.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn run_one(system: &dyn System, argv: &[String]) -> Result<(), GuardError> {
+    let (program, args) = argv.split_first().ok_or(GuardError::Nothing)?;
+    let path = system.which(program).ok_or_else(|| GuardError::NotFound {
+        program: program.clone(),
+    })?;
+    let out = system
+        .run(&path, args, GUARD_TIMEOUT)
+        .map_err(|e| GuardError::Failed {
+            command: quoted(argv),
+            code: None,
+            output: e.to_string(),
+        })?;
+    if out.success() {
+        Ok(())
+    } else {
+        Err(GuardError::Failed {
+            command: quoted(argv),
+            code: out.code,
+            output: out.combined().trim().to_string(),
+        })
     }
 }
 
@@ -117,6 +167,7 @@ fn linux(system: &dyn System) -> Guard {
         return Guard {
             what: "no nvidia-smi on PATH, so no driver package to hold".to_string(),
             argv: Vec::new(),
+            more: Vec::new(),
         };
     };
     if let Some(packages) = dpkg_owners(system, &smi) {
@@ -128,6 +179,7 @@ fn linux(system: &dyn System) -> Guard {
                 packages.join(", ")
             ),
             argv,
+            more: Vec::new(),
         };
     }
     if let Some(package) = rpm_owner(system, &smi) {
@@ -139,6 +191,7 @@ fn linux(system: &dyn System) -> Guard {
                 "add".to_string(),
                 package,
             ],
+            more: Vec::new(),
         };
     }
     Guard {
@@ -148,6 +201,7 @@ fn linux(system: &dyn System) -> Guard {
             smi.display()
         ),
         argv: Vec::new(),
+        more: Vec::new(),
     }
 }
 
@@ -202,10 +256,39 @@ mod tests {
     use crate::host::system::FakeSystem;
 
     #[test]
-    fn the_windows_guard_is_the_exact_policy_command() {
+    fn the_windows_guard_sets_both_policies_and_says_what_they_cover() {
+        let guard = Guard::windows();
         assert_eq!(
-            Guard::windows().command_line(),
-            r#"reg add "HKLM\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate" /v ExcludeWUDriversInQualityUpdate /t REG_DWORD /d 1 /f"#
+            guard.command_line(),
+            "reg add \"HKLM\\SOFTWARE\\Policies\\Microsoft\\Windows\\WindowsUpdate\" /v ExcludeWUDriversInQualityUpdate /t REG_DWORD /d 1 /f\n  \
+             reg add \"HKLM\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\DriverSearching\" /v SearchOrderConfig /t REG_DWORD /d 0 /f"
+        );
+        assert!(guard.what.contains("quality updates"), "{}", guard.what);
+        assert!(guard.what.contains("SearchOrderConfig=0"), "{}", guard.what);
+        assert!(guard.what.contains("does not"), "{}", guard.what);
+    }
+
+    #[test]
+    fn applying_the_windows_guard_runs_the_second_policy_too() {
+        let mut sys = FakeSystem::new(Os::Windows);
+        sys.on_path
+            .insert("reg".into(), "C:/Windows/System32/reg.exe".into());
+        sys.answer(
+            "C:/Windows/System32/reg.exe",
+            &["add", WINDOWS_POLICY[2]],
+            0,
+            "",
+        )
+        .answer(
+            "C:/Windows/System32/reg.exe",
+            &["add", WINDOWS_DRIVER_SEARCH[2]],
+            1,
+            "",
+        );
+        let err = Guard::windows().apply(&sys).expect_err("the second fails");
+        assert!(
+            matches!(&err, GuardError::Failed { command, .. } if command.contains("SearchOrderConfig")),
+            "{err}"
         );
     }
 

@@ -88,8 +88,7 @@ fn windows(system: &dyn System) -> OsInfo {
         .as_deref()
         .and_then(|v| v.split('.').nth(2))
         .and_then(|b| b.parse().ok());
-    // The "High Mandatory Level" group is present only in an elevated token.
-    let admin = run("whoami", &["/groups"]).map(|g| g.contains("S-1-16-12288"));
+    let admin = run("whoami", &["/groups"]).map(|g| elevated_integrity(&g));
     OsInfo {
         family: Os::Windows,
         name,
@@ -99,6 +98,19 @@ fn windows(system: &dyn System) -> OsInfo {
         wsl: false,
         admin,
     }
+}
+
+/// Mandatory label SIDs of an elevated token: High (an administrator's elevated process) and
+/// System (a service, a scheduled task run as SYSTEM, Ansible `become`, a deployment tool).
+/// A filtered administrator token carries Medium (S-1-16-8192) and is not elevated.
+const ELEVATED_INTEGRITY_SIDS: [&str; 2] = ["S-1-16-12288", "S-1-16-16384"];
+
+/// Whether `whoami /groups` output shows a High or System integrity level.
+fn elevated_integrity(groups: &str) -> bool {
+    groups.lines().any(|line| {
+        line.split_whitespace()
+            .any(|word| ELEVATED_INTEGRITY_SIDS.contains(&word))
+    })
 }
 
 /// `KEY="value"` or `KEY=value` from `/etc/os-release`.
@@ -179,6 +191,37 @@ mod tests {
         assert_eq!(info.version.as_deref(), Some("10.0.22631.4317"));
         assert_eq!(info.windows_build, Some(22631));
         assert_eq!(info.admin, Some(true));
+    }
+
+    #[test]
+    fn a_system_integrity_token_counts_as_elevated() {
+        let mut sys = FakeSystem::new(Os::Windows);
+        sys.answer(
+            "whoami",
+            &["/groups"],
+            0,
+            "\r\nGROUP INFORMATION\r\n-----------------\r\n\r\n\
+             Group Name                             Type             SID          Attributes\r\n\
+             ====================================== ================ ============ ==================================================\r\n\
+             BUILTIN\\Administrators                 Alias            S-1-5-32-544 Enabled by default, Enabled group, Group owner\r\n\
+             Everyone                               Well-known group S-1-1-0      Mandatory group, Enabled by default, Enabled group\r\n\
+             Mandatory Label\\System Mandatory Level Label            S-1-16-16384\r\n",
+        );
+        assert_eq!(probe(&sys).admin, Some(true));
+    }
+
+    #[test]
+    fn a_medium_integrity_token_is_not_elevated_even_in_the_administrators_group() {
+        let mut sys = FakeSystem::new(Os::Windows);
+        sys.answer(
+            "whoami",
+            &["/groups"],
+            0,
+            "BUILTIN\\Administrators Alias S-1-5-32-544 Group used for deny only\r\n\
+             Mandatory Label\\Medium Mandatory Level Label S-1-16-8192\r\n\
+             Unrelated S-1-16-122880\r\n",
+        );
+        assert_eq!(probe(&sys).admin, Some(false));
     }
 
     #[test]

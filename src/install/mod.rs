@@ -5,6 +5,7 @@
 //!
 //! Downloading is `archive`'s job; printing is the CLI's, through [`InstallReporter`].
 
+pub mod exit_codes;
 pub mod host_view;
 pub mod plan;
 pub mod preflight;
@@ -251,8 +252,19 @@ pub fn install(
             report.end = ChainEnd::Interrupted { before: layer };
             return Ok(report);
         }
-        let result = run_layer(m, stack, &lock, layer, &commands, reporter)?;
+        let mut result = run_layer(m, stack, &lock, layer, &commands, reporter)?;
         let after = prove_layer(m, layer, host);
+        let codes = exit_codes::codes_for(m.os, layer, m.exit_codes(layer));
+        if let Some(warning) = exit_codes::accepted_with_warning(
+            layer,
+            result.status,
+            result.code,
+            &codes,
+            after.holds,
+        ) {
+            exit_codes::note_in_log(result.log.as_deref(), &warning);
+            result.status = StepStatus::Succeeded;
+        }
         let (action, status, mut end) = judge(layer, &result, &after);
         // A library that is there but blind points at the driver, not at its installer.
         if let Some(ChainEnd::Failed { why, .. }) = &mut end
@@ -331,11 +343,13 @@ fn run_layer(
             timeout: m.timeout(layer),
         };
         reporter.step_started(layer, &step.argv);
-        let outcome = run_step(&step).map_err(|source| InstallError::Runner {
+        let mut outcome = run_step(&step).map_err(|source| InstallError::Runner {
             layer,
             program: step.argv.first().cloned().unwrap_or_default(),
             source,
         })?;
+        let codes = exit_codes::codes_for(m.os, layer, m.exit_codes(layer));
+        outcome.status = exit_codes::step_status(outcome.status, outcome.code, &codes);
         reporter.step_finished(layer, &outcome);
         let stop = !matches!(
             outcome.status,

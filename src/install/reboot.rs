@@ -1,14 +1,152 @@
 //! `install --reboot`: register a one-shot resume of the same command, then reboot. On Linux a
-//! systemd unit that disables and deletes itself after it ran; on Windows a `RunOnce` entry,
-//! which Windows deletes before running it. The texts are pure functions (tested); registering
-//! and rebooting are child processes run by the CLI as root/Administrator.
+//! systemd unit that disables and deletes itself after it ran. On Windows a scheduled task that
+//! starts at boot (`ONSTART`) as SYSTEM with highest privileges, runs `stackpin resume FILE`
+//! (the resume's argv sits in FILE, beside `state.yaml`: no command-line length limit, no
+//! quoting) and then deletes itself. HKLM `RunOnce` only on explicit request: it runs only when
+//! an administrator logs on interactively, holds up Explorer while it runs, silently drops
+//! commands over 260 characters and may start without elevation. The texts are pure functions
+//! (tested); registering and rebooting are child processes run by the CLI.
 
 use std::path::{Path, PathBuf};
 
 use crate::compat::Os;
 
-/// Name of the systemd unit and the RunOnce value.
+/// Name of the systemd unit, the scheduled task and the RunOnce value.
 pub const RESUME_NAME: &str = "stackpin-resume";
+
+/// The file beside `state.yaml` that holds the resume's argv (JSON array of strings).
+pub const ARGV_FILE: &str = "resume-argv.json";
+
+/// How the Windows resume is registered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum WindowsResume {
+    /// A one-shot scheduled task at boot, as SYSTEM, that removes itself (unattended).
+    #[default]
+    Task,
+    /// HKLM RunOnce: runs at the next interactive administrator logon.
+    RunOnce,
+}
+
+/// Why the resume's argv file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ResumeError {
+    #[error("cannot read the resume file {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the resume file {} is not a JSON list of arguments", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the resume file {} holds no command", path.display())]
+    Empty { path: PathBuf },
+}
+
+/// Where the argv file goes: beside the stack's `state.yaml`.
+pub fn argv_path(state_path: &Path) -> PathBuf {
+    state_path
+        .parent()
+        .map_or_else(|| PathBuf::from(ARGV_FILE), |dir| dir.join(ARGV_FILE))
+}
+
+/// The argv file's text: a JSON array, so any argument survives whole.
+pub fn argv_file_text(argv: &[String]) -> String {
+    let mut text = serde_json::to_string_pretty(argv).unwrap_or_else(|_| "[]".to_string());
+    text.push('\n');
+    text
+}
+
+/// Reads an argv file back.
+pub fn read_argv_file(path: &Path) -> Result<Vec<String>, ResumeError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ResumeError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let argv: Vec<String> = serde_json::from_str(&text).map_err(|source| ResumeError::Parse {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if argv.is_empty() {
+        return Err(ResumeError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(argv)
+}
+
+/// The Task Scheduler XML of the resume: boot trigger, SYSTEM (S-1-5-18) with highest
+/// privileges, no time limit, not stopped on battery; first `exe resume argv_file`, then
+/// `schtasks /Delete` of itself. Actions run in order, so the task is gone after one run.
+pub fn task_xml(exe: &Path, argv_file: &Path, workdir: &Path) -> String {
+    let esc = |p: &Path| xml_escape(&p.display().to_string());
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-16"?>
+<Task version="1.2" xmlns="http://schemas.microsoft.com/windows/2004/02/mit/task">
+  <RegistrationInfo>
+    <Description>Written by stackpin install --reboot: resumes the install chain once after the driver reboot, then deletes itself.</Description>
+  </RegistrationInfo>
+  <Triggers>
+    <BootTrigger>
+      <Enabled>true</Enabled>
+    </BootTrigger>
+  </Triggers>
+  <Principals>
+    <Principal id="Author">
+      <UserId>S-1-5-18</UserId>
+      <RunLevel>HighestAvailable</RunLevel>
+    </Principal>
+  </Principals>
+  <Settings>
+    <MultipleInstancesPolicy>IgnoreNew</MultipleInstancesPolicy>
+    <DisallowStartIfOnBatteries>false</DisallowStartIfOnBatteries>
+    <StopIfGoingOnBatteries>false</StopIfGoingOnBatteries>
+    <StartWhenAvailable>true</StartWhenAvailable>
+    <ExecutionTimeLimit>PT0S</ExecutionTimeLimit>
+    <Enabled>true</Enabled>
+  </Settings>
+  <Actions Context="Author">
+    <Exec>
+      <Command>"{exe}"</Command>
+      <Arguments>resume "{file}"</Arguments>
+      <WorkingDirectory>{workdir}</WorkingDirectory>
+    </Exec>
+    <Exec>
+      <Command>schtasks.exe</Command>
+      <Arguments>/Delete /TN {RESUME_NAME} /F</Arguments>
+    </Exec>
+  </Actions>
+</Task>
+"#,
+        exe = esc(exe),
+        file = esc(argv_file),
+        workdir = esc(workdir),
+    )
+}
+
+/// Task Scheduler reads its XML as UTF-16 (what it exports): little-endian with a BOM.
+pub fn utf16_file(text: &str) -> Vec<u8> {
+    let mut bytes = vec![0xFF, 0xFE];
+    for unit in text.encode_utf16() {
+        bytes.extend_from_slice(&unit.to_le_bytes());
+    }
+    bytes
+}
+
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Where the task XML is written before `schtasks /Create /XML` reads it.
+pub fn task_xml_path(state_path: &Path) -> PathBuf {
+    argv_path(state_path).with_file_name(format!("{RESUME_NAME}.xml"))
+}
 
 /// Where the Linux unit is written.
 pub fn unit_path() -> PathBuf {
@@ -60,10 +198,23 @@ fn systemd_quote(arg: &str) -> String {
     }
 }
 
-/// The command lines that register the resume and reboot, in order.
-pub fn register_and_reboot(os: Os, argv: &[String], workdir: &Path) -> Vec<Vec<String>> {
-    match os {
-        Os::Linux => vec![
+/// The command lines that register the resume and reboot, in order. On Windows `task_xml` is
+/// the file written by [`task_xml`] (ignored for RunOnce); `argv` is used by RunOnce only.
+pub fn register_and_reboot(
+    os: Os,
+    how: WindowsResume,
+    argv: &[String],
+    workdir: &Path,
+    task_xml: &Path,
+) -> Vec<Vec<String>> {
+    let reboot = vec![
+        "shutdown".to_string(),
+        "/r".to_string(),
+        "/t".to_string(),
+        "5".to_string(),
+    ];
+    match (os, how) {
+        (Os::Linux, _) => vec![
             vec!["systemctl".into(), "daemon-reload".into()],
             vec![
                 "systemctl".into(),
@@ -72,7 +223,19 @@ pub fn register_and_reboot(os: Os, argv: &[String], workdir: &Path) -> Vec<Vec<S
             ],
             vec!["systemctl".into(), "reboot".into()],
         ],
-        Os::Windows => {
+        (Os::Windows, WindowsResume::Task) => vec![
+            vec![
+                "schtasks".into(),
+                "/Create".into(),
+                "/TN".into(),
+                RESUME_NAME.into(),
+                "/XML".into(),
+                task_xml.display().to_string(),
+                "/F".into(),
+            ],
+            reboot,
+        ],
+        (Os::Windows, WindowsResume::RunOnce) => {
             let command = format!(
                 "cmd /c cd /d \"{}\" && {}",
                 workdir.display(),
@@ -98,7 +261,7 @@ pub fn register_and_reboot(os: Os, argv: &[String], workdir: &Path) -> Vec<Vec<S
                     command,
                     "/f".into(),
                 ],
-                vec!["shutdown".into(), "/r".into(), "/t".into(), "5".into()],
+                reboot,
             ]
         }
     }
@@ -129,14 +292,102 @@ mod tests {
     }
 
     #[test]
-    fn windows_registers_run_once_then_reboots() {
+    fn windows_registers_a_boot_task_from_its_xml_then_reboots() {
+        let steps = register_and_reboot(
+            Os::Windows,
+            WindowsResume::Task,
+            &[],
+            Path::new(r"C:\stacks"),
+            Path::new(r"C:\archive\t\stackpin-resume.xml"),
+        );
+        assert_eq!(
+            steps[0],
+            [
+                "schtasks",
+                "/Create",
+                "/TN",
+                "stackpin-resume",
+                "/XML",
+                r"C:\archive\t\stackpin-resume.xml",
+                "/F"
+            ]
+        );
+        assert_eq!(steps[1][0], "shutdown");
+        assert_eq!(steps.len(), 2);
+    }
+
+    #[test]
+    fn the_task_starts_at_boot_as_system_elevated_runs_the_argv_file_and_deletes_itself() {
+        let xml = task_xml(
+            Path::new(r"C:\Tools & more\stackpin.exe"),
+            Path::new(r"C:\Users\A Very Long User Name\stackpin\installers\t\resume-argv.json"),
+            Path::new(r"C:\stacks"),
+        );
+        assert!(xml.contains("<BootTrigger>"), "{xml}");
+        assert!(xml.contains("<UserId>S-1-5-18</UserId>"), "SYSTEM: {xml}");
+        assert!(
+            xml.contains("<RunLevel>HighestAvailable</RunLevel>"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<ExecutionTimeLimit>PT0S</ExecutionTimeLimit>"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(r#"<Command>"C:\Tools &amp; more\stackpin.exe"</Command>"#),
+            "escaped: {xml}"
+        );
+        assert!(
+            xml.contains(r#"<Arguments>resume "C:\Users\A Very Long User Name\stackpin\installers\t\resume-argv.json"</Arguments>"#),
+            "{xml}"
+        );
+        let run = xml.find("<Arguments>resume").expect("resume action");
+        let delete = xml
+            .find("<Arguments>/Delete /TN stackpin-resume /F</Arguments>")
+            .expect("self-delete action");
+        assert!(run < delete, "the task deletes itself after the resume ran");
+        let bytes = utf16_file(&xml);
+        assert_eq!(&bytes[..4], &[0xFF, 0xFE, b'<', 0], "UTF-16LE with a BOM");
+    }
+
+    #[test]
+    fn the_argv_file_sits_beside_state_yaml_and_keeps_every_argument_whole() {
+        let state = Path::new("/archive/torch-2.5.1/state.yaml");
+        let path = argv_path(state);
+        assert_eq!(path, Path::new("/archive/torch-2.5.1/resume-argv.json"));
+        let argv: Vec<String> = [
+            r"C:\Program Files\stackpin\stackpin.exe",
+            "install",
+            r#"C:\my "quoted" stacks\t.yaml"#,
+            "--yes",
+        ]
+        .map(String::from)
+        .to_vec();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join(ARGV_FILE);
+        std::fs::write(&file, argv_file_text(&argv)).expect("write");
+        assert_eq!(read_argv_file(&file).expect("read back"), argv);
+        std::fs::write(&file, "[]").expect("write");
+        assert!(matches!(
+            read_argv_file(&file),
+            Err(ResumeError::Empty { .. })
+        ));
+    }
+
+    #[test]
+    fn run_once_is_still_there_when_asked_for() {
         let argv = vec![
             r"C:\Tools\stackpin.exe".to_string(),
             "install".to_string(),
             r"C:\stacks\t.yaml".to_string(),
         ];
-        let steps = register_and_reboot(Os::Windows, &argv, Path::new(r"C:\stacks"));
-        assert_eq!(steps.len(), 2);
+        let steps = register_and_reboot(
+            Os::Windows,
+            WindowsResume::RunOnce,
+            &argv,
+            Path::new(r"C:\stacks"),
+            Path::new("unused.xml"),
+        );
         assert!(
             steps[0]
                 .iter()

@@ -6,6 +6,7 @@
 //! rules (minimum drivers, supported CUDA lines) live in `check`; this module knows nothing of
 //! the network or the host.
 
+pub mod exit_codes;
 mod parse;
 mod source_map;
 pub mod validate;
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::compat::Os;
 use crate::version::Version;
 
+pub use exit_codes::ExitCodes;
 pub use parse::{ManifestError, parse, read};
 pub use source_map::SourceMap;
 pub use validate::{Problem, Severity, validate};
@@ -129,6 +131,9 @@ pub struct DriverLayer {
     pub run: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<String>>,
+    /// Installer exit codes that mean success / reboot required (see [`ExitCodes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_codes: Option<ExitCodes>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -151,6 +156,9 @@ pub struct ToolkitLayer {
     pub allow_bundled_driver: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<String>>,
+    /// Installer exit codes that mean success / reboot required (see [`ExitCodes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_codes: Option<ExitCodes>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -189,6 +197,9 @@ pub struct LibraryLayer {
     pub run: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<Vec<String>>,
+    /// Installer exit codes that mean success / reboot required (see [`ExitCodes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_codes: Option<ExitCodes>,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -329,6 +340,15 @@ impl Manifest {
             Layer::Library => self.library.timeout,
         }
         .unwrap_or(DEFAULT_STEP_TIMEOUT)
+    }
+
+    /// The exit codes a layer declared, if any (`install::exit_codes` supplies the defaults).
+    pub fn exit_codes(&self, layer: Layer) -> Option<&ExitCodes> {
+        match layer {
+            Layer::Driver => self.driver.exit_codes.as_ref(),
+            Layer::Toolkit => self.toolkit.exit_codes.as_ref(),
+            Layer::Library => self.library.exit_codes.as_ref(),
+        }
     }
 
     /// The example's timeout (default 20 minutes).

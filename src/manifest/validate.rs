@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::{Installer, Manifest, Role, file_name_from_url};
+use super::{Installer, Layer, Manifest, Role, file_name_from_url};
 use crate::compat::Os;
 
 /// How bad a problem is: errors fail `check` (exit 1); warnings are shown and allowed.
@@ -84,6 +84,11 @@ pub fn validate(m: &Manifest) -> Vec<Problem> {
     check_verify("toolkit.verify", m.toolkit.verify.as_deref(), &mut out);
     check_verify("library.verify", m.library.verify.as_deref(), &mut out);
     check_toolkit_step(m, &mut out);
+    for layer in Layer::ORDER {
+        if let Some(codes) = m.exit_codes(layer) {
+            super::exit_codes::validate(&format!("{layer}.exit_codes"), codes, &mut out);
+        }
+    }
     check_toolkit_root(m, &mut out);
     check_library(m, &mut out);
     check_example(m, &mut out);

@@ -17,18 +17,19 @@ mod tree;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use monitor::Monitor;
 pub use rows::{
-    ComputeAppRow, RowError, SmiMemory, parse_compute_app_row, parse_device_used,
+    ComputeAppRow, CounterColumns, RowError, SmiMemory, parse_compute_app_row, parse_device_used,
     parse_typeperf_row,
 };
 pub use tree::{
-    ProcessTree, Procfs, RootOnly, StaticTree, host_tree, is_in_tree, parent_from_stat,
+    ProcessTree, Procfs, RootOnly, StaticTree, WindowsSnapshot, host_tree, is_in_tree,
+    parent_from_stat,
 };
 
 /// Sampling interval of the monitor children, in milliseconds.
@@ -314,16 +315,19 @@ fn on_compute_app_line(state: &Arc<Mutex<State>>, tree: &dyn ProcessTree, line: 
         Ok(None) => return,
         Err(e) => return lock(state).note_once(e.to_string()),
     };
+    // Membership is decided outside the lock: on Windows it may take a process snapshot.
+    let (root, known) = {
+        let st = lock(state);
+        (st.root, st.membership.get(&row.pid).copied())
+    };
+    let ours = root.map(|root| known.unwrap_or_else(|| is_in_tree(tree, root, row.pid)));
     let mut guard = lock(state);
     let st = &mut *guard;
-    let (Some(root), Some(t)) = (st.root, st.since_attach()) else {
+    let (Some(ours), Some(t)) = (ours, st.since_attach()) else {
         st.listed_before.insert(row.pid);
         return;
     };
-    let ours = *st
-        .membership
-        .entry(row.pid)
-        .or_insert_with(|| is_in_tree(tree, root, row.pid));
+    st.membership.insert(row.pid, ours);
     if !ours {
         let figure = match row.used {
             SmiMemory::Mib(mib) => Some(mib),
@@ -365,11 +369,13 @@ fn on_compute_app_line(state: &Arc<Mutex<State>>, tree: &dyn ProcessTree, line: 
 }
 
 /// The counter path for one process, every adapter and segment (`pid_<PID>_luid_…_phys_<n>`).
-/// English counter names: on a Windows in another language typeperf cannot resolve them and the
-/// sampler falls back to the card's delta (`PdhAddEnglishCounterW` would fix that, through a
-/// Windows API crate).
+/// The `_` after the pid keeps pid 12345 out of pid 1234's wildcard; [`CounterColumns`] checks
+/// each instance in typeperf's header exactly as well. English counter names: on a Windows in
+/// another language typeperf cannot resolve them and the sampler falls back to the card's delta
+/// (`PdhAddEnglishCounterW` would fix that, through a Windows API call this crate's
+/// `forbid(unsafe_code)` keeps out).
 pub fn windows_counter_path(pid: u32) -> String {
-    format!(r"\GPU Process Memory(pid_{pid}*)\Dedicated Usage")
+    format!(r"\GPU Process Memory(pid_{pid}_*)\Dedicated Usage")
 }
 
 /// Windows only, and untested off Windows: `typeperf COUNTER -si 1` (one second is typeperf's
@@ -384,11 +390,17 @@ fn start_windows_counter(state: &Arc<Mutex<State>>, pid: u32) -> Result<Monitor,
             "1".to_string(),
         ],
         "the Windows GPU Process Memory counter",
-        move |line| {
-            if let Some(mib) = parse_typeperf_row(line) {
-                let mut st = lock(&state);
-                if let Some(t) = st.since_attach() {
-                    st.counter.push((t, mib));
+        {
+            let columns: Mutex<Option<CounterColumns>> = Mutex::new(None);
+            move |line| {
+                let mut cols = columns.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(header) = CounterColumns::from_header(line, pid, None) {
+                    *cols = Some(header);
+                } else if let Some(mib) = cols.as_ref().and_then(|c| c.sum_mib(line)) {
+                    let mut st = lock(&state);
+                    if let Some(t) = st.since_attach() {
+                        st.counter.push((t, mib));
+                    }
                 }
             }
         },

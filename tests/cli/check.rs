@@ -125,8 +125,8 @@ fn display_driver_in_a_windows_toolkit_step_fails() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = variant(&dir, WINDOWS, |t| {
         t.replace(
-            "\"-s\", \"nvcc_12.4\"",
-            "\"-s\", \"Display.Driver\", \"nvcc_12.4\"",
+            "\"-n\", \"cuda_profiler_api_12.4\"",
+            "\"-n\", \"Display.Driver\"",
         )
     });
     let out = run(stackpin().arg("check").arg(&path));
@@ -139,11 +139,11 @@ fn bare_silent_windows_toolkit_install_fails() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = variant(&dir, WINDOWS, |text| {
         let start = text
-            .find("  run: [\"{installer}\", \"-s\", \"nvcc")
+            .find("  run: [\"{installer}\", \"-s\", \"-n\", \"cuda")
             .expect("toolkit run");
         let end = start + text[start..].find('\n').expect("eol");
         format!(
-            "{}  run: [\"{{installer}}\", \"-s\"]{}",
+            "{}  run: [\"{{installer}}\", \"-s\", \"-n\"]{}",
             &text[..start],
             &text[end..]
         )
@@ -151,6 +151,19 @@ fn bare_silent_windows_toolkit_install_fails() {
     let out = run(stackpin().arg("check").arg(&path));
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(out.stdout.contains("bare `-s`"), "{}", out.stdout);
+}
+
+#[test]
+fn a_windows_toolkit_step_without_n_fails_because_the_installer_may_reboot_by_itself() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = variant(&dir, WINDOWS, |t| t.replace("\"-s\", \"-n\", ", "\"-s\", "));
+    let out = run(stackpin().arg("check").arg(&path));
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stdout.contains("toolkit.run") && out.stdout.contains("needs `-n`"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]

@@ -437,3 +437,90 @@ mod host_fit {
         );
     }
 }
+
+/// The toolkit step `pin --os windows --json` writes for a library release and CUDA line.
+fn windows_toolkit_run(library: &str, toolkit: &str) -> Vec<String> {
+    let out = run(stackpin().args([
+        "pin",
+        "--library",
+        library,
+        "--os",
+        "windows",
+        "--toolkit",
+        toolkit,
+        "--json",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let m: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    m["manifest"]["toolkit"]["run"]
+        .as_array()
+        .expect("toolkit run")
+        .iter()
+        .map(|a| a.as_str().expect("string").to_string())
+        .collect()
+}
+
+#[test]
+fn windows_cuda_13_0_installs_nvcc_crt_and_nvvm_with_n_and_no_thrust() {
+    let run = windows_toolkit_run("torch==2.14.0", "13.0");
+    assert_eq!(&run[..3], ["{installer}", "-s", "-n"], "{run:?}");
+    for package in [
+        "nvcc_13.0",
+        "crt_13.0",
+        "nvvm_13.0",
+        "cudart_13.0",
+        "cublas_dev_13.0",
+    ] {
+        assert!(run.iter().any(|a| a == package), "{package} in {run:?}");
+    }
+    assert!(!run.iter().any(|a| a.starts_with("thrust")), "{run:?}");
+    assert!(!run.iter().any(|a| a.starts_with("Display")), "{run:?}");
+}
+
+#[test]
+fn windows_cuda_12_4_installs_pytorchs_list_with_nvjitlink_and_n() {
+    let run = windows_toolkit_run("torch==2.5.1", "12.4");
+    assert_eq!(&run[..3], ["{installer}", "-s", "-n"], "{run:?}");
+    for package in [
+        "nvcc_12.4",
+        "cudart_12.4",
+        "thrust_12.4",
+        "nvjitlink_12.4",
+        "nvtx_12.4",
+    ] {
+        assert!(run.iter().any(|a| a == package), "{package} in {run:?}");
+    }
+    assert!(!run.iter().any(|a| a.starts_with("crt_")), "{run:?}");
+}
+
+#[test]
+fn windows_driver_step_accepts_the_eula_reads_1_as_reboot_and_fits_the_card_family() {
+    let out = run(stackpin().args([
+        "pin",
+        "--library",
+        "torch==2.5.1",
+        "--os",
+        "windows",
+        "--gpu-name",
+        "NVIDIA H100 80GB HBM3",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains(r#"run: ["{installer}", "-s", "-noreboot", "-noeula"]"#),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("exit_codes: {success: [0], reboot: [1, 3010]}"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("https://us.download.nvidia.com/tesla/")
+            && out.stdout.contains("-data-center-tesla-desktop-"),
+        "{}",
+        out.stdout
+    );
+}

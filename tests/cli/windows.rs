@@ -272,7 +272,7 @@ toolkit:
   installer:
     url: {}
   root: "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.4"
-  run: ["{{installer}}", "-s", "nvcc_12.4"]
+  run: ["{{installer}}", "-s", "-n", "nvcc_12.4"]
 library:
   name: torch
   version: "2.5.1"

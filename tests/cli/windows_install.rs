@@ -31,6 +31,11 @@ struct Lab {
 
 impl Lab {
     fn new() -> Self {
+        Self::with_driver_exit("3010")
+    }
+
+    /// A lab whose fake driver installer exits with `code`.
+    fn with_driver_exit(code: &str) -> Self {
         let host = WinHost::new()
             .with_nvidia_smi()
             .gpu("NVIDIA GeForce RTX 4090", 24564, "8.9");
@@ -44,13 +49,14 @@ impl Lab {
         let yaml_root = root.display().to_string().replace('\\', "\\\\");
         let text = format!(
             "schema: 1\nname: fake-windows-stack\nos: windows\n\
-             driver:\n  version: \"581.15\"\n  installer:\n    url: {d}\n  run: [\"{{installer}}\", \"3010\", \"driver\"]\n\
-             toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{yaml_root}\"\n  run: [\"{{installer}}\", \"{{root}}\", \"-s\", \"nvcc_12.4\", \"cudart_12.4\"]\n\
+             driver:\n  version: \"581.15\"\n  installer:\n    url: {d}\n  run: [\"{{installer}}\", \"{code}\", \"driver\"]\n\
+             toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{yaml_root}\"\n  run: [\"{{installer}}\", \"{{root}}\", \"-s\", \"-n\", \"nvcc_12.4\", \"cudart_12.4\"]\n\
              library:\n  name: torch\n  version: \"2.5.1\"\n  cuda: \"12.4\"\n  python: python\n  installers:\n    - url: {l}\n  run: [\"{{installer}}\", \"0\", \"library\"]\n\
              example:\n  run: [\"{{python}}\", \"{{examples}}/classify.py\", \"--batch-size\", \"{{batch}}\"]\n",
             d = server.url(DRIVER_EXE),
             t = server.url(TOOLKIT_CMD),
             l = server.url(LIBRARY_EXE),
+            code = code,
         );
         let manifest = host.root().join("windows stack.yaml");
         fs::write(&manifest, text).expect("manifest");
@@ -136,4 +142,59 @@ fn install_runs_the_driver_exe_then_stops_for_the_reboot_3010_asked_for() {
         root.join("version.json").is_file(),
         "the .cmd installer got the path with spaces whole: {all}"
     );
+}
+
+#[test]
+fn a_driver_setup_exiting_1_stops_for_the_reboot_as_nvidias_installer_means_it() {
+    let lab = Lab::with_driver_exit("1");
+    let first = lab.run(&["install", "--yes"]);
+    let all = text_of(&first);
+    assert_eq!(first.status.code(), Some(0), "{all}");
+    assert!(all.contains("reboot"), "{all}");
+    assert_eq!(lab.order(), ["driver"], "{all}");
+    let state = fs::read_to_string(
+        lab.host
+            .root()
+            .join("installers")
+            .join("fake-windows-stack")
+            .join("state.yaml"),
+    )
+    .expect("state.yaml");
+    assert!(state.contains("reboot-pending"), "{state}");
+}
+
+#[test]
+fn a_driver_setup_exiting_7_fails_the_chain_with_its_code() {
+    let lab = Lab::with_driver_exit("7");
+    let out = lab.run(&["install", "--yes"]);
+    let all = text_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert!(all.contains("code 7"), "{all}");
+    assert_eq!(lab.order(), ["driver"], "{all}");
+}
+
+#[test]
+fn resume_runs_the_saved_argv_once_and_removes_the_file() {
+    let lab = Lab::new();
+    let file = lab.host.root().join("installers").join("resume-argv.json");
+    let installer = fake_program("installer.exe");
+    let argv = vec![
+        installer.display().to_string(),
+        "0".to_string(),
+        "resumed with spaces".to_string(),
+    ];
+    fs::write(&file, serde_json::to_string(&argv).expect("json")).expect("argv file");
+    let out = lab
+        .host
+        .stackpin(["resume".as_ref(), file.as_os_str()])
+        .env("FAKE_INSTALLER_LOG", lab.order_log())
+        .output()
+        .expect("stackpin runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text_of(&out));
+    let log = fs::read_to_string(lab.order_log()).expect("log");
+    assert!(
+        log.contains("resumed with spaces"),
+        "one argument, whole: {log}"
+    );
+    assert!(!file.exists(), "the argv file is used once");
 }

@@ -33,6 +33,9 @@ enum Example {
     Wddm,
     /// Runs out of memory and exits 1.
     OutOfMemory,
+    /// A launcher that starts the real example as its child, as a venv's `python.exe` does:
+    /// the child holds the memory.
+    Launcher,
 }
 
 impl Example {
@@ -41,6 +44,7 @@ impl Example {
             Example::PerProcess => "",
             Example::Wddm => ", \"wddm\"",
             Example::OutOfMemory => ", \"fail\"",
+            Example::Launcher => ", \"launch\"",
         }
     }
 }
@@ -77,7 +81,7 @@ impl Bench {
         let yaml = format!(
             "schema: 1\nname: {STACK}\nos: windows\n\
              driver:\n  version: \"{DRIVER}\"\n  installer:\n    url: {d}\n  run: [\"{{installer}}\", \"0\", \"driver\"]\n\
-             toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{root}\"\n  run: [\"{{installer}}\", \"0\", \"toolkit\", \"-s\", \"nvcc_12.4\", \"cudart_12.4\"]\n\
+             toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{root}\"\n  run: [\"{{installer}}\", \"0\", \"toolkit\", \"-s\", \"-n\", \"nvcc_12.4\", \"cudart_12.4\"]\n\
              library:\n  name: torch\n  version: \"2.5.1\"\n  cuda: \"12.4\"\n  python: python\n  installers:\n    - url: {l}\n  run: [\"{{installer}}\", \"0\", \"library\"]\n  verify: [\"cmd\", \"/c\", \"exit\", \"0\"]\n\
              example:\n  run: [\"{example}\", \"{{batch}}\"{flags}]\n  timeout: 60s\n\
              vram:\n  line: 0.8\n  batches: [16, 32, 64, 96, 128, 256]\n",
@@ -155,6 +159,19 @@ fn prove_on_windows_records_the_examples_own_peak_and_draws_the_plot() {
         &svg[..svg.len().min(200)]
     );
     assert!(all.contains("Largest batch under the line"), "{all}");
+}
+
+#[test]
+fn an_example_launcher_whose_child_holds_the_memory_is_measured_per_process() {
+    let bench = Bench::new(Example::Launcher);
+    let out = bench.run(&["prove", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json record");
+    assert_eq!(
+        doc["peak"]["outside_source"], "per_process",
+        "the child is found in the launcher's tree: {doc}"
+    );
+    assert_eq!(doc["peak"]["outside_mib"], 2560, "{doc}");
 }
 
 #[test]

@@ -4,7 +4,9 @@
    2,560 MiB at batch 64 (300 + 35 x batch otherwise) and falls again, as `[N/A]` with `wddm`
    (what WDDM shows), while another job (pid 4242) holds 7,000 MiB throughout and memory.csv
    follows 7,300 + the example's figure. Then it prints its STACKPIN_RESULT line and exits 0, or
-   with `fail` prints a CUDA out-of-memory error and exits 1.
+   with `fail` prints a CUDA out-of-memory error and exits 1. With `launch` it is a launcher, as a
+   venv's Scripts\\python.exe is: it starts itself again without `launch` as its child, waits
+   for it and exits with its code, so the memory belongs to the child's pid.
    Files are replaced by rename so the looping fake nvidia-smi never reads half a file. */
 #include <windows.h>
 #include <stdio.h>
@@ -45,6 +47,26 @@ int main(int argc, char **argv) {
         return 2;
     }
     snprintf(dir, sizeof dir, "%s", env);
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "launch")) {
+            char self[MAX_PATH], line[8192];
+            STARTUPINFOA si = {sizeof si};
+            PROCESS_INFORMATION pi;
+            DWORD code = 1;
+            GetModuleFileNameA(NULL, self, sizeof self);
+            snprintf(line, sizeof line, "\"%s\" %s", self, argv[1]);
+            for (int j = 2; j < argc; j++) {
+                if (strcmp(argv[j], "launch")) {
+                    strncat(line, " ", sizeof line - strlen(line) - 1);
+                    strncat(line, argv[j], sizeof line - strlen(line) - 1);
+                }
+            }
+            if (!CreateProcessA(self, line, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi)) return 2;
+            WaitForSingleObject(pi.hProcess, INFINITE);
+            GetExitCodeProcess(pi.hProcess, &code);
+            return (int)code;
+        }
+    }
     batch = atoi(argv[1]);
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "wddm")) wddm = 1;

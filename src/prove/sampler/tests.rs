@@ -317,6 +317,6 @@ fn a_sampler_never_attached_measured_nothing() {
 fn the_windows_counter_path_names_the_process() {
     assert_eq!(
         windows_counter_path(4242),
-        r"\GPU Process Memory(pid_4242*)\Dedicated Usage"
+        r"\GPU Process Memory(pid_4242_*)\Dedicated Usage"
     );
 }

@@ -74,11 +74,7 @@ pub fn parent_from_stat(stat: &str) -> Option<u32> {
     fields.next()?.parse().ok()
 }
 
-/// Only the example's own pid counts. The fallback where no tree can be read, and on Windows for
-/// now: walking parents there needs a Toolhelp32 snapshot (`CreateToolhelp32Snapshot` through a
-/// Windows API crate), which is not wired in yet. Under WDDM the per-process figure is `[N/A]`
-/// anyway and the sampler falls back to the Windows counter or the card's delta, but note that a
-/// venv's `python.exe` launcher starts the real interpreter as a child, which this tree misses.
+/// Only the example's own pid counts: the fallback where no tree can be read.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RootOnly;
 
@@ -109,10 +105,147 @@ impl ProcessTree for StaticTree {
     }
 }
 
-/// The host's process tree: procfs on Linux, the example's pid alone elsewhere (see [`RootOnly`]).
+/// Windows: parent links from a process snapshot, taken again when a pid is not in the last
+/// one (a child started since). The snapshot comes from one CIM query through PowerShell
+/// (`Win32_Process`: ParentProcessId, ProcessId), or from `wmic process` where PowerShell gives
+/// no answer (Wine's is a stub; `wmic` is an optional feature on Windows 11 24H2 and later).
+/// A venv's `Scripts\python.exe` is a launcher that starts the real interpreter as its child,
+/// and the child is the process that holds the GPU memory: without the tree it is never found.
+pub struct WindowsSnapshot {
+    snapshot: Box<dyn Fn() -> Option<HashMap<u32, u32>> + Send + Sync>,
+    links: std::sync::Mutex<Links>,
+}
+
+/// The last snapshot, and the pids a fresh snapshot did not list (gone, or another machine's
+/// view): asking again for those would cost a snapshot each time.
+#[derive(Default)]
+struct Links {
+    parents: HashMap<u32, u32>,
+    absent: std::collections::HashSet<u32>,
+}
+
+/// The PowerShell query: one `PARENT PID` line per process.
+pub const CIM_PROCESS_QUERY: &str =
+    "Get-CimInstance Win32_Process | ForEach-Object { \"$($_.ParentProcessId) $($_.ProcessId)\" }";
+
+impl WindowsSnapshot {
+    /// Snapshots taken by the host's PowerShell, then `wmic`.
+    pub fn new() -> Self {
+        Self::with_source(host_snapshot)
+    }
+
+    /// Snapshots from any source (tests).
+    pub fn with_source(
+        snapshot: impl Fn() -> Option<HashMap<u32, u32>> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            snapshot: Box::new(snapshot),
+            links: std::sync::Mutex::new(Links::default()),
+        }
+    }
+}
+
+impl Default for WindowsSnapshot {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ProcessTree for WindowsSnapshot {
+    fn parent(&self, pid: u32) -> Option<u32> {
+        let mut links = self
+            .links
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(parent) = links.parents.get(&pid) {
+            return Some(*parent);
+        }
+        if links.absent.contains(&pid) {
+            return None;
+        }
+        // An unseen pid: a process started after the last snapshot. Take a new one.
+        if let Some(fresh) = (self.snapshot)() {
+            links.parents = fresh;
+        }
+        let parent = links.parents.get(&pid).copied();
+        if parent.is_none() {
+            links.absent.insert(pid);
+        }
+        parent
+    }
+}
+
+/// Runs the CIM query, then `wmic`; the first that lists processes wins. Both are asked for by
+/// their place under `%SystemRoot%` first (`System32\WindowsPowerShell\v1.0` and
+/// `System32\wbem` are not always on PATH), then by name.
+fn host_snapshot() -> Option<HashMap<u32, u32>> {
+    let system32 = std::env::var_os("SystemRoot")
+        .map_or_else(|| PathBuf::from(r"C:\Windows"), PathBuf::from)
+        .join("System32");
+    let powershell = system32.join(r"WindowsPowerShell\v1.0\powershell.exe");
+    let wmic = system32.join(r"wbem\wmic.exe");
+    let ps_args = [
+        "-NoProfile",
+        "-NonInteractive",
+        "-Command",
+        CIM_PROCESS_QUERY,
+    ];
+    let wmic_args = ["process", "get", "ParentProcessId,ProcessId"];
+    ask(powershell.as_os_str(), &ps_args)
+        .or_else(|| ask("powershell".as_ref(), &ps_args))
+        .or_else(|| ask(wmic.as_os_str(), &wmic_args))
+        .or_else(|| ask("wmic".as_ref(), &wmic_args))
+}
+
+/// One snapshot source: its parent links, or `None` when it cannot run or lists nothing.
+fn ask(program: &std::ffi::OsStr, args: &[&str]) -> Option<HashMap<u32, u32>> {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let links = parse_parent_links(&decode_console(&out.stdout));
+    (!links.is_empty()).then_some(links)
+}
+
+/// `wmic` writes UTF-16LE (with a BOM) when its output is a pipe; PowerShell writes the console
+/// code page. Both come back as text here.
+pub fn decode_console(bytes: &[u8]) -> String {
+    let utf16 =
+        bytes.starts_with(&[0xFF, 0xFE]) || (bytes.len() >= 4 && bytes[1] == 0 && bytes[3] == 0);
+    if utf16 {
+        let body = bytes.strip_prefix(&[0xFF, 0xFE]).unwrap_or(bytes);
+        let units: Vec<u16> = body
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        String::from_utf16_lossy(&units)
+    } else {
+        String::from_utf8_lossy(bytes).into_owned()
+    }
+}
+
+/// `PARENT PID` lines (PowerShell's, and `wmic process get ParentProcessId,ProcessId`, whose
+/// columns come in that order): pid → parent. Headers and blank lines are skipped.
+pub fn parse_parent_links(text: &str) -> HashMap<u32, u32> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let parent = fields.next()?.parse().ok()?;
+            let pid = fields.next()?.parse().ok()?;
+            fields.next().is_none().then_some((pid, parent))
+        })
+        .collect()
+}
+
+/// The host's process tree: procfs on Linux, a process snapshot on Windows, the example's pid
+/// alone elsewhere (see [`RootOnly`]).
 pub fn host_tree() -> Box<dyn ProcessTree> {
     if cfg!(target_os = "linux") {
         Box::new(Procfs::new())
+    } else if cfg!(windows) {
+        Box::new(WindowsSnapshot::new())
     } else {
         Box::new(RootOnly)
     }
@@ -168,6 +301,66 @@ mod tests {
         let tree = Procfs::at(proc_dir.path().to_path_buf());
         assert!(is_in_tree(&tree, 10, 12));
         assert!(!is_in_tree(&tree, 11, 10));
+    }
+
+    #[test]
+    fn wmic_and_powershell_snapshots_give_parent_links() {
+        // `wmic process get ParentProcessId,ProcessId` through a pipe: UTF-16LE with a BOM.
+        let wmic = "ParentProcessId  ProcessId  \r\n0                4          \r\n4200             4300       \r\n\r\n";
+        let mut bytes = vec![0xFF, 0xFE];
+        for unit in wmic.encode_utf16() {
+            bytes.extend_from_slice(&unit.to_le_bytes());
+        }
+        let links = parse_parent_links(&decode_console(&bytes));
+        assert_eq!(links.get(&4300), Some(&4200));
+        assert_eq!(links.get(&4), Some(&0));
+        assert_eq!(links.len(), 2);
+        // PowerShell's lines, in the console code page.
+        let links = parse_parent_links(&decode_console(b"1200 1234\r\n1234 12345\r\n"));
+        assert_eq!(links.get(&12345), Some(&1234));
+    }
+
+    #[test]
+    fn a_launchers_child_started_after_the_snapshot_is_found_by_a_new_one() {
+        // The venv launcher (1234) starts the real interpreter (12345) after the first snapshot.
+        let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = std::sync::Arc::clone(&calls);
+        let tree = WindowsSnapshot::with_source(move || {
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut links = HashMap::from([(1234, 900)]);
+            if n > 0 {
+                links.insert(12345, 1234);
+            }
+            Some(links)
+        });
+        assert_eq!(tree.parent(1234), Some(900), "the first snapshot");
+        assert!(
+            is_in_tree(&tree, 1234, 12345),
+            "a second snapshot finds the child"
+        );
+        assert!(!is_in_tree(&tree, 12345, 1234));
+        let taken = calls.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(tree.parent(4242), None, "a pid no snapshot lists");
+        assert_eq!(tree.parent(4242), None);
+        assert_eq!(
+            calls.load(std::sync::atomic::Ordering::SeqCst),
+            taken + 1,
+            "one snapshot per unknown pid, not one per question"
+        );
+    }
+
+    #[cfg(windows)]
+    #[test]
+    fn the_windows_snapshot_sees_a_real_child_of_this_test() {
+        let mut child = std::process::Command::new("cmd")
+            .args(["/c", "ping", "-n", "5", "127.0.0.1"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("cmd runs");
+        let found = is_in_tree(&WindowsSnapshot::new(), std::process::id(), child.id());
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(found);
     }
 
     #[cfg(target_os = "linux")]

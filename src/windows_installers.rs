@@ -1,0 +1,406 @@
+//! What NVIDIA's Windows installers take, from the sources that run them every day: the CUDA
+//! toolkit's sub-package lists per CUDA line with `-n` (never reboot by itself), the display
+//! driver's silent flags with `-noeula`, its exit codes, and which driver package fits which
+//! card family. `pin` writes these into a manifest and `check` holds a manifest to them; this
+//! module reads no files and runs nothing.
+//!
+//! Sources (read for this module; cited again in the README's Windows section):
+//! - CUDA 12.x sub-packages: pytorch/pytorch `.ci/pytorch/windows/internal/cuda_install.bat`
+//!   (the `ARGS` of its cuda124 … cuda129 sections).
+//! - CUDA 13.x: `nvcc_13.0`, `crt_13.0`, `nvvm_13.0`, `cudart_13.0` as separate sub-packages
+//!   (public installs of cuda_13.0.2 with exactly these; NVIDIA's 13.x redistrib manifests list
+//!   `cuda_crt` apart from `cuda_nvcc`). No source names `thrust_13.0`, so it is not listed.
+//! - `-s` silent, `-n` no automatic reboot: NVIDIA's CUDA Installation Guide for Microsoft
+//!   Windows, "Install the CUDA Software", silent installation.
+//! - Driver flags `-s -noreboot -noeula` and the data-center package URLs: NVIDIA/cuda-python
+//!   `ci/tools/install_gpu_driver.ps1` (`/s /noeula /noreboot`; `tesla/<v>/<v>-data-center-…`
+//!   for A100, H100, L4, T4, V100, RTX A6000, RTX 6000 Ada; `Windows/<v>/<v>-desktop-…` for
+//!   GeForce and RTX PRO cards).
+
+use crate::manifest::{ExitCodes, Manifest, Problem};
+use crate::version::Version;
+
+/// The CUDA installer's "do not reboot after install, even if a reboot is required" flag.
+pub const TOOLKIT_NO_REBOOT: &str = "-n";
+
+/// Sub-packages for a training workstation on CUDA 12.x (PyTorch's Windows CI list): compiler,
+/// runtime, the math libraries with their headers, nvJitLink, NVTX; never `Display.Driver`.
+const CUDA_12_SUBPACKAGES: &[&str] = &[
+    "cuda_profiler_api",
+    "thrust",
+    "nvcc",
+    "cuobjdump",
+    "nvprune",
+    "nvprof",
+    "cupti",
+    "cublas",
+    "cublas_dev",
+    "cudart",
+    "cufft",
+    "cufft_dev",
+    "curand",
+    "curand_dev",
+    "cusolver",
+    "cusolver_dev",
+    "cusparse",
+    "cusparse_dev",
+    "npp",
+    "npp_dev",
+    "nvrtc",
+    "nvrtc_dev",
+    "nvml_dev",
+    "nvjitlink",
+    "nvtx",
+];
+
+/// CUDA 13.x: the compiler is split into `nvcc`, `crt` and `nvvm`; no `thrust` and no `nvprof`
+/// (removed), the libraries keep their 12.x names.
+const CUDA_13_SUBPACKAGES: &[&str] = &[
+    "nvcc",
+    "crt",
+    "nvvm",
+    "cudart",
+    "cuda_profiler_api",
+    "cuobjdump",
+    "nvprune",
+    "cupti",
+    "cublas",
+    "cublas_dev",
+    "cufft",
+    "cufft_dev",
+    "curand",
+    "curand_dev",
+    "cusolver",
+    "cusolver_dev",
+    "cusparse",
+    "cusparse_dev",
+    "npp",
+    "npp_dev",
+    "nvrtc",
+    "nvrtc_dev",
+    "nvml_dev",
+    "nvjitlink",
+    "nvtx",
+];
+
+/// The sub-packages to install for a CUDA line (`12.4` → `nvcc_12.4 …`); 11.x and older get the
+/// 12.x names, which they share except `nvjitlink` (new in 12.0), left out there.
+pub fn toolkit_subpackages(line: &str) -> Vec<String> {
+    let major: u32 = line
+        .split('.')
+        .next()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(12);
+    let names: Vec<&str> = match major {
+        13.. => CUDA_13_SUBPACKAGES.to_vec(),
+        12 => CUDA_12_SUBPACKAGES.to_vec(),
+        _ => CUDA_12_SUBPACKAGES
+            .iter()
+            .copied()
+            .filter(|n| *n != "nvjitlink")
+            .collect(),
+    };
+    names.iter().map(|n| format!("{n}_{line}")).collect()
+}
+
+/// The toolkit step: silent, no reboot of its own, the listed sub-packages only.
+pub fn toolkit_run(line: &str) -> Vec<String> {
+    ["{installer}", "-s", TOOLKIT_NO_REBOOT]
+        .into_iter()
+        .map(String::from)
+        .chain(toolkit_subpackages(line))
+        .collect()
+}
+
+/// The driver step: silent, no reboot of its own (stackpin reboots), EULA accepted.
+pub const DRIVER_ARGS: [&str; 4] = ["{installer}", "-s", "-noreboot", "-noeula"];
+
+/// [`DRIVER_ARGS`] as an argv.
+pub fn driver_run() -> Vec<String> {
+    DRIVER_ARGS.into_iter().map(String::from).collect()
+}
+
+/// The driver step's exit codes: NVIDIA's setup exits 1 when a reboot is needed.
+pub fn driver_exit_codes() -> ExitCodes {
+    ExitCodes {
+        success: vec![0],
+        reboot: vec![1, 3010],
+    }
+}
+
+/// Which Windows driver package a card takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CardFamily {
+    /// GeForce and RTX PRO Blackwell cards: the "desktop" package.
+    GeForce,
+    /// Quadro and RTX workstation cards (RTX A4000, RTX 4000 Ada): the RTX/Quadro package.
+    RtxWorkstation,
+    /// Tesla-class cards (A100, H100, L4, T4, V100) and the RTX A6000 / RTX 6000 Ada, which
+    /// NVIDIA's own CI drives with the data-center package.
+    DataCenter,
+}
+
+/// Data-center model names: a whole word of the GPU name, after `NVIDIA`.
+const DATA_CENTER_MODELS: &[&str] = &[
+    "A2", "A10", "A16", "A30", "A40", "A100", "A800", "H100", "H200", "H800", "H20", "GH200",
+    "B100", "B200", "GB200", "L4", "L20", "L40", "L40S", "T4", "V100", "P100", "P40", "P4",
+];
+
+/// The family from the name `nvidia-smi` reports (`NVIDIA H100 80GB HBM3`, `NVIDIA RTX A6000`).
+pub fn card_family(gpu_name: &str) -> CardFamily {
+    let upper = gpu_name.to_ascii_uppercase();
+    let words: Vec<&str> = upper
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let has = |w: &str| words.contains(&w);
+    if has("GEFORCE") || has("TITAN") {
+        return CardFamily::GeForce;
+    }
+    if has("TESLA") || words.iter().any(|w| DATA_CENTER_MODELS.contains(w)) {
+        return CardFamily::DataCenter;
+    }
+    // NVIDIA/cuda-python CI installs the data-center package on these two workstation cards.
+    let joined = words.join(" ");
+    if joined.contains("RTX A6000") || joined.contains("RTX 6000 ADA") {
+        return CardFamily::DataCenter;
+    }
+    if has("PRO") && has("RTX") {
+        return CardFamily::GeForce;
+    }
+    if has("QUADRO") || has("RTX") && words.iter().any(|w| is_workstation_model(w)) {
+        return CardFamily::RtxWorkstation;
+    }
+    CardFamily::GeForce
+}
+
+/// `A4000`, `A5500`, `4000` (RTX 4000 Ada), `2000`: workstation model numbers.
+fn is_workstation_model(word: &str) -> bool {
+    let digits = word.strip_prefix('A').unwrap_or(word);
+    digits.len() == 4 && digits.ends_with("000") || digits.len() == 4 && digits.ends_with("500")
+}
+
+/// NVIDIA's download URL for a Windows driver version and card family.
+pub fn driver_url(version: &Version, family: CardFamily) -> String {
+    let v = version.to_string();
+    match family {
+        CardFamily::GeForce => format!(
+            "https://us.download.nvidia.com/Windows/{v}/{v}-desktop-win10-win11-64bit-international-dch-whql.exe"
+        ),
+        CardFamily::RtxWorkstation => format!(
+            "https://us.download.nvidia.com/Windows/Quadro_Certified/{v}/{v}-quadro-rtx-desktop-notebook-win10-win11-64bit-international-dch-whql.exe"
+        ),
+        CardFamily::DataCenter => format!(
+            "https://us.download.nvidia.com/tesla/{v}/{v}-data-center-tesla-desktop-win10-win11-64bit-dch-international.exe"
+        ),
+    }
+}
+
+/// The driver URL `pin` writes: per card family when the GPU's name is known, else GeForce's.
+pub fn driver_url_for(version: &Version, gpu_name: Option<&str>) -> String {
+    driver_url(version, gpu_name.map_or(CardFamily::GeForce, card_family))
+}
+
+/// `check`'s Windows installer rules: the toolkit step needs `-n`, or the CUDA installer may
+/// reboot the machine by itself in the middle of the chain.
+pub fn check_rules(m: &Manifest) -> Vec<Problem> {
+    if m.os != crate::compat::Os::Windows {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if !m.toolkit.run.iter().any(|a| a == TOOLKIT_NO_REBOOT) {
+        out.push(Problem::error(
+            "toolkit.run",
+            "the CUDA installer needs `-n` next to `-s`: without it a silent install may reboot the machine by itself in the middle of the chain (NVIDIA's CUDA Installation Guide for Windows)",
+        ));
+    }
+    if !m
+        .driver
+        .run
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case("-noeula"))
+    {
+        out.push(Problem::warning(
+            "driver.run",
+            "NVIDIA's own CI passes `-noeula` to the driver's silent setup (`-s -noreboot -noeula`)",
+        ));
+    }
+    out
+}
+
+/// The registry value that lifts MAX_PATH (260 characters) for programs that opt in, as
+/// Python and pip do.
+pub const LONG_PATHS_QUERY: [&str; 4] = [
+    "query",
+    r"HKLM\SYSTEM\CurrentControlSet\Control\FileSystem",
+    "/v",
+    "LongPathsEnabled",
+];
+
+/// The longest venv root that keeps a torch wheel's files under MAX_PATH without
+/// `LongPathsEnabled`: 260 less the deepest relative path, taken as 190 characters below the
+/// venv (`Lib\site-packages\torch\include\…` headers in torch 2.x wheels come to about 170; the
+/// rest is margin). An estimate, not a measurement of every wheel.
+pub const SHORT_VENV_ROOT: usize = 70;
+
+/// `reg query … /v LongPathsEnabled` output → whether it is 1; `None` when the value is absent
+/// or unreadable.
+pub fn parse_long_paths_enabled(reg_output: &str) -> Option<bool> {
+    let line = reg_output
+        .lines()
+        .find(|l| l.trim_start().starts_with("LongPathsEnabled"))?;
+    let value = line.split_whitespace().last()?;
+    let number = value.strip_prefix("0x").unwrap_or(value);
+    u32::from_str_radix(number, 16).ok().map(|v| v == 1)
+}
+
+/// Whether pip can write the library's files: long paths enabled, or a venv root short enough.
+/// `None` when nothing stands in the way; otherwise what to do.
+pub fn long_path_problem(enabled: Option<bool>, venv: Option<&str>) -> Option<String> {
+    let venv = venv?;
+    if enabled == Some(true) || venv.chars().count() <= SHORT_VENV_ROOT {
+        return None;
+    }
+    Some(format!(
+        "the venv `{venv}` is {} characters long and LongPathsEnabled is not set: pip would fail \
+         on the library's deepest files (MAX_PATH is 260). Set \
+         HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem\\LongPathsEnabled to 1 \
+         (`reg add HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem /v LongPathsEnabled /t REG_DWORD /d 1 /f`), \
+         or give `library.venv` a root of at most {SHORT_VENV_ROOT} characters such as C:\\stackpin\\<stack>",
+        venv.chars().count()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Version {
+        Version::parse(s).expect("version")
+    }
+
+    #[test]
+    fn cuda_13_lists_crt_and_nvvm_apart_from_nvcc_and_no_thrust() {
+        let list = toolkit_subpackages("13.0");
+        for name in [
+            "nvcc_13.0",
+            "crt_13.0",
+            "nvvm_13.0",
+            "cudart_13.0",
+            "nvjitlink_13.0",
+        ] {
+            assert!(list.contains(&name.to_string()), "{name} in {list:?}");
+        }
+        assert!(!list.iter().any(|p| p.starts_with("thrust")), "{list:?}");
+        assert!(!list.iter().any(|p| p.starts_with("Display")), "{list:?}");
+    }
+
+    #[test]
+    fn cuda_12_is_pytorchs_list_with_nvjitlink() {
+        let list = toolkit_subpackages("12.4");
+        assert_eq!(list.len(), CUDA_12_SUBPACKAGES.len());
+        for name in [
+            "nvcc_12.4",
+            "thrust_12.4",
+            "nvjitlink_12.4",
+            "cublas_dev_12.4",
+        ] {
+            assert!(list.contains(&name.to_string()), "{name} in {list:?}");
+        }
+        assert!(!list.iter().any(|p| p.starts_with("crt_")), "{list:?}");
+        assert!(
+            !toolkit_subpackages("11.8")
+                .iter()
+                .any(|p| p.starts_with("nvjitlink"))
+        );
+    }
+
+    #[test]
+    fn the_toolkit_step_is_silent_and_never_reboots_by_itself() {
+        let run = toolkit_run("12.4");
+        assert_eq!(&run[..3], ["{installer}", "-s", "-n"]);
+    }
+
+    #[test]
+    fn the_driver_step_accepts_the_eula_and_reads_1_as_reboot() {
+        assert_eq!(driver_run(), ["{installer}", "-s", "-noreboot", "-noeula"]);
+        assert!(driver_exit_codes().reboot.contains(&1));
+    }
+
+    #[test]
+    fn card_names_map_to_their_driver_package() {
+        use CardFamily::*;
+        let cases = [
+            ("NVIDIA GeForce RTX 4090", GeForce),
+            ("NVIDIA GeForce RTX 3060 Laptop GPU", GeForce),
+            ("NVIDIA TITAN RTX", GeForce),
+            ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", GeForce),
+            ("NVIDIA H100 80GB HBM3", DataCenter),
+            ("NVIDIA A100-SXM4-40GB", DataCenter),
+            ("NVIDIA L4", DataCenter),
+            ("Tesla T4", DataCenter),
+            ("Tesla V100-PCIE-16GB", DataCenter),
+            ("NVIDIA RTX A6000", DataCenter),
+            ("NVIDIA RTX 6000 Ada Generation", DataCenter),
+            ("NVIDIA RTX A4000", RtxWorkstation),
+            ("NVIDIA RTX 4000 Ada Generation", RtxWorkstation),
+            ("Quadro RTX 5000", RtxWorkstation),
+            ("NVIDIA GeForce GTX 1080 Ti", GeForce),
+        ];
+        for (name, family) in cases {
+            assert_eq!(card_family(name), family, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_long_venv_without_long_paths_is_stopped_before_the_chain() {
+        let long = r"C:\Users\someone.with.a.long.name\AppData\Local\stackpin\venvs\torch-2.14.0-cu130-windows";
+        assert!(long.len() > SHORT_VENV_ROOT);
+        let why = long_path_problem(Some(false), Some(long)).expect("stopped");
+        assert!(why.contains("LongPathsEnabled"), "{why}");
+        assert!(
+            long_path_problem(None, Some(long)).is_some(),
+            "unknown is not enabled"
+        );
+        assert_eq!(long_path_problem(Some(true), Some(long)), None);
+        assert_eq!(
+            long_path_problem(Some(false), Some(r"C:\stackpin\torch-2.14.0-cu130-windows")),
+            None,
+            "a short root needs no long paths"
+        );
+        assert_eq!(
+            long_path_problem(Some(false), None),
+            None,
+            "no venv, no pip"
+        );
+    }
+
+    #[test]
+    fn reg_query_output_says_whether_long_paths_are_on() {
+        let on = "\r\nHKEY_LOCAL_MACHINE\\SYSTEM\\CurrentControlSet\\Control\\FileSystem\r\n    LongPathsEnabled    REG_DWORD    0x1\r\n\r\n";
+        assert_eq!(parse_long_paths_enabled(on), Some(true));
+        assert_eq!(
+            parse_long_paths_enabled(&on.replace("0x1", "0x0")),
+            Some(false)
+        );
+        assert_eq!(
+            parse_long_paths_enabled(
+                "ERROR: The system was unable to find the specified registry key or value."
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn data_center_urls_follow_nvidias_tesla_path() {
+        let url = driver_url_for(&v("581.15"), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(
+            url,
+            "https://us.download.nvidia.com/tesla/581.15/581.15-data-center-tesla-desktop-win10-win11-64bit-dch-international.exe"
+        );
+        assert!(driver_url_for(&v("581.15"), None).contains("/Windows/581.15/581.15-desktop-"));
+        assert!(
+            driver_url_for(&v("581.15"), Some("NVIDIA RTX A4000")).contains("Quadro_Certified")
+        );
+    }
+}
