@@ -3,8 +3,6 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::anyhow;
 use clap::Parser;
@@ -249,14 +247,9 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     {
         confirm(&m, &plan.reinstall)?;
     }
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let flag = Arc::clone(&interrupted);
-        let _ = ctrlc::set_handler(move || {
-            flag.store(true, Ordering::Relaxed);
-            eprintln!("\ninterrupted: waiting for the running installer to finish, then stopping");
-        });
-    }
+    let interrupted = crate::exec::interrupt::on_ctrl_c(
+        "waiting for the running installer to finish, then stopping",
+    );
     let host = LiveHost::new(args.gpu, &m);
     let quiet = global.quiet || global.json;
     let install_reporter = super::install_cmd::CliReporter { quiet };

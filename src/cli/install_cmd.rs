@@ -2,8 +2,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::anyhow;
 
@@ -226,15 +224,9 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
             )));
         }
     }
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let flag = Arc::clone(&interrupted);
-        // A second handler registration fails harmlessly (e.g. `up` after `fetch`).
-        let _ = ctrlc::set_handler(move || {
-            flag.store(true, Ordering::Relaxed);
-            eprintln!("\ninterrupted: waiting for the running installer to finish, then stopping");
-        });
-    }
+    let interrupted = crate::exec::interrupt::on_ctrl_c(
+        "waiting for the running installer to finish, then stopping",
+    );
     let options = InstallOptions {
         dry_run: args.dry_run,
         force: args.force.clone(),
@@ -282,8 +274,9 @@ fn reboot_now(m: &crate::manifest::Manifest, args: &InstallArgs) -> Result<(), F
         .map_err(|e| Failure::external(anyhow!(e).context("writing the resume unit")))?;
     }
     for cmd in reboot::register_and_reboot(m.os, &argv, &workdir) {
-        let status = std::process::Command::new(&cmd[0]).args(&cmd[1..]).status();
-        if !status.is_ok_and(|s| s.success()) {
+        let spec = crate::exec::Spec::captured(&cmd[0], &cmd[1..], REBOOT_COMMAND_TIMEOUT);
+        let finished = crate::exec::run(spec);
+        if !finished.is_ok_and(|f| f.end == crate::exec::End::Exited(0)) {
             return Err(Failure::external(anyhow!(
                 "`{}` failed; reboot by hand, then run the same command again",
                 shell_words(&cmd)
@@ -292,6 +285,10 @@ fn reboot_now(m: &crate::manifest::Manifest, args: &InstallArgs) -> Result<(), F
     }
     Ok(())
 }
+
+/// How long registering the resume and asking for the reboot may take (`systemctl`, `reg`,
+/// `shutdown` answer in seconds).
+const REBOOT_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 pub fn run(args: &InstallArgs, global: &GlobalArgs) -> CmdResult {
     let report = run_install(args, global)?;

@@ -176,6 +176,7 @@ fn run_prove(
 }
 
 pub fn run(args: &ProveArgs, global: &GlobalArgs) -> CmdResult {
+    let _ = crate::exec::interrupt::on_ctrl_c("waiting for the example to finish");
     let proven = run_prove(&args.manifest, &args.options, global)?;
     if global.json {
         print_json(&proven.record)?;

@@ -363,10 +363,13 @@ fn judge(
     after: &Proof,
 ) -> (LayerAction, LayerStatus, Option<ChainEnd>) {
     match run.status {
-        StepStatus::Failed | StepStatus::TimedOut => {
+        StepStatus::Failed | StepStatus::TimedOut | StepStatus::Interrupted => {
             let why = match (run.status, run.code) {
                 (StepStatus::TimedOut, _) => {
-                    "the installer ran past its timeout and was stopped".to_string()
+                    "the installer ran past its timeout and was stopped, with every process it started".to_string()
+                }
+                (StepStatus::Interrupted, _) => {
+                    "Ctrl-C was pressed twice: the installer and every process it started were stopped".to_string()
                 }
                 (_, Some(code)) => format!("the installer exited with code {code}"),
                 (_, None) => "the installer was killed by a signal".to_string(),
