@@ -21,8 +21,10 @@ pub const PLAN_EXAMPLES: &str = "\
 Examples:
   stackpin plan manifests/torch-2.5.1-cu124-linux.yaml
   stackpin plan manifests/torch-2.5.1-cu124-linux.yaml --gpu 1 --json
+  stackpin plan manifests/torch-2.5.1-cu124-linux.yaml --probe
 
-Read-only: runs nothing but the host probes. Exit 0 unless a layer is blocked (1).";
+Read-only: runs nothing but the host probes; a layer's `verify:` command (code from the
+manifest) is shown, not run, unless --probe is given. Exit 0 unless a layer is blocked (1).";
 
 pub const INSTALL_EXAMPLES: &str = "\
 Examples:
@@ -41,6 +43,10 @@ pub struct PlanArgs {
     /// The GPU to check (index); default: the first that CUDA_VISIBLE_DEVICES allows.
     #[arg(long)]
     pub gpu: Option<u32>,
+    /// Also run the manifest's `verify:` commands (code from the manifest: without this flag
+    /// `plan` is read-only and only shows them).
+    #[arg(long)]
+    pub probe: bool,
 }
 
 /// Arguments of `install` (and `up`).
@@ -63,6 +69,9 @@ pub struct InstallArgs {
     /// The GPU to prove against (index).
     #[arg(long)]
     pub gpu: Option<u32>,
+    /// When another stackpin is working on this stack, exit 1 at once instead of waiting.
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
@@ -73,6 +82,11 @@ pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
         _ => not_fetched(&m, &stack),
     };
     let host = LiveHost::new(args.gpu, &m);
+    let host = if args.probe {
+        host
+    } else {
+        host.without_verify_commands()
+    };
     let plan = plan::plan(&m, stack.root(), &host, &files).map_err(Failure::input)?;
     let no_archive = !stack.lock_path().exists();
     if global.json {
@@ -201,6 +215,40 @@ impl InstallReporter for CliReporter {
     }
 }
 
+/// Takes the stack's lock (the one `fetch` takes), so two installs, repairs or `up`s of one
+/// stack never run side by side: waits with a message, or with `no_wait` exits 1 at once.
+/// A stack that was never fetched has no folder and nothing to guard: `install` says so next.
+pub(super) fn take_stack_lock(
+    stack: &StackDir,
+    no_wait: bool,
+    global: &GlobalArgs,
+) -> Result<Option<crate::archive::StackLock>, Failure> {
+    if !stack.root().is_dir() {
+        return Ok(None);
+    }
+    struct Waiting(bool);
+    impl crate::archive::Progress for Waiting {
+        fn started(&self, _: &str, _: Option<u64>) {}
+        fn advanced(&self, _: &str, _: u64) {}
+        fn finished(&self, _: &str) {}
+        fn note(&self, text: &str) {
+            if !self.0 {
+                eprintln!("{text}");
+            }
+        }
+    }
+    stack
+        .lock_or_fail(!no_wait, &Waiting(global.quiet || global.json))
+        .map(Some)
+        .map_err(|e| {
+            if e.is_problem() {
+                Failure::problem(e)
+            } else {
+                Failure::external(e)
+            }
+        })
+}
+
 /// Runs the chain; `up` calls this between fetch and prove.
 pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallReport, Failure> {
     let m = require_valid(&args.manifest)?;
@@ -224,6 +272,11 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
             )));
         }
     }
+    let _busy = if args.dry_run {
+        None
+    } else {
+        take_stack_lock(&stack, args.no_wait, global)?
+    };
     let interrupted = crate::exec::interrupt::on_ctrl_c(
         "waiting for the running installer to finish, then stopping",
     );

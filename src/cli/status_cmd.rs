@@ -52,6 +52,9 @@ pub enum Stage {
     RebootPending,
     /// A layer's installer or proof failed; the next `install`/`up` retries it.
     Failed,
+    /// stackpin was stopped while a layer's step ran (`kill -9`, a power loss): that layer is in
+    /// an unknown state until `install` runs it again.
+    Interrupted,
     /// All three layers are installed; no proven-stack record yet.
     Installed,
     /// A proven-stack record exists.
@@ -66,6 +69,8 @@ pub struct AuditCounts {
     pub corrupt: usize,
     pub unexpected: usize,
     pub partial: usize,
+    /// Lock lines that disagree with the manifest's pin.
+    pub untrusted: usize,
 }
 
 impl AuditCounts {
@@ -77,12 +82,13 @@ impl AuditCounts {
             corrupt: count(FileStatus::Corrupt),
             unexpected: count(FileStatus::Unexpected),
             partial: count(FileStatus::Partial),
+            untrusted: count(FileStatus::Untrusted),
         }
     }
 
     /// Missing and corrupt files fail an audit; strays and partials are only reported.
     fn passed(&self) -> bool {
-        self.missing == 0 && self.corrupt == 0
+        self.missing == 0 && self.corrupt == 0 && self.untrusted == 0
     }
 }
 
@@ -141,6 +147,7 @@ impl StackStatus {
     fn has_problem(&self) -> bool {
         !self.problems.is_empty()
             || self.stage == Stage::Failed
+            || self.stage == Stage::Interrupted
             || self.audit.is_some_and(|a| !a.passed())
     }
 }
@@ -151,6 +158,8 @@ pub fn stage_of(lock: bool, state: &ChainState, proven: bool) -> Stage {
         Layer::ORDER.iter().map(|&l| state.status(l)).collect();
     if statuses.contains(&Some(LayerStatus::Failed)) {
         Stage::Failed
+    } else if statuses.contains(&Some(LayerStatus::Running)) {
+        Stage::Interrupted
     } else if statuses.contains(&Some(LayerStatus::RebootPending)) {
         Stage::RebootPending
     } else if proven {
@@ -172,7 +181,16 @@ pub fn stack_status(stack: &StackDir, manifest: Option<&Manifest>, threads: usiz
     let lock = stack.lock_path().is_file();
     let audit = if lock {
         match archive::audit_stack(stack, manifest, threads, &Silent) {
-            Ok(report) => Some(AuditCounts::of(&report)),
+            Ok(report) => {
+                problems.extend(
+                    report
+                        .files
+                        .iter()
+                        .filter_map(|f| f.pin_conflict.clone())
+                        .map(|c| c.into_error().to_string()),
+                );
+                Some(AuditCounts::of(&report))
+            }
             Err(e) => {
                 problems.push(e.to_string());
                 None
@@ -181,10 +199,19 @@ pub fn stack_status(stack: &StackDir, manifest: Option<&Manifest>, threads: usiz
     } else {
         None
     };
-    let install = ChainState::load(&stack.state_path()).unwrap_or_else(|e| {
+    let mut install = ChainState::load(&stack.state_path()).unwrap_or_else(|e| {
         problems.push(e.to_string());
         ChainState::default()
     });
+    // A layer marked running while no stackpin holds the stack's lock was cut off mid-step.
+    let busy = stack.root().is_dir() && matches!(stack.try_lock(), Ok(None));
+    if busy {
+        install
+            .layers
+            .retain(|_, st| st.status != LayerStatus::Running);
+    } else {
+        problems.extend(crate::install::interrupted_steps(&install));
+    }
     let record_path = stack.proven_stack_path();
     let proven = if record_path.is_file() {
         match ProvenStack::read(&record_path) {
@@ -297,6 +324,7 @@ fn stage_word(stage: Stage) -> &'static str {
         Stage::Installing => "installing",
         Stage::RebootPending => "reboot pending",
         Stage::Failed => "FAILED",
+        Stage::Interrupted => "INTERRUPTED",
         Stage::Installed => "installed, not proven",
         Stage::Proven => "proven",
     }
@@ -306,12 +334,13 @@ fn print_human(s: &StackStatus) {
     println!("{}: {}", s.stack, stage_word(s.stage));
     match &s.audit {
         Some(a) => println!(
-            "  archive: stack.lock; {} ok, {} missing, {} corrupt, {} unexpected, {} partial{}",
+            "  archive: stack.lock; {} ok, {} missing, {} corrupt, {} unexpected, {} partial, {} untrusted{}",
             a.ok,
             a.missing,
             a.corrupt,
             a.unexpected,
             a.partial,
+            a.untrusted,
             if a.passed() {
                 ""
             } else {
@@ -328,6 +357,7 @@ fn print_human(s: &StackStatus) {
                 Some(LayerStatus::Done) => "done",
                 Some(LayerStatus::RebootPending) => "reboot pending",
                 Some(LayerStatus::Failed) => "failed",
+                Some(LayerStatus::Running) => "INTERRUPTED mid-step",
             };
             format!("{l} {word}")
         })
