@@ -117,7 +117,15 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
             exams
         }
     };
-    let ok = exams.iter().all(|e| e.ok);
+    // A layer left marked running by a stackpin that was stopped mid-step is in an unknown state.
+    let interrupted: Vec<String> = exams
+        .iter()
+        .flat_map(|e| interrupted_in(&archive, &e.stack))
+        .collect();
+    for line in &interrupted {
+        eprintln!("interrupted: {line}");
+    }
+    let ok = exams.iter().all(|e| e.ok) && interrupted.is_empty();
     if global.json {
         match (args.all, exams.first()) {
             (false, Some(one)) => print_json(one)?,
@@ -132,6 +140,18 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
         }
     }
     Ok(if ok { Exit::Ok } else { Exit::Problem })
+}
+
+/// The steps of `stack` that an earlier run left marked running, unless a stackpin holds the
+/// stack's lock now (then they are simply running).
+fn interrupted_in(archive: &std::path::Path, stack: &str) -> Vec<String> {
+    let dir = StackDir::new(archive, stack);
+    if !dir.root().is_dir() || matches!(dir.try_lock(), Ok(None)) {
+        return Vec::new();
+    }
+    crate::install::state::ChainState::load(&dir.state_path())
+        .map(|state| crate::install::interrupted_steps(&state))
+        .unwrap_or_default()
 }
 
 fn print_examination(exam: &Examination) {

@@ -277,6 +277,14 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
     } else {
         take_stack_lock(&stack, args.no_wait, global)?
     };
+    // Holding the lock, a layer still marked running was cut off mid-step by an earlier run.
+    if !global.quiet
+        && let Ok(state) = install::state::ChainState::load(&stack.state_path())
+    {
+        for line in install::interrupted_steps(&state) {
+            eprintln!("note: {line}");
+        }
+    }
     let interrupted = crate::exec::interrupt::on_ctrl_c(
         "waiting for the running installer to finish, then stopping",
     );

@@ -317,6 +317,21 @@ fn run_layer(
     commands: &[PlannedCommand],
     reporter: &dyn InstallReporter,
 ) -> Result<LayerRun, InstallError> {
+    // Every file the manifest names for this layer must be archived and locked: a layer whose
+    // installer is not in the archive has nothing verified to run.
+    for installer in m.installers(layer) {
+        let file = installer.file_name().unwrap_or_default();
+        if lock.find(layer, &file).is_none() {
+            return Err(InstallError::Refused {
+                layer,
+                source: ArchiveError::Missing {
+                    layer,
+                    path: stack.file_path(layer, &file),
+                    file,
+                },
+            });
+        }
+    }
     if layer == Layer::Library && m.library.pip.is_some() {
         write_pip_requirements(m, stack, lock)?;
     }
@@ -402,6 +417,11 @@ fn staging_dir(stack: &StackDir) -> std::io::Result<tempfile::TempDir> {
     let builder = {
         let mut b = tempfile::Builder::new();
         b.prefix(".staging-");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            b.permissions(std::fs::Permissions::from_mode(0o700));
+        }
         b
     };
     if cfg!(windows) {
