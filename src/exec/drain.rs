@@ -23,13 +23,20 @@ pub const SHOWN_LINE_CHARS: usize = 400;
 
 const CHUNK: usize = 64 * 1024;
 
-/// The last [`TAIL_BYTES`] bytes a child printed.
+/// The last bytes a child printed, [`TAIL_BYTES`] per pipe: a flood on stdout never pushes
+/// the error that stderr printed last out of the message.
 #[derive(Debug, Clone, Default)]
 pub struct Tail {
+    stdout: Ring,
+    stderr: Ring,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Ring {
     bytes: std::collections::VecDeque<u8>,
 }
 
-impl Tail {
+impl Ring {
     fn push(&mut self, chunk: &[u8]) {
         let chunk = &chunk[chunk.len().saturating_sub(TAIL_BYTES)..];
         let overflow = (self.bytes.len() + chunk.len()).saturating_sub(TAIL_BYTES);
@@ -37,13 +44,32 @@ impl Tail {
         self.bytes.extend(chunk);
     }
 
-    /// The tail as text (lossy), at most [`TAIL_BYTES`] bytes.
-    pub fn text(&self) -> String {
+    fn text(&self) -> String {
         let (a, b) = self.bytes.as_slices();
         let mut all = Vec::with_capacity(a.len() + b.len());
         all.extend_from_slice(a);
         all.extend_from_slice(b);
         String::from_utf8_lossy(&all).into_owned()
+    }
+}
+
+impl Tail {
+    fn push(&mut self, pipe: Pipe, chunk: &[u8]) {
+        match pipe {
+            Pipe::Stdout => self.stdout.push(chunk),
+            Pipe::Stderr => self.stderr.push(chunk),
+        }
+    }
+
+    /// The tail as text (lossy): stdout's last bytes, then stderr's (where errors are), each at
+    /// most [`TAIL_BYTES`].
+    pub fn text(&self) -> String {
+        let (out, err) = (self.stdout.text(), self.stderr.text());
+        match (out.is_empty(), err.is_empty()) {
+            (_, true) => out,
+            (true, false) => err,
+            (false, false) => format!("{}\n{err}", out.trim_end_matches('\n')),
+        }
     }
 }
 
@@ -143,7 +169,7 @@ fn spawn(
 ) {
     let (tail, tx, open) = (Arc::clone(tail), tx.clone(), open.cloned());
     std::thread::spawn(move || {
-        let kept = pump(pipe, sink, &tail);
+        let kept = pump(pipe, which, sink, &tail);
         if let Some(open) = open {
             open.store(false, Ordering::SeqCst);
         }
@@ -152,7 +178,7 @@ fn spawn(
 }
 
 /// Reads until EOF or an error; returns what a `Keep` sink kept.
-fn pump(mut pipe: impl Read, mut sink: Sink, tail: &Mutex<Tail>) -> Vec<u8> {
+fn pump(mut pipe: impl Read, which: Pipe, mut sink: Sink, tail: &Mutex<Tail>) -> Vec<u8> {
     let mut buf = vec![0u8; CHUNK];
     let mut kept = Vec::new();
     let mut line = Vec::new();
@@ -165,7 +191,7 @@ fn pump(mut pipe: impl Read, mut sink: Sink, tail: &Mutex<Tail>) -> Vec<u8> {
         };
         let chunk = &buf[..n];
         if let Ok(mut t) = tail.lock() {
-            t.push(chunk);
+            t.push(which, chunk);
         }
         match &mut sink {
             Sink::Log(file) => {
@@ -217,11 +243,20 @@ mod tests {
     #[test]
     fn the_tail_keeps_only_the_last_bytes() {
         let mut tail = Tail::default();
-        tail.push(&vec![b'a'; TAIL_BYTES * 3]);
-        tail.push(b"\nthe end\n");
+        tail.push(Pipe::Stdout, &vec![b'a'; TAIL_BYTES * 3]);
+        tail.push(Pipe::Stdout, b"\nthe end\n");
         let text = tail.text();
         assert_eq!(text.len(), TAIL_BYTES);
         assert!(text.ends_with("the end\n"));
+    }
+
+    #[test]
+    fn a_flood_on_stdout_never_pushes_out_the_last_error() {
+        let mut tail = Tail::default();
+        tail.push(Pipe::Stderr, b"ERROR: disk full\n");
+        tail.push(Pipe::Stdout, &vec![b'x'; TAIL_BYTES * 4]);
+        let lines = tail_lines(&tail.text(), 15);
+        assert_eq!(lines.last().map(String::as_str), Some("ERROR: disk full"));
     }
 
     #[test]
