@@ -330,6 +330,7 @@ impl System for FakeSystem {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use std::time::Instant;
 
     #[cfg(unix)]

@@ -511,6 +511,12 @@ fn a_300_mb_line_keeps_rss_bounded_and_prints_a_bounded_tail() {
         "{}",
         &done.stderr[..done.stderr.len().min(2000)]
     );
+    eprintln!(
+        "300 MB line: peak RSS {} KiB, stderr {} bytes, {:?}",
+        done.peak_rss_kib,
+        done.stderr.len(),
+        done.took
+    );
     assert!(
         done.peak_rss_kib < 128 * 1024,
         "peak RSS {} KiB",
