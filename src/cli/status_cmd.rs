@@ -140,6 +140,8 @@ pub struct StackStatus {
     pub proven: Option<ProvenSummary>,
     /// Files that could not be read, each with what to do.
     pub problems: Vec<String>,
+    /// Whether another stackpin (a fetch, install, repair or up) holds the stack's lock now.
+    pub busy: bool,
 }
 
 impl StackStatus {
@@ -199,17 +201,13 @@ pub fn stack_status(stack: &StackDir, manifest: Option<&Manifest>, threads: usiz
     } else {
         None
     };
-    let mut install = ChainState::load(&stack.state_path()).unwrap_or_else(|e| {
+    let install = ChainState::load(&stack.state_path()).unwrap_or_else(|e| {
         problems.push(e.to_string());
         ChainState::default()
     });
     // A layer marked running while no stackpin holds the stack's lock was cut off mid-step.
     let busy = stack.root().is_dir() && matches!(stack.try_lock(), Ok(None));
-    if busy {
-        install
-            .layers
-            .retain(|_, st| st.status != LayerStatus::Running);
-    } else {
+    if !busy {
         problems.extend(crate::install::interrupted_steps(&install));
     }
     let record_path = stack.proven_stack_path();
@@ -227,7 +225,11 @@ pub fn stack_status(stack: &StackDir, manifest: Option<&Manifest>, threads: usiz
     StackStatus {
         stack: stack.name(),
         path: stack.root().to_path_buf(),
-        stage: stage_of(lock, &install, proven.is_some()),
+        stage: match stage_of(lock, &install, proven.is_some()) {
+            Stage::Interrupted if busy => Stage::Installing,
+            stage => stage,
+        },
+        busy,
         lock,
         audit,
         install,
@@ -357,6 +359,7 @@ fn print_human(s: &StackStatus) {
                 Some(LayerStatus::Done) => "done",
                 Some(LayerStatus::RebootPending) => "reboot pending",
                 Some(LayerStatus::Failed) => "failed",
+                Some(LayerStatus::Running) if s.busy => "running now",
                 Some(LayerStatus::Running) => "INTERRUPTED mid-step",
             };
             format!("{l} {word}")

@@ -435,6 +435,14 @@ fn a_killed_install_is_seen_as_interrupted_never_as_done() {
     let run = vault.watch(&["install", "--yes", "--force", "toolkit"], "killed");
     wait_for_start(&log);
     let installer = pid_in(&PathBuf::from(format!("{}.pid", log.display())));
+    // While the install holds the stack, its step is running, not interrupted.
+    let during = vault.run(&["status"]);
+    assert!(
+        text(&during).contains("toolkit running now"),
+        "{}",
+        text(&during)
+    );
+    assert!(!text(&during).contains("interrupted"), "{}", text(&during));
     signal(run.pid(), "KILL");
     let _ = run.finish(Duration::from_secs(10), &[]);
     // The installer runs in a process group of its own, which stackpin's kill -9 did not reach.
