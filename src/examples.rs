@@ -146,10 +146,15 @@ mod tests {
     /// bundled script would otherwise only show on a GPU workstation.
     #[test]
     fn bundled_scripts_compile_with_python3() {
-        let probe = std::process::Command::new("python3")
-            .arg("--version")
-            .output();
-        if !probe.is_ok_and(|o| o.status.success()) {
+        let python = |args: Vec<std::ffi::OsString>| {
+            crate::exec::run(crate::exec::Spec::captured(
+                "python3",
+                args,
+                std::time::Duration::from_secs(60),
+            ))
+        };
+        let probe = python(vec!["--version".into()]);
+        if !probe.is_ok_and(|f| f.end == crate::exec::End::Exited(0)) {
             eprintln!("skipped: python3 is not on PATH, the scripts were not byte-compiled");
             return;
         }
@@ -158,15 +163,15 @@ mod tests {
         for script in BUNDLED {
             let path = dir.join(script.name);
             let cfile = stack.path().join(format!("{}.pyc", script.name));
-            let out = std::process::Command::new("python3")
-                .arg("-c")
-                .arg("import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)")
-                .arg(&path)
-                .arg(&cfile)
-                .output()
-                .expect("python3 runs");
+            let out = python(vec![
+                "-c".into(),
+                "import py_compile, sys; py_compile.compile(sys.argv[1], cfile=sys.argv[2], doraise=True)".into(),
+                path.into(),
+                cfile.into(),
+            ])
+            .expect("python3 runs");
             assert!(
-                out.status.success(),
+                out.end == crate::exec::End::Exited(0),
                 "{} does not compile:\n{}",
                 script.name,
                 String::from_utf8_lossy(&out.stderr)

@@ -13,6 +13,7 @@ pub mod deployment;
 pub mod diagnose;
 pub mod doctor;
 pub mod examples;
+pub mod exec;
 pub mod exit;
 pub mod fsutil;
 pub mod host;

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
-use super::layout::hash_file;
+use super::layout::{PinConflict, hash_file, pin_conflict};
 use super::{ArchiveError, Progress, StackDir};
 use crate::manifest::{Layer, Manifest};
 
@@ -26,12 +26,18 @@ pub enum FileStatus {
     Unexpected,
     /// A left-over `.partial` of an interrupted download.
     Partial,
+    /// Its lock line disagrees with the manifest's pin: the file and its lock line were changed
+    /// together, or the pin after the fetch. Never run, whatever the bytes hash to.
+    Untrusted,
 }
 
 impl FileStatus {
     /// Missing and corrupt files make an audit fail; the others are only reported.
     pub fn is_failure(self) -> bool {
-        matches!(self, FileStatus::Missing | FileStatus::Corrupt)
+        matches!(
+            self,
+            FileStatus::Missing | FileStatus::Corrupt | FileStatus::Untrusted
+        )
     }
 }
 
@@ -44,6 +50,9 @@ pub struct FileAudit {
     pub expected: Option<String>,
     pub actual: Option<String>,
     pub size: Option<u64>,
+    /// For `untrusted`: the pin, the lock's hash and the field that pins the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pin_conflict: Option<PinConflict>,
 }
 
 /// The verdicts of one stack, in lock order, then the files the lock does not know.
@@ -66,6 +75,7 @@ struct Job {
     layer: Layer,
     file: String,
     expected: String,
+    conflict: Option<PinConflict>,
 }
 
 /// Audits one stack folder; `manifest`, when given, adds its pins and its not-yet-fetched files.
@@ -88,6 +98,7 @@ pub fn audit_stack(
             layer: e.layer,
             file: e.file.clone(),
             expected: e.sha256.to_ascii_lowercase(),
+            conflict: manifest.and_then(|m| pin_conflict(m, e)),
         })
         .collect();
     let mut files = Vec::new();
@@ -108,6 +119,7 @@ pub fn audit_stack(
                         expected: pin,
                         actual: None,
                         size: None,
+                        pin_conflict: None,
                     }),
                 }
             }
@@ -167,10 +179,16 @@ fn audit_one(stack: &StackDir, job: &Job, progress: &dyn Progress) -> FileAudit 
     FileAudit {
         layer: job.layer,
         path: label,
-        status,
+        // Pin → lock comes first: a lock line that disagrees with the pin is never trusted.
+        status: if job.conflict.is_some() {
+            FileStatus::Untrusted
+        } else {
+            status
+        },
         expected: Some(job.expected.clone()),
         actual,
         size,
+        pin_conflict: job.conflict.clone(),
     }
 }
 
@@ -207,6 +225,7 @@ fn strays(stack: &StackDir, jobs: &[Job]) -> Result<Vec<FileAudit>, ArchiveError
                 expected: None,
                 actual: None,
                 size,
+                pin_conflict: None,
             });
         }
     }

@@ -244,13 +244,19 @@ pub fn unbundle(
             .map_err(|e| ArchiveError::io("syncing", &dest, e))?;
     }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let report = audit_stack(&staged, None, threads, progress)?;
+    // Pin → lock → bytes against the manifest that travels in the bundle: a file rewritten
+    // together with its lock line still disagrees with the pin.
+    let bundled = bundled_manifest(&staged).map_err(bad)?;
+    let report = audit_stack(&staged, bundled.as_ref(), threads, progress)?;
     if !report.ok() {
         let failed: Vec<String> = report
             .files
             .iter()
             .filter(|f| f.status.is_failure())
-            .map(|f| format!("{} {:?}", f.path, f.status).to_lowercase())
+            .map(|f| match &f.pin_conflict {
+                Some(c) => c.clone().into_error().to_string(),
+                None => format!("{} {:?}", f.path, f.status).to_lowercase(),
+            })
             .collect();
         return Err(ArchiveError::BundleFailedAudit {
             path: zip_path.to_path_buf(),
@@ -282,6 +288,17 @@ pub fn unbundle(
         ..report
     };
     Ok((target, report))
+}
+
+/// The bundle's `manifest.yaml`, when it has one (bundles always do; a hand-made zip may not).
+fn bundled_manifest(staged: &StackDir) -> Result<Option<crate::manifest::Manifest>, String> {
+    let path = staged.manifest_path();
+    if !path.is_file() {
+        return Ok(None);
+    }
+    crate::manifest::read(&path)
+        .map(Some)
+        .map_err(|e| format!("its manifest.yaml cannot be read ({e}); nothing was kept"))
 }
 
 #[cfg(test)]

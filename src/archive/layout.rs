@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::{ArchiveError, Progress};
-use crate::manifest::Layer;
+use crate::manifest::{Layer, Manifest};
 
 /// Version of the `stack.lock` format this build reads and writes.
 pub const LOCK_SCHEMA: u32 = 1;
@@ -96,9 +96,35 @@ impl StackDir {
         Ok(())
     }
 
-    /// Takes the stack's file lock, waiting (after `progress.note`) while another process has it.
-    /// The OS releases it when the holder exits, even after `kill -9`.
-    pub fn lock(&self, progress: &dyn Progress) -> Result<StackLock, ArchiveError> {
+    /// Takes the stack's file lock without waiting: `None` while another process holds it
+    /// (a fetch, an install, a repair, an `up`).
+    pub fn try_lock(&self) -> Result<Option<StackLock>, ArchiveError> {
+        let (path, file) = self.busy_file()?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(StackLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(ArchiveError::io("taking the file lock", &path, e))
+            }
+        }
+    }
+
+    /// Takes the stack's file lock; with `wait` false, another holder is an error
+    /// ([`ArchiveError::Busy`]) instead of a wait.
+    pub fn lock_or_fail(
+        &self,
+        wait: bool,
+        progress: &dyn Progress,
+    ) -> Result<StackLock, ArchiveError> {
+        if wait {
+            return self.lock(progress);
+        }
+        self.try_lock()?.ok_or_else(|| ArchiveError::Busy {
+            dir: self.root.clone(),
+        })
+    }
+
+    fn busy_file(&self) -> Result<(PathBuf, File), ArchiveError> {
         // A separate, never-replaced file: stack.lock itself is replaced by rename, and a lock
         // on a replaced inode would protect nothing.
         let path = self.root.join(".stackpin-busy");
@@ -108,6 +134,13 @@ impl StackDir {
             .write(true)
             .open(&path)
             .map_err(|e| ArchiveError::io("opening the file lock", &path, e))?;
+        Ok((path, file))
+    }
+
+    /// Takes the stack's file lock, waiting (after `progress.note`) while another process has it.
+    /// The OS releases it when the holder exits, even after `kill -9`.
+    pub fn lock(&self, progress: &dyn Progress) -> Result<StackLock, ArchiveError> {
+        let (path, file) = self.busy_file()?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -269,6 +302,146 @@ pub fn verify_entry(stack: &StackDir, entry: &LockEntry) -> Result<PathBuf, Arch
         });
     }
     Ok(path)
+}
+
+/// A lock entry that disagrees with the manifest's pin: the file and its lock line were changed
+/// together (anyone who can write the archive can), or the pin was changed after the fetch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PinConflict {
+    pub layer: Layer,
+    pub file: String,
+    /// The manifest field that pins the file (`driver.installer.sha256`).
+    pub field: String,
+    pub pinned: String,
+    pub locked: String,
+}
+
+impl PinConflict {
+    /// The refusal, with both hashes and the fix.
+    pub fn into_error(self) -> ArchiveError {
+        ArchiveError::PinMismatch {
+            layer: self.layer,
+            file: self.file,
+            field: self.field,
+            pinned: self.pinned,
+            locked: self.locked,
+        }
+    }
+}
+
+/// The sha256 the manifest pins for a layer's archived file, and the field that pins it.
+pub fn manifest_pin(m: &Manifest, layer: Layer, file: &str) -> Option<(String, String)> {
+    m.installers(layer)
+        .iter()
+        .enumerate()
+        .find(|(_, inst)| inst.file_name().as_deref() == Some(file))
+        .and_then(|(i, inst)| {
+            let field = match layer {
+                Layer::Library => format!("library.installers[{i}].sha256"),
+                other => format!("{other}.installer.sha256"),
+            };
+            inst.sha256
+                .as_deref()
+                .map(|sha| (sha.to_ascii_lowercase(), field))
+        })
+}
+
+/// Pin → lock for one entry: the lock must carry the manifest's pin where there is one.
+/// Unpinned files (NVIDIA publishes no checksum) are trusted on first use: the lock speaks alone.
+pub fn pin_conflict(m: &Manifest, entry: &LockEntry) -> Option<PinConflict> {
+    let (pinned, field) = manifest_pin(m, entry.layer, &entry.file)?;
+    (!pinned.eq_ignore_ascii_case(&entry.sha256)).then(|| PinConflict {
+        layer: entry.layer,
+        file: entry.file.clone(),
+        field,
+        pinned,
+        locked: entry.sha256.to_ascii_lowercase(),
+    })
+}
+
+/// Every lock entry that disagrees with the manifest's pins.
+pub fn pin_conflicts(m: &Manifest, lock: &Lockfile) -> Vec<PinConflict> {
+    lock.files
+        .iter()
+        .filter_map(|e| pin_conflict(m, e))
+        .collect()
+}
+
+/// Pin → lock → bytes: the entry must carry the manifest's pin (where there is one) and the file
+/// must hash to it. Returns the file's path.
+pub fn verify_pinned(
+    stack: &StackDir,
+    m: &Manifest,
+    entry: &LockEntry,
+) -> Result<PathBuf, ArchiveError> {
+    if let Some(conflict) = pin_conflict(m, entry) {
+        return Err(conflict.into_error());
+    }
+    verify_entry(stack, entry)
+}
+
+/// Pin → lock → bytes, closing the window between the check and the run: copies the archived
+/// file into `private_dir` (created fresh per step by the caller, owner-only) while hashing the
+/// bytes it copies, and returns the copy's path only when those bytes match the lock (and the
+/// manifest's pin). The archive's file is never run in place, so rewriting it after the check
+/// changes nothing that runs. A copy that does not match is deleted.
+pub fn stage_verified(
+    stack: &StackDir,
+    m: &Manifest,
+    entry: &LockEntry,
+    private_dir: &Path,
+) -> Result<PathBuf, ArchiveError> {
+    if let Some(conflict) = pin_conflict(m, entry) {
+        return Err(conflict.into_error());
+    }
+    let path = stack.file_path(entry.layer, &entry.file);
+    let mut source = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ArchiveError::Missing {
+                layer: entry.layer,
+                file: entry.file.clone(),
+                path,
+            });
+        }
+        Err(e) => return Err(ArchiveError::io("reading", path, e)),
+    };
+    let staged = private_dir.join(&entry.file);
+    let actual = copy_hashing(&mut source, &staged)
+        .map_err(|e| ArchiveError::io("copying into the staging folder", &staged, e))?;
+    if !actual.eq_ignore_ascii_case(&entry.sha256) {
+        let _ = std::fs::remove_file(&staged);
+        return Err(ArchiveError::Corrupt {
+            path,
+            expected: entry.sha256.to_ascii_lowercase(),
+            actual,
+        });
+    }
+    Ok(staged)
+}
+
+/// Copies `source` to a new owner-only file at `dest`, hashing the bytes as they are written.
+fn copy_hashing(source: &mut File, dest: &Path) -> std::io::Result<String> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o700);
+    }
+    let mut out = options.open(dest)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; HASH_BUFFER];
+    loop {
+        let n = source.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        std::io::Write::write_all(&mut out, &buf[..n])?;
+    }
+    out.sync_all()?;
+    Ok(hex::encode(hasher.finalize()))
 }
 
 /// Size of the read buffer when hashing: large enough that syscalls vanish next to SHA-256.

@@ -19,7 +19,10 @@ pub use audit::{AuditReport, FileAudit, FileStatus, audit_stack};
 pub use bundle::{BundleSummary, bundle, unbundle};
 pub use download::{RetryPolicy, Timeouts, redirect_downgrades};
 pub use fetch::{FetchConfig, FetchReport, FetchedFile, FileOutcome, fetch};
-pub use layout::{LockEntry, Lockfile, StackDir, StackLock, hash_file, layer_files, verify_entry};
+pub use layout::{
+    LockEntry, Lockfile, PinConflict, StackDir, StackLock, hash_file, layer_files, manifest_pin,
+    pin_conflict, pin_conflicts, stage_verified, verify_entry, verify_pinned,
+};
 pub use pip::PipTarget;
 
 use crate::manifest::Layer;
@@ -77,6 +80,16 @@ pub enum ArchiveError {
         pinned: String,
     },
     #[error(
+        "{layer}/{file}: stack.lock says sha256 {locked}, but the manifest's `{field}` pins {pinned}; the file and its lock line do not match the pin, so it is not trusted and will not be run; fix: if the manifest is right, delete the file and its stack.lock entry and run `stackpin fetch` again (or restore the archive from a trusted bundle); if the publisher really changed the file, check why, then update `{field}`"
+    )]
+    PinMismatch {
+        layer: Layer,
+        file: String,
+        field: String,
+        pinned: String,
+        locked: String,
+    },
+    #[error(
         "--locked: {layer}/{file} ({url}) has no sha256 in the manifest or the lock; pin `sha256:` or run `stackpin fetch` once without --locked"
     )]
     Unpinned {
@@ -118,6 +131,11 @@ pub enum ArchiveError {
         expected: String,
         actual: String,
     },
+    #[error(
+        "another stackpin is working on {} (a fetch, install, repair or up); --no-wait was given, so nothing was done; run the same command again when it has finished",
+        dir.display()
+    )]
+    Busy { dir: PathBuf },
     #[error("{0}")]
     Pip(String),
     #[error("bundle {path}: {reason}")]
@@ -155,6 +173,8 @@ impl ArchiveError {
             self,
             Self::Checksum { .. }
                 | Self::LockConflict { .. }
+                | Self::PinMismatch { .. }
+                | Self::Busy { .. }
                 | Self::Unpinned { .. }
                 | Self::Missing { .. }
                 | Self::Corrupt { .. }

@@ -4,8 +4,8 @@
 //! The interpreter is the fetch host's (pip only downloads here; it installs nothing). Hashing
 //! the wheels and entering them in the lock is `fetch`'s job.
 
+use crate::exec;
 use std::path::Path;
-use std::process::Command;
 
 use super::ArchiveError;
 use crate::compat::Os;
@@ -78,22 +78,28 @@ impl PipTarget {
 /// Runs pip download into `dest`; on failure the error shows the command's last lines.
 pub fn download(python: &str, target: &PipTarget, dest: &Path) -> Result<(), ArchiveError> {
     let args = target.args(dest);
-    let output = Command::new(python).args(&args).output().map_err(|e| {
+    // pip has no timeout of its own here: a slow index is waited for (a second Ctrl-C ends it).
+    let spec = exec::Spec {
+        program: python.into(),
+        args: args.iter().map(Into::into).collect(),
+        env: Vec::new(),
+        output: exec::Output::Capture,
+        timeout: None,
+    };
+    let finished = exec::run(spec).map_err(|e| {
         ArchiveError::Pip(format!(
-            "cannot run `{python}` to download the pip libraries: {e}; install Python 3 with pip, or set STACKPIN_PYTHON to an interpreter that has it"
+            "cannot run `{python}` to download the pip libraries: {}; install Python 3 with pip, or set STACKPIN_PYTHON to an interpreter that has it",
+            std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string)
         ))
     })?;
-    if output.status.success() {
+    if finished.end == exec::End::Exited(0) {
         return Ok(());
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let tail: Vec<&str> = stdout.lines().chain(stderr.lines()).collect();
-    let tail = tail[tail.len().saturating_sub(12)..].join("\n    ");
+    let tail = exec::tail_lines(&finished.tail.text(), 12).join("\n    ");
     Err(ArchiveError::Pip(format!(
         "`{python} {}` failed ({}); check the requirements, python_version and index_url in the manifest. pip said:\n    {tail}",
         args.join(" "),
-        output.status
+        finished.end
     )))
 }
 

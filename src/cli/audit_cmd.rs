@@ -120,6 +120,11 @@ fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {
                 f.expected.as_deref().unwrap_or("?"),
                 f.actual.as_deref().unwrap_or("?")
             ),
+            FileStatus::Untrusted => {
+                if let Some(c) = &f.pin_conflict {
+                    println!("           {}", c.clone().into_error());
+                }
+            }
             FileStatus::Partial => {
                 println!("           left by an interrupted download; `stackpin fetch` resumes it")
             }
@@ -129,15 +134,17 @@ fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {
             _ => {}
         }
     }
-    let failed = count(FileStatus::Missing) + count(FileStatus::Corrupt);
+    let failed =
+        count(FileStatus::Missing) + count(FileStatus::Corrupt) + count(FileStatus::Untrusted);
     let verdict = if failed == 0 { "ok" } else { "FAILED" };
     println!(
-        "{stack}: {verdict} ({} ok, {} missing, {} corrupt, {} unexpected, {} partial){}",
+        "{stack}: {verdict} ({} ok, {} missing, {} corrupt, {} unexpected, {} partial, {} untrusted){}",
         count(FileStatus::Ok),
         count(FileStatus::Missing),
         count(FileStatus::Corrupt),
         count(FileStatus::Unexpected),
         count(FileStatus::Partial),
+        count(FileStatus::Untrusted),
         if failed > 0 {
             "; run `stackpin fetch MANIFEST` to fetch them again"
         } else {

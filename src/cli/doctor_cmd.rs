@@ -3,8 +3,6 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::anyhow;
 use clap::Parser;
@@ -119,7 +117,15 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
             exams
         }
     };
-    let ok = exams.iter().all(|e| e.ok);
+    // A layer left marked running by a stackpin that was stopped mid-step is in an unknown state.
+    let interrupted: Vec<String> = exams
+        .iter()
+        .flat_map(|e| interrupted_in(&archive, &e.stack))
+        .collect();
+    for line in &interrupted {
+        eprintln!("interrupted: {line}");
+    }
+    let ok = exams.iter().all(|e| e.ok) && interrupted.is_empty();
     if global.json {
         match (args.all, exams.first()) {
             (false, Some(one)) => print_json(one)?,
@@ -134,6 +140,18 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
         }
     }
     Ok(if ok { Exit::Ok } else { Exit::Problem })
+}
+
+/// The steps of `stack` that an earlier run left marked running, unless a stackpin holds the
+/// stack's lock now (then they are simply running).
+fn interrupted_in(archive: &std::path::Path, stack: &str) -> Vec<String> {
+    let dir = StackDir::new(archive, stack);
+    if !dir.root().is_dir() || matches!(dir.try_lock(), Ok(None)) {
+        return Vec::new();
+    }
+    crate::install::state::ChainState::load(&dir.state_path())
+        .map(|state| crate::install::interrupted_steps(&state))
+        .unwrap_or_default()
 }
 
 fn print_examination(exam: &Examination) {
@@ -248,14 +266,9 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     {
         confirm(&m, &plan.reinstall)?;
     }
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let flag = Arc::clone(&interrupted);
-        let _ = ctrlc::set_handler(move || {
-            flag.store(true, Ordering::Relaxed);
-            eprintln!("\ninterrupted: waiting for the running installer to finish, then stopping");
-        });
-    }
+    let interrupted = crate::exec::interrupt::on_ctrl_c(
+        "waiting for the running installer to finish, then stopping",
+    );
     let host = LiveHost::new(args.gpu, &m);
     let quiet = global.quiet || global.json;
     let install_reporter = super::install_cmd::CliReporter { quiet };

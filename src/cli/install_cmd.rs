@@ -2,8 +2,6 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::anyhow;
 
@@ -23,8 +21,10 @@ pub const PLAN_EXAMPLES: &str = "\
 Examples:
   stackpin plan manifests/torch-2.5.1-cu124-linux.yaml
   stackpin plan manifests/torch-2.5.1-cu124-linux.yaml --gpu 1 --json
+  stackpin plan manifests/torch-2.5.1-cu124-linux.yaml --probe
 
-Read-only: runs nothing but the host probes. Exit 0 unless a layer is blocked (1).";
+Read-only: runs nothing but the host probes; a layer's `verify:` command (code from the
+manifest) is shown, not run, unless --probe is given. Exit 0 unless a layer is blocked (1).";
 
 pub const INSTALL_EXAMPLES: &str = "\
 Examples:
@@ -43,6 +43,10 @@ pub struct PlanArgs {
     /// The GPU to check (index); default: the first that CUDA_VISIBLE_DEVICES allows.
     #[arg(long)]
     pub gpu: Option<u32>,
+    /// Also run the manifest's `verify:` commands (code from the manifest: without this flag
+    /// `plan` is read-only and only shows them).
+    #[arg(long)]
+    pub probe: bool,
 }
 
 /// Arguments of `install` (and `up`).
@@ -69,6 +73,9 @@ pub struct InstallArgs {
     /// The GPU to prove against (index).
     #[arg(long)]
     pub gpu: Option<u32>,
+    /// When another stackpin is working on this stack, exit 1 at once instead of waiting.
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
@@ -79,6 +86,11 @@ pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
         _ => not_fetched(&m, &stack),
     };
     let host = LiveHost::new(args.gpu, &m);
+    let host = if args.probe {
+        host
+    } else {
+        host.without_verify_commands()
+    };
     let plan = plan::plan(&m, stack.root(), &host, &files).map_err(Failure::input)?;
     let no_archive = !stack.lock_path().exists();
     if global.json {
@@ -207,6 +219,40 @@ impl InstallReporter for CliReporter {
     }
 }
 
+/// Takes the stack's lock (the one `fetch` takes), so two installs, repairs or `up`s of one
+/// stack never run side by side: waits with a message, or with `no_wait` exits 1 at once.
+/// A stack that was never fetched has no folder and nothing to guard: `install` says so next.
+pub(super) fn take_stack_lock(
+    stack: &StackDir,
+    no_wait: bool,
+    global: &GlobalArgs,
+) -> Result<Option<crate::archive::StackLock>, Failure> {
+    if !stack.root().is_dir() {
+        return Ok(None);
+    }
+    struct Waiting(bool);
+    impl crate::archive::Progress for Waiting {
+        fn started(&self, _: &str, _: Option<u64>) {}
+        fn advanced(&self, _: &str, _: u64) {}
+        fn finished(&self, _: &str) {}
+        fn note(&self, text: &str) {
+            if !self.0 {
+                eprintln!("{text}");
+            }
+        }
+    }
+    stack
+        .lock_or_fail(!no_wait, &Waiting(global.quiet || global.json))
+        .map(Some)
+        .map_err(|e| {
+            if e.is_problem() {
+                Failure::problem(e)
+            } else {
+                Failure::external(e)
+            }
+        })
+}
+
 /// Runs the chain; `up` calls this between fetch and prove.
 pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallReport, Failure> {
     let m = require_valid(&args.manifest)?;
@@ -232,15 +278,22 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
         }
     }
     check_long_paths(&m, args.dry_run)?;
-    let interrupted = Arc::new(AtomicBool::new(false));
+    let _busy = if args.dry_run {
+        None
+    } else {
+        take_stack_lock(&stack, args.no_wait, global)?
+    };
+    // Holding the lock, a layer still marked running was cut off mid-step by an earlier run.
+    if !global.quiet
+        && let Ok(state) = install::state::ChainState::load(&stack.state_path())
     {
-        let flag = Arc::clone(&interrupted);
-        // A second handler registration fails harmlessly (e.g. `up` after `fetch`).
-        let _ = ctrlc::set_handler(move || {
-            flag.store(true, Ordering::Relaxed);
-            eprintln!("\ninterrupted: waiting for the running installer to finish, then stopping");
-        });
+        for line in install::interrupted_steps(&state) {
+            eprintln!("note: {line}");
+        }
     }
+    let interrupted = crate::exec::interrupt::on_ctrl_c(
+        "waiting for the running installer to finish, then stopping",
+    );
     let options = InstallOptions {
         dry_run: args.dry_run,
         force: args.force.clone(),
@@ -289,9 +342,8 @@ fn check_long_paths(m: &crate::manifest::Manifest, dry_run: bool) -> Result<(), 
     if dry_run || m.os != crate::compat::Os::Windows || !cfg!(windows) || m.library.pip.is_none() {
         return Ok(());
     }
-    let enabled = std::process::Command::new("reg")
-        .args(LONG_PATHS_QUERY)
-        .output()
+    let query = crate::exec::Spec::captured("reg", LONG_PATHS_QUERY, REBOOT_COMMAND_TIMEOUT);
+    let enabled = crate::exec::run(query)
         .ok()
         .and_then(|out| parse_long_paths_enabled(&String::from_utf8_lossy(&out.stdout)));
     match long_path_problem(enabled, m.library.venv.as_deref()) {
@@ -339,8 +391,9 @@ fn reboot_now(
             .map_err(|e| Failure::external(anyhow!(e).context("writing the resume task")))?;
     }
     for cmd in reboot::register_and_reboot(m.os, args.resume_with, &argv, &workdir, &task_xml) {
-        let status = std::process::Command::new(&cmd[0]).args(&cmd[1..]).status();
-        if !status.is_ok_and(|s| s.success()) {
+        let spec = crate::exec::Spec::captured(&cmd[0], &cmd[1..], REBOOT_COMMAND_TIMEOUT);
+        let finished = crate::exec::run(spec);
+        if !finished.is_ok_and(|f| f.end == crate::exec::End::Exited(0)) {
             return Err(Failure::external(anyhow!(
                 "`{}` failed; reboot by hand, then run the same command again",
                 shell_words(&cmd)
@@ -349,6 +402,10 @@ fn reboot_now(
     }
     Ok(())
 }
+
+/// How long registering the resume and asking for the reboot may take (`systemctl`, `reg`,
+/// `shutdown` answer in seconds).
+const REBOOT_COMMAND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 pub fn run(args: &InstallArgs, global: &GlobalArgs) -> CmdResult {
     let report = run_install(args, global)?;
@@ -369,16 +426,24 @@ pub fn run_resume(args: &ResumeArgs) -> CmdResult {
     let (program, rest) = argv
         .split_first()
         .ok_or_else(|| Failure::input(anyhow!("the resume file holds no command")))?;
-    let status = std::process::Command::new(program)
-        .args(rest)
-        .status()
+    // No limit: the resumed chain runs installers with their own timeouts. Its output goes on
+    // to ours (the task's), line by line.
+    let spec = crate::exec::Spec {
+        program: program.into(),
+        args: rest.iter().map(Into::into).collect(),
+        env: Vec::new(),
+        output: crate::exec::Output::Lines(Box::new(|line| println!("{line}"))),
+        timeout: None,
+    };
+    let finished = crate::exec::run(spec)
         .map_err(|e| Failure::external(anyhow!(e).context(format!("starting `{program}`"))))?;
-    if status.success() {
+    if finished.end == crate::exec::End::Exited(0) {
         Ok(Exit::Ok)
     } else {
         Err(Failure::external(anyhow!(
-            "the resumed `{}` exited with {status}",
-            shell_words(&argv)
+            "the resumed `{}` ended: {}",
+            shell_words(&argv),
+            finished.end
         )))
     }
 }

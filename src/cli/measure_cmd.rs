@@ -76,6 +76,7 @@ struct BaselineLines {
 }
 
 pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
+    let _ = crate::exec::interrupt::on_ctrl_c("waiting for the command to finish");
     let gpu_index = args.gpu.unwrap_or_else(default_gpu);
     let smi = nvidia_smi::find(&RealSystem, false).map_err(|searched| {
         Failure::external(anyhow!(
@@ -155,7 +156,7 @@ fn outcome(memory: &CommandMemory, stopped_on_purpose: bool) -> CmdResult {
     let ended_well = match memory.status {
         StepStatus::Succeeded => true,
         StepStatus::TimedOut => stopped_on_purpose,
-        StepStatus::RebootRequired | StepStatus::Failed => false,
+        StepStatus::RebootRequired | StepStatus::Failed | StepStatus::Interrupted => false,
     };
     if !ended_well {
         return Err(Failure::external(anyhow!(

@@ -173,6 +173,8 @@ pub enum Command {
     #[command(after_help = bundle_cmd::EXAMPLES)]
     Unbundle(bundle_cmd::UnbundleArgs),
     /// Show, layer by layer, what the host has next to the pins and what install would run.
+    /// Read-only: it runs no installer and no `verify:` command from the manifest (it shows
+    /// them); `--probe` runs the `verify:` commands.
     #[command(after_help = install_cmd::PLAN_EXAMPLES)]
     Plan(install_cmd::PlanArgs),
     /// Install driver → toolkit → library from the archive, each verified on the host.

@@ -79,6 +79,9 @@ pub struct UpArgs {
     /// When the driver needs a reboot: register a one-shot resume of this command and reboot.
     #[arg(long)]
     pub reboot: bool,
+    /// When another stackpin is working on this stack, exit 1 at once instead of waiting.
+    #[arg(long)]
+    pub no_wait: bool,
     #[command(flatten)]
     pub prove: ProveFlags,
 }
@@ -189,6 +192,7 @@ fn run_prove(
 }
 
 pub fn run(args: &ProveArgs, global: &GlobalArgs) -> CmdResult {
+    let _ = crate::exec::interrupt::on_ctrl_c("waiting for the example to finish");
     let proven = run_prove(&args.manifest, &args.options, global)?;
     if global.json {
         print_json(&proven.record)?;
@@ -314,6 +318,13 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         quiet: global.quiet || global.json,
         archive: global.archive.clone(),
     };
+    if args.no_wait
+        && let Ok(m) = crate::manifest::read(&args.fetch.manifest)
+    {
+        // fetch takes the stack's lock itself (waiting); probe it first so --no-wait holds.
+        let stack = StackDir::new(&global.archive_dir(), &m.name);
+        drop(super::install_cmd::take_stack_lock(&stack, true, global)?);
+    }
     let fetched = super::fetch_cmd::run(&args.fetch, &quiet)?;
     if fetched != Exit::Ok {
         return Err(Failure::problem(anyhow!(
@@ -328,6 +339,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         reboot: args.reboot,
         resume_with: Default::default(),
         gpu: args.prove.gpu,
+        no_wait: args.no_wait,
     };
     let report = run_install(&install, &quiet)?;
     let reboot_required = matches!(report.end, ChainEnd::RebootRequired { .. });

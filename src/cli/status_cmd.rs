@@ -52,6 +52,9 @@ pub enum Stage {
     RebootPending,
     /// A layer's installer or proof failed; the next `install`/`up` retries it.
     Failed,
+    /// stackpin was stopped while a layer's step ran (`kill -9`, a power loss): that layer is in
+    /// an unknown state until `install` runs it again.
+    Interrupted,
     /// All three layers are installed; no proven-stack record yet.
     Installed,
     /// A proven-stack record exists.
@@ -66,6 +69,8 @@ pub struct AuditCounts {
     pub corrupt: usize,
     pub unexpected: usize,
     pub partial: usize,
+    /// Lock lines that disagree with the manifest's pin.
+    pub untrusted: usize,
 }
 
 impl AuditCounts {
@@ -77,12 +82,13 @@ impl AuditCounts {
             corrupt: count(FileStatus::Corrupt),
             unexpected: count(FileStatus::Unexpected),
             partial: count(FileStatus::Partial),
+            untrusted: count(FileStatus::Untrusted),
         }
     }
 
     /// Missing and corrupt files fail an audit; strays and partials are only reported.
     fn passed(&self) -> bool {
-        self.missing == 0 && self.corrupt == 0
+        self.missing == 0 && self.corrupt == 0 && self.untrusted == 0
     }
 }
 
@@ -134,6 +140,8 @@ pub struct StackStatus {
     pub proven: Option<ProvenSummary>,
     /// Files that could not be read, each with what to do.
     pub problems: Vec<String>,
+    /// Whether another stackpin (a fetch, install, repair or up) holds the stack's lock now.
+    pub busy: bool,
 }
 
 impl StackStatus {
@@ -141,6 +149,7 @@ impl StackStatus {
     fn has_problem(&self) -> bool {
         !self.problems.is_empty()
             || self.stage == Stage::Failed
+            || self.stage == Stage::Interrupted
             || self.audit.is_some_and(|a| !a.passed())
     }
 }
@@ -151,6 +160,8 @@ pub fn stage_of(lock: bool, state: &ChainState, proven: bool) -> Stage {
         Layer::ORDER.iter().map(|&l| state.status(l)).collect();
     if statuses.contains(&Some(LayerStatus::Failed)) {
         Stage::Failed
+    } else if statuses.contains(&Some(LayerStatus::Running)) {
+        Stage::Interrupted
     } else if statuses.contains(&Some(LayerStatus::RebootPending)) {
         Stage::RebootPending
     } else if proven {
@@ -172,7 +183,16 @@ pub fn stack_status(stack: &StackDir, manifest: Option<&Manifest>, threads: usiz
     let lock = stack.lock_path().is_file();
     let audit = if lock {
         match archive::audit_stack(stack, manifest, threads, &Silent) {
-            Ok(report) => Some(AuditCounts::of(&report)),
+            Ok(report) => {
+                problems.extend(
+                    report
+                        .files
+                        .iter()
+                        .filter_map(|f| f.pin_conflict.clone())
+                        .map(|c| c.into_error().to_string()),
+                );
+                Some(AuditCounts::of(&report))
+            }
             Err(e) => {
                 problems.push(e.to_string());
                 None
@@ -185,6 +205,11 @@ pub fn stack_status(stack: &StackDir, manifest: Option<&Manifest>, threads: usiz
         problems.push(e.to_string());
         ChainState::default()
     });
+    // A layer marked running while no stackpin holds the stack's lock was cut off mid-step.
+    let busy = stack.root().is_dir() && matches!(stack.try_lock(), Ok(None));
+    if !busy {
+        problems.extend(crate::install::interrupted_steps(&install));
+    }
     let record_path = stack.proven_stack_path();
     let proven = if record_path.is_file() {
         match ProvenStack::read(&record_path) {
@@ -200,7 +225,11 @@ pub fn stack_status(stack: &StackDir, manifest: Option<&Manifest>, threads: usiz
     StackStatus {
         stack: stack.name(),
         path: stack.root().to_path_buf(),
-        stage: stage_of(lock, &install, proven.is_some()),
+        stage: match stage_of(lock, &install, proven.is_some()) {
+            Stage::Interrupted if busy => Stage::Installing,
+            stage => stage,
+        },
+        busy,
         lock,
         audit,
         install,
@@ -297,6 +326,7 @@ fn stage_word(stage: Stage) -> &'static str {
         Stage::Installing => "installing",
         Stage::RebootPending => "reboot pending",
         Stage::Failed => "FAILED",
+        Stage::Interrupted => "INTERRUPTED",
         Stage::Installed => "installed, not proven",
         Stage::Proven => "proven",
     }
@@ -306,12 +336,13 @@ fn print_human(s: &StackStatus) {
     println!("{}: {}", s.stack, stage_word(s.stage));
     match &s.audit {
         Some(a) => println!(
-            "  archive: stack.lock; {} ok, {} missing, {} corrupt, {} unexpected, {} partial{}",
+            "  archive: stack.lock; {} ok, {} missing, {} corrupt, {} unexpected, {} partial, {} untrusted{}",
             a.ok,
             a.missing,
             a.corrupt,
             a.unexpected,
             a.partial,
+            a.untrusted,
             if a.passed() {
                 ""
             } else {
@@ -328,6 +359,8 @@ fn print_human(s: &StackStatus) {
                 Some(LayerStatus::Done) => "done",
                 Some(LayerStatus::RebootPending) => "reboot pending",
                 Some(LayerStatus::Failed) => "failed",
+                Some(LayerStatus::Running) if s.busy => "running now",
+                Some(LayerStatus::Running) => "INTERRUPTED mid-step",
             };
             format!("{l} {word}")
         })

@@ -5,13 +5,12 @@
 //! probes the host takes `&dyn System`, so no probe ever reads the real environment behind a
 //! test's back (rustup's `Process` is the model). What the answers mean is left to the probes.
 
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::compat::Os;
+use crate::exec;
 
 use super::HostError;
 
@@ -140,67 +139,34 @@ fn is_executable(path: &Path) -> bool {
     path.is_file()
 }
 
-/// How often a running child is polled; short enough that a quick `nvidia-smi` costs nothing.
-const POLL: Duration = Duration::from_millis(10);
-
+/// Runs a probe through [`crate::exec`]: a tree of its own, ended whole at the timeout, output
+/// captured up to a bound, and no wait on pipes that a grandchild (a shell script's `sleep`)
+/// still holds.
 fn run_with_timeout(
     program: &Path,
     args: &[String],
     timeout: Duration,
 ) -> Result<RunOutput, HostError> {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| HostError::Spawn {
+    let spec = exec::Spec::captured(program, args, timeout);
+    let finished = exec::run(spec).map_err(|e| HostError::Spawn {
+        program: program.to_path_buf(),
+        source: match e {
+            exec::ExecError::Spawn { source, .. } | exec::ExecError::Wait { source, .. } => source,
+            exec::ExecError::EmptyCommand => io::Error::other("the command is empty"),
+        },
+    })?;
+    match finished.end {
+        exec::End::TimedOut | exec::End::Interrupted => Err(HostError::TimedOut {
             program: program.to_path_buf(),
-            source,
-        })?;
-    // Both pipes are drained on their own threads so a child that fills one pipe while we wait
-    // on the other cannot deadlock.
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                // The reader threads are left behind on purpose: a grandchild (a shell script's
-                // `sleep`) may still hold the pipes open, and joining would hang like the child.
-                return Err(HostError::TimedOut {
-                    program: program.to_path_buf(),
-                    after: timeout,
-                });
-            }
-            Ok(None) => thread::sleep(POLL),
-            Err(source) => {
-                return Err(HostError::Spawn {
-                    program: program.to_path_buf(),
-                    source,
-                });
-            }
-        }
-    };
-    Ok(RunOutput {
-        code: status.code(),
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    })
-}
-
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> thread::JoinHandle<String> {
-    thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut bytes);
-        }
-        // nvidia-smi on Windows may print the code page's bytes; lossy keeps the rest readable.
-        String::from_utf8_lossy(&bytes).into_owned()
-    })
+            after: timeout,
+        }),
+        end => Ok(RunOutput {
+            code: end.code(),
+            // nvidia-smi on Windows may print the code page's bytes; lossy keeps the rest readable.
+            stdout: String::from_utf8_lossy(&finished.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&finished.stderr).into_owned(),
+        }),
+    }
 }
 
 /// One canned answer: an argv prefix and what the program does (`Err`: it hangs).
@@ -364,6 +330,8 @@ impl System for FakeSystem {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
+    use std::time::Instant;
 
     #[cfg(unix)]
     #[test]

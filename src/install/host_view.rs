@@ -16,6 +16,8 @@ pub struct LiveHost {
     gpu: Option<u32>,
     wsl: bool,
     smi_timeout: Duration,
+    /// Whether a manifest's `verify:` commands may run (`plan` without `--probe`: no).
+    run_checks: bool,
 }
 
 impl LiveHost {
@@ -33,7 +35,15 @@ impl LiveHost {
             gpu,
             wsl,
             smi_timeout,
+            run_checks: true,
         }
+    }
+
+    /// A host that never runs a manifest's `verify:` commands (code from a manifest that may
+    /// not be trusted yet): their proofs say so instead. `plan` is read-only this way.
+    pub fn without_verify_commands(mut self) -> Self {
+        self.run_checks = false;
+        self
     }
 }
 
@@ -100,6 +110,12 @@ impl HostView for LiveHost {
     }
 
     fn run_check(&self, argv: &[String]) -> Result<bool, String> {
+        if !self.run_checks {
+            return Err(
+                "not run: `plan` is read-only and runs no verify command; `stackpin plan --probe` runs it"
+                    .to_string(),
+            );
+        }
         let (program, args) = argv.split_first().ok_or("the command is empty")?;
         let program = self
             .system

@@ -166,6 +166,23 @@ pub fn archived_files(stack: &StackDir, lock: &Lockfile) -> Vec<ArchivedFile> {
         .collect()
 }
 
+/// One message per layer that `state` shows as started but never finished: stackpin was stopped
+/// mid-step (`kill -9`, a power loss), so the layer is in an unknown state. Call it only when no
+/// stackpin holds the stack's lock (else the step is simply running).
+pub fn interrupted_steps(state: &ChainState) -> Vec<String> {
+    state
+        .layers
+        .iter()
+        .filter(|(_, st)| st.status == LayerStatus::Running)
+        .map(|(layer, st)| {
+            format!(
+                "the {layer} step was interrupted: stackpin stopped while it ran (started {}), so the {layer} is in an unknown state; run `stackpin install MANIFEST` to run it again",
+                st.at
+            )
+        })
+        .collect()
+}
+
 /// Runs the chain. `interrupted` is set by the Ctrl-C handler: the running installer finishes,
 /// the state is saved, and the chain stops before the next step.
 pub fn install(
@@ -252,7 +269,19 @@ pub fn install(
             report.end = ChainEnd::Interrupted { before: layer };
             return Ok(report);
         }
-        let mut result = run_layer(m, stack, &lock, layer, &commands, reporter)?;
+        // Marked before the step starts: a run killed now (kill -9, power loss) is seen as
+        // interrupted at this layer by status, doctor and the next install, never as done.
+        state.mark(layer, LayerStatus::Running, None, None);
+        state.save(&state_path)?;
+        let result = run_layer(m, stack, &lock, layer, &commands, reporter);
+        let mut result = match result {
+            Ok(result) => result,
+            Err(e) => {
+                state.mark(layer, LayerStatus::Failed, None, Some(e.to_string()));
+                state.save(&state_path)?;
+                return Err(e);
+            }
+        };
         let after = prove_layer(m, layer, host);
         let codes = exit_codes::codes_for(m.os, layer, m.exit_codes(layer));
         if let Some(warning) = exit_codes::accepted_with_warning(
@@ -307,8 +336,23 @@ fn run_layer(
     commands: &[PlannedCommand],
     reporter: &dyn InstallReporter,
 ) -> Result<LayerRun, InstallError> {
+    // Every file the manifest names for this layer must be archived and locked: a layer whose
+    // installer is not in the archive has nothing verified to run.
+    for installer in m.installers(layer) {
+        let file = installer.file_name().unwrap_or_default();
+        if lock.find(layer, &file).is_none() {
+            return Err(InstallError::Refused {
+                layer,
+                source: ArchiveError::Missing {
+                    layer,
+                    path: stack.file_path(layer, &file),
+                    file,
+                },
+            });
+        }
+    }
     if layer == Layer::Library && m.library.pip.is_some() {
-        write_pip_requirements(stack, lock)?;
+        write_pip_requirements(m, stack, lock)?;
     }
     let mut last = LayerRun {
         status: StepStatus::Succeeded,
@@ -317,6 +361,9 @@ fn run_layer(
         tail: Vec::new(),
     };
     for (i, command) in commands.iter().enumerate() {
+        // Held until the step ends; dropping it deletes the staged copy.
+        let mut _staging = None;
+        let mut argv = command.argv.clone();
         if let Some(file) = &command.installer {
             let entry = lock
                 .find(layer, &file.file)
@@ -328,8 +375,14 @@ fn run_layer(
                         path: file.path.clone(),
                     },
                 })?;
-            archive::verify_entry(stack, entry)
+            let dir = staging_dir(stack).map_err(|source| InstallError::Refused {
+                layer,
+                source: ArchiveError::io("creating a staging folder for", &file.path, source),
+            })?;
+            let staged = archive::stage_verified(stack, m, entry, dir.path())
                 .map_err(|source| InstallError::Refused { layer, source })?;
+            argv = run_staged(&argv, &file.path, &staged);
+            _staging = Some(dir);
         }
         let prefix = if commands.len() > 1 {
             format!("{layer}-{}", i + 1)
@@ -337,7 +390,7 @@ fn run_layer(
             layer.to_string()
         };
         let step = Step {
-            argv: command.argv.clone(),
+            argv,
             env: Vec::new(),
             log: stack.logs_dir().join(runner::log_name(&prefix)),
             timeout: m.timeout(layer),
@@ -377,6 +430,38 @@ fn run_layer(
     Ok(last)
 }
 
+/// A fresh, owner-only folder for one step's verified copy of its installer. On Unix it sits in
+/// the stack folder (mode 0700, the same file system as the archive, so `noexec` on /tmp does
+/// not matter); on Windows in the user's own temporary folder, whose ACL admits only the user,
+/// the administrators and SYSTEM.
+fn staging_dir(stack: &StackDir) -> std::io::Result<tempfile::TempDir> {
+    let builder = {
+        let mut b = tempfile::Builder::new();
+        b.prefix(".staging-");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            b.permissions(std::fs::Permissions::from_mode(0o700));
+        }
+        b
+    };
+    if cfg!(windows) {
+        builder.tempdir()
+    } else {
+        builder.tempdir_in(stack.root())
+    }
+}
+
+/// The argv with the archived installer's path replaced by its verified, staged copy.
+fn run_staged(
+    argv: &[String],
+    archived: &std::path::Path,
+    staged: &std::path::Path,
+) -> Vec<String> {
+    let (from, to) = (archived.display().to_string(), staged.display().to_string());
+    argv.iter().map(|a| a.replace(&from, &to)).collect()
+}
+
 /// Decides a layer's outcome from its installer's status and the proof afterwards.
 fn judge(
     layer: Layer,
@@ -384,10 +469,13 @@ fn judge(
     after: &Proof,
 ) -> (LayerAction, LayerStatus, Option<ChainEnd>) {
     match run.status {
-        StepStatus::Failed | StepStatus::TimedOut => {
+        StepStatus::Failed | StepStatus::TimedOut | StepStatus::Interrupted => {
             let why = match (run.status, run.code) {
                 (StepStatus::TimedOut, _) => {
-                    "the installer ran past its timeout and was stopped".to_string()
+                    "the installer ran past its timeout and was stopped, with every process it started".to_string()
+                }
+                (StepStatus::Interrupted, _) => {
+                    "Ctrl-C was pressed twice: the installer and every process it started were stopped".to_string()
                 }
                 (_, Some(code)) => format!("the installer exited with code {code}"),
                 (_, None) => "the installer was killed by a signal".to_string(),
@@ -422,12 +510,16 @@ fn judge(
 }
 
 /// Every archived wheel pinned by name, version and hash, for `pip --require-hashes`.
-fn write_pip_requirements(stack: &StackDir, lock: &Lockfile) -> Result<(), InstallError> {
+fn write_pip_requirements(
+    m: &Manifest,
+    stack: &StackDir,
+    lock: &Lockfile,
+) -> Result<(), InstallError> {
     let mut lines = vec![
         "# Written by stackpin from stack.lock: every archived wheel, pinned by hash.".to_string(),
     ];
     for (entry, path) in archive::layer_files(stack, lock, Layer::Library) {
-        archive::verify_entry(stack, &entry).map_err(|source| InstallError::Refused {
+        archive::verify_pinned(stack, m, &entry).map_err(|source| InstallError::Refused {
             layer: Layer::Library,
             source,
         })?;

@@ -2,23 +2,25 @@
 //! argument, stdout and stderr drained concurrently into one log file, a timeout, and the exit
 //! code read as data (Windows 3010 / 1641 mean "reboot required").
 //!
-//! The child gets its own process group on Unix, so a Ctrl-C at the terminal reaches stackpin
-//! alone: stackpin then waits for the installer to finish instead of leaving a half-installed
-//! driver behind. What the outcome means for the chain is decided by the caller.
+//! The child is started by [`crate::exec`], in a process tree of its own: a Ctrl-C at the
+//! terminal reaches stackpin alone, which then waits for the installer to finish instead of
+//! leaving a half-installed driver behind; the timeout ends the whole tree. What the outcome
+//! means for the chain is decided by the caller.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::exec::{self, End, ExecError};
 
 /// `ERROR_SUCCESS_REBOOT_REQUIRED`: the installer succeeded and needs a reboot to take effect.
 pub const WINDOWS_REBOOT_REQUIRED: i32 = 3010;
 /// `ERROR_SUCCESS_REBOOT_INITIATED`: the installer succeeded and started a reboot itself.
 pub const WINDOWS_REBOOT_INITIATED: i32 = 1641;
 
-/// How many of the last output lines are kept for the error message.
+/// How many of the last output lines are shown in the error message (from a tail bounded in
+/// bytes, so one enormous line is shown by its end).
 const TAIL_LINES: usize = 15;
 
 /// Why a step could not be run or did not finish well.
@@ -57,6 +59,8 @@ pub enum StepStatus {
     RebootRequired,
     Failed,
     TimedOut,
+    /// Ctrl-C was pressed twice and the step's process tree was ended.
+    Interrupted,
 }
 
 impl StepStatus {
@@ -67,6 +71,7 @@ impl StepStatus {
             StepStatus::RebootRequired => "succeeded, reboot required",
             StepStatus::Failed => "failed",
             StepStatus::TimedOut => "timed out",
+            StepStatus::Interrupted => "interrupted",
         }
     }
 }
@@ -138,23 +143,18 @@ pub fn substitute(
 
 /// Runs a step to completion (or its timeout), logging everything it prints.
 ///
-/// A Ctrl-C at the terminal does not reach the child (own process group): the runner keeps
+/// A Ctrl-C at the terminal does not reach the child (a tree of its own): the runner keeps
 /// waiting, since an installer killed half-way is worse than one that finishes, and the chain
-/// checks its interrupt flag before the next step.
+/// checks its interrupt flag before the next step. A second Ctrl-C ends the tree.
 pub fn run_step(step: &Step) -> Result<StepOutcome, RunnerError> {
     start_step(step)?.wait()
 }
 
-/// A step whose child is running; its output is being drained into the log.
+/// A step whose child (and its tree) is running; its output is being drained into the log.
 pub struct RunningStep {
-    child: std::process::Child,
+    running: exec::Running,
     program: String,
-    log: Arc<Mutex<std::fs::File>>,
     log_path: PathBuf,
-    tail: Arc<Mutex<VecDeque<String>>>,
-    readers: Vec<std::thread::JoinHandle<()>>,
-    started: Instant,
-    timeout: Duration,
 }
 
 /// Starts a step's child with its output drained into the log; [`RunningStep::wait`] ends it.
@@ -166,125 +166,74 @@ pub fn start_step(step: &Step) -> Result<RunningStep, RunnerError> {
             source,
         })?;
     }
-    let log_file = std::fs::File::create(&step.log).map_err(|source| RunnerError::Log {
+    let mut log = std::fs::File::create(&step.log).map_err(|source| RunnerError::Log {
         path: step.log.clone(),
         source,
     })?;
-    let log = Arc::new(Mutex::new(log_file));
-    if let Ok(mut f) = log.lock() {
-        let _ = writeln!(f, "$ {}", shell_words(&step.argv));
-    }
-
-    let mut cmd = Command::new(&program);
-    cmd.args(&step.argv[1..])
-        .envs(step.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    own_process_group(&mut cmd);
-    let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| RunnerError::Spawn {
-        program: program.clone(),
-        source,
-    })?;
-
-    let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
-    let readers: Vec<_> = [
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|pipe| {
-        let (log, tail) = (Arc::clone(&log), Arc::clone(&tail));
-        std::thread::spawn(move || drain(pipe, &log, &tail))
-    })
-    .collect();
+    let _ = writeln!(log, "$ {}", shell_words(&step.argv));
+    let spec = exec::Spec::logged(&step.argv, &step.env, log, step.timeout)
+        .map_err(|e| from_exec(&program, e))?;
+    let running = exec::start(spec).map_err(|e| from_exec(&program, e))?;
     Ok(RunningStep {
-        child,
+        running,
         program,
-        log,
         log_path: step.log.clone(),
-        tail,
-        readers,
-        started,
-        timeout: step.timeout,
     })
+}
+
+fn from_exec(program: &str, e: ExecError) -> RunnerError {
+    match e {
+        ExecError::EmptyCommand => RunnerError::EmptyCommand,
+        ExecError::Spawn { source, .. } => RunnerError::Spawn {
+            program: program.to_string(),
+            source,
+        },
+        ExecError::Wait { source, .. } => RunnerError::Wait {
+            program: program.to_string(),
+            source,
+        },
+    }
 }
 
 impl RunningStep {
     /// The child's process id (the root of the tree whose GPU memory is sampled).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.running.pid()
     }
 
     /// Seconds since the child started.
     pub fn elapsed(&self) -> Duration {
-        self.started.elapsed()
+        self.running.elapsed()
     }
 
-    /// Waits for the child (killing it at its timeout), drains its output and writes the exit
-    /// line into the log. `tick` runs about every 20 ms while waiting (for a spinner).
-    pub fn wait_with(mut self, tick: &mut dyn FnMut(Duration)) -> Result<StepOutcome, RunnerError> {
-        let deadline = self.started + self.timeout;
-        let mut timed_out = false;
-        let exit = loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) => {}
-                Err(source) => {
-                    return Err(RunnerError::Wait {
-                        program: self.program.clone(),
-                        source,
-                    });
-                }
-            }
-            if Instant::now() >= deadline {
-                timed_out = true;
-                let _ = self.child.kill();
-                break self.child.wait().map_err(|source| RunnerError::Wait {
-                    program: self.program.clone(),
-                    source,
-                })?;
-            }
-            tick(self.started.elapsed());
-            std::thread::sleep(Duration::from_millis(20));
+    /// Waits for the child (ending its tree at its timeout or the second Ctrl-C), drains its
+    /// output and writes the exit line into the log. `tick` runs while waiting (for a spinner).
+    pub fn wait_with(self, tick: &mut dyn FnMut(Duration)) -> Result<StepOutcome, RunnerError> {
+        let program = self.program;
+        let finished = self
+            .running
+            .wait_with(tick)
+            .map_err(|e| from_exec(&program, e))?;
+        let code = finished.end.code();
+        let status = match finished.end {
+            End::Exited(c) => status_for_exit_code(c),
+            End::Signalled(_) => StepStatus::Failed,
+            End::TimedOut => StepStatus::TimedOut,
+            End::Interrupted | End::Stopped => StepStatus::Interrupted,
         };
-        for reader in self.readers.drain(..) {
-            let _ = reader.join();
-        }
-        let code = exit.code();
-        let status = match (timed_out, code) {
-            (true, _) => StepStatus::TimedOut,
-            (false, Some(c)) => status_for_exit_code(c),
-            (false, None) => StepStatus::Failed,
-        };
-        if let Ok(mut f) = self.log.lock() {
-            let _ = writeln!(
-                f,
-                "# exit: {}{}",
-                code.map_or("killed".to_string(), |c| c.to_string()),
-                if timed_out { " (timed out)" } else { "" }
-            );
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.log_path)
+        {
+            let _ = writeln!(f, "# exit: {}", exit_words(finished.end));
             let _ = f.sync_all();
         }
-        let tail = self
-            .tail
-            .lock()
-            .map(|t| t.iter().cloned().collect())
-            .unwrap_or_default();
         Ok(StepOutcome {
             status,
             code,
-            tail,
-            log: self.log_path.clone(),
-            duration: self.started.elapsed(),
+            tail: exec::tail_lines(&finished.tail.text(), TAIL_LINES),
+            log: self.log_path,
+            duration: finished.duration,
         })
     }
 
@@ -294,37 +243,13 @@ impl RunningStep {
     }
 }
 
-fn drain(pipe: Box<dyn Read + Send>, log: &Mutex<std::fs::File>, tail: &Mutex<VecDeque<String>>) {
-    let mut reader = BufReader::new(pipe);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                if let Ok(mut f) = log.lock() {
-                    let _ = f.write_all(&buf);
-                }
-                let line = String::from_utf8_lossy(&buf).trim_end().to_string();
-                if let Ok(mut t) = tail.lock() {
-                    if t.len() == TAIL_LINES {
-                        t.pop_front();
-                    }
-                    t.push_back(line);
-                }
-            }
-        }
+/// The log's last line for an end.
+fn exit_words(end: End) -> String {
+    match end {
+        End::Exited(code) => code.to_string(),
+        other => format!("killed ({other})"),
     }
 }
-
-#[cfg(unix)]
-fn own_process_group(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    cmd.process_group(0);
-}
-
-#[cfg(not(unix))]
-fn own_process_group(_cmd: &mut Command) {}
 
 /// The argv as a user could paste it into a shell, for logs and `--dry-run`.
 pub fn shell_words(argv: &[String]) -> String {

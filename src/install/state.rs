@@ -38,6 +38,10 @@ pub enum LayerStatus {
     RebootPending,
     /// The installer or its proof failed; the next run retries from here.
     Failed,
+    /// The step was started and has not finished: while stackpin runs, it is running; found
+    /// by a later run, stackpin was stopped mid-step (`kill -9`, a power loss) and the layer is
+    /// in an unknown state.
+    Running,
 }
 
 /// The record of one layer's last step.

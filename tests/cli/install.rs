@@ -397,7 +397,8 @@ fn a_layer_verify_command_overrides_the_default_proof() {
         "toolkit:\n  verify: [\"sh\", \"-c\", \"test -n '{root}'\"]\n",
     );
     std::fs::write(&lab.manifest, with_verify).expect("rewrite");
-    let out = lab.run(&["plan", "--json"]);
+    // `plan` runs a manifest's verify command only when asked to (`--probe`).
+    let out = lab.run(&["plan", "--json", "--probe"]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let toolkit = &doc["layers"][1];
     assert_eq!(toolkit["verdict"], "in-place", "{doc}");

@@ -220,6 +220,38 @@ fn a_cmd_installer_runs_through_cmd_and_its_exit_code_is_read() {
     );
 }
 
+/// The lines the hostile fake's child has written so far.
+fn ticks(path: &Path) -> usize {
+    fs::read_to_string(path).map_or(0, |t| t.lines().count())
+}
+
+#[test]
+fn an_exe_whose_child_hangs_holding_the_pipes_is_ended_with_its_child_at_the_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exe = dir.path().join("Setup Files").join("driver setup.exe");
+    fs::create_dir_all(exe.parent().expect("folder")).expect("folder");
+    fs::copy(fake_program("hang.exe"), &exe).expect("copy hostile fake");
+    let tick_file = dir.path().join("child ticks.txt");
+    let argv = vec![
+        exe.display().to_string(),
+        "parent".to_string(),
+        tick_file.display().to_string(),
+    ];
+    let mut slow = step(argv, dir.path().join("hang.log"));
+    slow.timeout = Duration::from_secs(3);
+    let started = std::time::Instant::now();
+    let outcome = run_step(&slow).expect("runs");
+    let took = started.elapsed();
+    assert_eq!(outcome.status, StepStatus::TimedOut, "{:?}", outcome.tail);
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    assert!(ticks(&tick_file) > 0, "the child ran: {:?}", outcome.tail);
+    // The child is gone with its parent: it writes no more ticks.
+    std::thread::sleep(Duration::from_millis(500));
+    let after = ticks(&tick_file);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(ticks(&tick_file), after, "the child outlived the timeout");
+}
+
 #[test]
 fn a_missing_installer_is_a_spawn_error_naming_it() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -4,26 +4,15 @@
 //!
 //! What a line means is the caller's business; this only keeps the child and its pipes.
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
 
 use super::SamplerError;
+use crate::exec;
 
-/// How much of a monitor's stderr is kept: enough for nvidia-smi's one-line NVML errors.
-const STDERR_TAIL: usize = 2000;
-
-/// A running monitor child and the threads reading its pipes.
+/// A running monitor child (started by [`crate::exec`], in a tree of its own).
 pub(super) struct Monitor {
     program: PathBuf,
-    child: Child,
-    stdout_open: Arc<AtomicBool>,
-    stdout_reader: Option<JoinHandle<()>>,
-    stderr_reader: Option<JoinHandle<String>>,
+    running: exec::Running,
 }
 
 impl Monitor {
@@ -32,72 +21,44 @@ impl Monitor {
         program: &Path,
         args: &[String],
         what: &'static str,
-        mut on_line: impl FnMut(&str) + Send + 'static,
+        on_line: impl FnMut(&str) + Send + 'static,
     ) -> Result<Monitor, SamplerError> {
-        let mut child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| SamplerError::Spawn {
-                program: program.to_path_buf(),
-                what,
-                source,
-            })?;
-        let stdout_open = Arc::new(AtomicBool::new(true));
-        let stdout_reader = child.stdout.take().map(|stdout| {
-            let open = Arc::clone(&stdout_open);
-            std::thread::spawn(move || {
-                // Lines that are not UTF-8 end the loop like EOF would; nvidia-smi prints ASCII.
-                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                    on_line(&line);
+        let spec = exec::Spec {
+            program: program.into(),
+            args: args.iter().map(Into::into).collect(),
+            env: Vec::new(),
+            output: exec::Output::Lines(Box::new(on_line)),
+            timeout: None,
+        };
+        let running = exec::start(spec).map_err(|e| SamplerError::Spawn {
+            program: program.to_path_buf(),
+            what,
+            source: match e {
+                exec::ExecError::Spawn { source, .. } | exec::ExecError::Wait { source, .. } => {
+                    source
                 }
-                open.store(false, Ordering::SeqCst);
-            })
-        });
-        let stderr_reader = child.stderr.take().map(|stderr| {
-            std::thread::spawn(move || {
-                let mut text = String::new();
-                let _ = BufReader::new(stderr).read_to_string(&mut text);
-                tail(&text, STDERR_TAIL).trim().to_string()
-            })
-        });
+                exec::ExecError::EmptyCommand => std::io::Error::other("the command is empty"),
+            },
+        })?;
         Ok(Monitor {
             program: program.to_path_buf(),
-            child,
-            stdout_open,
-            stdout_reader,
-            stderr_reader,
+            running,
         })
     }
 
     /// Whether the child still has its stdout open (it is still sampling).
     pub(super) fn is_running(&self) -> bool {
-        self.stdout_open.load(Ordering::SeqCst)
+        self.running.stdout_open()
     }
 
-    /// Kills the child, joins the readers, and says whether it had failed on its own before.
-    pub(super) fn stop(mut self) -> Option<String> {
-        let exited_early = self.child.try_wait().ok().flatten();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        // One deadline for both readers, so a stuck pipe costs the grace once.
-        let deadline = Instant::now() + READER_GRACE;
-        if let Some(reader) = self
-            .stdout_reader
-            .take()
-            .and_then(|r| finished_by(r, deadline))
-        {
-            let _ = reader.join();
-        }
-        let stderr = self
-            .stderr_reader
-            .take()
-            .and_then(|r| finished_by(r, deadline))
-            .and_then(|r| r.join().ok())
-            .unwrap_or_default();
-        let status = exited_early.filter(|s| !s.success())?;
+    /// Ends the child and its tree, and says whether it had failed on its own before.
+    pub(super) fn stop(self) -> Option<String> {
+        let finished = self.running.stop().ok()?;
+        let status = match finished.end {
+            exec::End::Exited(0) | exec::End::Stopped => return None,
+            end => end,
+        };
+        let stderr = String::from_utf8_lossy(&finished.stderr).trim().to_string();
         let said = if stderr.is_empty() {
             String::new()
         } else {
@@ -110,36 +71,10 @@ impl Monitor {
     }
 }
 
-/// How long a reader may take to see EOF after its child was killed.
-const READER_GRACE: Duration = Duration::from_secs(2);
-
-/// The reader, once it has finished; `None` (and the thread left to end on its own) when a
-/// grandchild the monitor started still holds the pipe open after the kill.
-fn finished_by<T>(reader: JoinHandle<T>, deadline: Instant) -> Option<JoinHandle<T>> {
-    while !reader.is_finished() {
-        if Instant::now() > deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    Some(reader)
-}
-
-fn tail(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
-}
-
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
 
     type Lines = Arc<Mutex<Vec<String>>>;
 
@@ -213,16 +148,9 @@ mod tests {
         let started = std::time::Instant::now();
         monitor.stop();
         assert!(
-            started.elapsed() < READER_GRACE + Duration::from_secs(1),
+            started.elapsed() < exec::PIPE_GRACE + Duration::from_secs(1),
             "{:?}",
             started.elapsed()
         );
-    }
-
-    #[test]
-    fn tail_keeps_the_end_on_a_char_boundary() {
-        assert_eq!(tail("abc", 10), "abc");
-        assert_eq!(tail("aé", 1), "");
-        assert_eq!(tail("abcdef", 3), "def");
     }
 }

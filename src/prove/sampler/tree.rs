@@ -197,14 +197,13 @@ fn host_snapshot() -> Option<HashMap<u32, u32>> {
         .or_else(|| ask("wmic".as_ref(), &wmic_args))
 }
 
+/// How long one process snapshot may take (PowerShell's first start on a cold machine is slow).
+const SNAPSHOT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// One snapshot source: its parent links, or `None` when it cannot run or lists nothing.
 fn ask(program: &std::ffi::OsStr, args: &[&str]) -> Option<HashMap<u32, u32>> {
-    let out = std::process::Command::new(program)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
+    let spec = crate::exec::Spec::captured(program, args, SNAPSHOT_TIMEOUT);
+    let out = crate::exec::run(spec).ok()?;
     let links = parse_parent_links(&decode_console(&out.stdout));
     (!links.is_empty()).then_some(links)
 }

@@ -1,0 +1,555 @@
+//! The trust chain and the one process runner, tried as a hostile user and a hostile installer
+//! would: an installer rewritten together with its lock line (a marker file proves nothing ran),
+//! a `.run` stand-in whose child holds the pipes past the timeout, two installs at once, a
+//! `kill -9` mid-install, a `verify:` command that `plan` must not run, and one 300 MB line.
+#![cfg(unix)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use crate::fakes::{FakeHost, FakeTorch};
+use crate::hostile::{
+    Watched, alive, child_holding_the_pipes, gone_within, one_enormous_line, pid_in, sha, signal,
+    signal_group, tamper_with_lock,
+};
+use crate::install::{driver_script, library_script, order_log, toolkit_script};
+use crate::prove::example_script;
+use crate::server::TestServer;
+
+const DRIVER: &str = "595.71.05";
+const TOOLKIT_FILE: &str = "cuda_12.4.1_550.54.15_linux.run";
+const STACK: &str = "fake-trust";
+
+/// How the vault's stack differs from the plain one.
+#[derive(Default)]
+struct Setup {
+    /// The toolkit installer's body (default: the install tests' fake toolkit installer).
+    toolkit: Option<String>,
+    /// Extra lines under `toolkit:` (a timeout, a verify command).
+    toolkit_extra: String,
+    /// The example's body and timeout (default: the prove tests' example, 60 s).
+    example: Option<(String, &'static str)>,
+}
+
+/// A host with the whole stack in place and every installer pinned by sha256 in the manifest,
+/// fetched into the archive.
+struct Vault {
+    host: FakeHost,
+    _server: TestServer,
+    manifest: PathBuf,
+}
+
+impl Vault {
+    fn fetched(setup: Setup) -> Self {
+        let host = FakeHost::new()
+            .gpu("NVIDIA L4", 23034, "8.9")
+            .driver(DRIVER, "12.8")
+            .toolkit("12.4.1")
+            .torch(FakeTorch::default());
+        std::fs::write(host.nvidia().join("memory.csv"), "7300\n").expect("idle memory");
+        std::fs::write(host.nvidia().join("apps.csv"), "4242, 7000\n").expect("other job");
+        let (example, example_timeout) = setup
+            .example
+            .unwrap_or_else(|| (example_script(&host, false, false), "60s"));
+        let script = host.root().join("example.sh");
+        std::fs::write(&script, example).expect("example");
+        let driver = driver_script(&host);
+        let toolkit = setup.toolkit.unwrap_or_else(|| toolkit_script(&host));
+        let library = library_script(&host);
+        let server = TestServer::start();
+        server.file("NVIDIA-Linux-x86_64-595.71.05.run", driver.as_bytes());
+        server.file(TOOLKIT_FILE, toolkit.as_bytes());
+        server.file("install-torch.sh", library.as_bytes());
+        let manifest = host.root().join("stack.yaml");
+        let yaml = format!(
+            "schema: 1\nname: {STACK}\nos: linux\n\
+             driver:\n  version: \"{DRIVER}\"\n  installer:\n    url: {d}\n    sha256: {ds}\n  run: [\"sh\", \"{{installer}}\", \"--silent\", \"--dkms\"]\n\
+             toolkit:\n{extra}  version: \"12.4.1\"\n  installer:\n    url: {t}\n    sha256: {ts}\n  root: \"{root}\"\n  run: [\"sh\", \"{{installer}}\", \"--silent\", \"--toolkit\", \"--toolkitpath={{root}}\"]\n\
+             library:\n  name: torch\n  version: \"2.5.1\"\n  cuda: \"12.4\"\n  python: python3\n  installers:\n    - url: {l}\n      sha256: {ls}\n  run: [\"sh\", \"{{installer}}\"]\n\
+             example:\n  run: [\"sh\", \"{script}\", \"{{batch}}\"]\n  timeout: {example_timeout}\n\
+             vram:\n  line: 0.8\n  batches: [16, 32, 64]\n",
+            d = server.url("NVIDIA-Linux-x86_64-595.71.05.run"),
+            ds = sha(driver.as_bytes()),
+            t = server.url(TOOLKIT_FILE),
+            ts = sha(toolkit.as_bytes()),
+            l = server.url("install-torch.sh"),
+            ls = sha(library.as_bytes()),
+            extra = setup.toolkit_extra,
+            root = host.toolkit_root("12.4.1").display(),
+            script = script.display(),
+        );
+        std::fs::write(&manifest, yaml).expect("manifest");
+        let vault = Self {
+            host,
+            _server: server,
+            manifest,
+        };
+        let out = vault.run(&["fetch"]);
+        assert!(out.status.success(), "fetch: {}", text(&out));
+        vault
+    }
+
+    fn proven(setup: Setup) -> Self {
+        let vault = Self::fetched(setup);
+        let out = vault.run(&["prove"]);
+        assert!(out.status.success(), "prove: {}", text(&out));
+        vault
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.host.stackpin(
+            args.iter()
+                .copied()
+                .chain([self.manifest.to_str().expect("utf-8 path")]),
+        );
+        cmd.env("STACKPIN_ARCHIVE", self.archive())
+            .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
+            .env("STACKPIN_RETRY_BASE_MS", "0");
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("stackpin runs")
+    }
+
+    fn watch(&self, args: &[&str], tag: &str) -> Watched {
+        Watched::start(self.command(args), self.host.root(), tag)
+    }
+
+    fn archive(&self) -> PathBuf {
+        self.host.root().join("installers")
+    }
+
+    fn stack(&self) -> PathBuf {
+        self.archive().join(STACK)
+    }
+
+    fn marker(&self) -> PathBuf {
+        self.host.root().join("tampered-installer-ran")
+    }
+
+    /// Rewrites the archived toolkit installer and its lock line; the new one leaves a marker.
+    fn tamper_toolkit(&self) -> (String, String) {
+        let body = format!("#!/bin/sh\ntouch '{}'\n", self.marker().display());
+        tamper_with_lock(&self.stack(), "toolkit", TOOLKIT_FILE, &body)
+    }
+
+    fn order(&self) -> Vec<String> {
+        std::fs::read_to_string(order_log(&self.host))
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+}
+
+fn text(out: &Output) -> String {
+    crate::common::text(out)
+}
+
+/// The refusal names the pinning field, both hashes and the fix.
+fn assert_refused_with_both_hashes(all: &str, pinned: &str, locked: &str) {
+    assert!(all.contains("toolkit.installer.sha256"), "{all}");
+    assert!(all.contains(pinned) && all.contains(locked), "{all}");
+    assert!(all.contains("stackpin fetch"), "{all}");
+}
+
+#[test]
+fn install_refuses_an_installer_rewritten_together_with_its_lock_line() {
+    let vault = Vault::fetched(Setup::default());
+    let (pinned, locked) = vault.tamper_toolkit();
+    let out = vault.run(&["install", "--yes", "--force", "toolkit"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert_refused_with_both_hashes(&all, &pinned, &locked);
+    assert!(!vault.marker().exists(), "the tampered installer ran");
+}
+
+#[test]
+fn repair_refuses_an_installer_rewritten_together_with_its_lock_line() {
+    let vault = Vault::proven(Setup::default());
+    std::fs::remove_dir_all(vault.host.toolkit_root("12.4.1")).expect("toolkit drifts away");
+    let (pinned, locked) = vault.tamper_toolkit();
+    let out = vault.run(&["repair", "--yes"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains(&pinned) && all.contains(&locked), "{all}");
+    assert!(!vault.marker().exists(), "the tampered installer ran");
+}
+
+#[test]
+fn up_refuses_an_installer_rewritten_together_with_its_lock_line() {
+    let vault = Vault::fetched(Setup::default());
+    std::fs::remove_dir_all(vault.host.toolkit_root("12.4.1")).expect("toolkit missing");
+    let (pinned, locked) = vault.tamper_toolkit();
+    let out = vault.run(&["up", "--yes"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains(&pinned) && all.contains(&locked), "{all}");
+    assert!(!vault.marker().exists(), "the tampered installer ran");
+}
+
+#[test]
+fn unbundle_refuses_a_bundle_whose_file_and_lock_line_were_both_rewritten() {
+    let vault = Vault::fetched(Setup::default());
+    let (pinned, locked) = vault.tamper_toolkit();
+    let zip = vault.host.root().join("stack.zip");
+    let bundled = vault.run(&["bundle", "-o", zip.to_str().expect("utf-8")]);
+    assert!(bundled.status.success(), "{}", text(&bundled));
+
+    let elsewhere = vault.host.root().join("elsewhere");
+    let out = vault
+        .host
+        .stackpin(["unbundle", zip.to_str().expect("utf-8")])
+        .env("STACKPIN_ARCHIVE", &elsewhere)
+        .output()
+        .expect("stackpin runs");
+    let all = text(&out);
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert_refused_with_both_hashes(&all, &pinned, &locked);
+    assert!(
+        !elsewhere.join(STACK).join("stack.lock").exists(),
+        "nothing is kept"
+    );
+
+    // And nothing installs from it.
+    let install = vault
+        .command(&["install", "--yes", "--force", "toolkit"])
+        .env("STACKPIN_ARCHIVE", &elsewhere)
+        .output()
+        .expect("stackpin runs");
+    assert_ne!(install.status.code(), Some(0), "{}", text(&install));
+    assert!(!vault.marker().exists(), "the tampered installer ran");
+}
+
+#[test]
+fn audit_and_status_name_the_pin_that_a_lock_line_disagrees_with() {
+    let vault = Vault::fetched(Setup::default());
+    let (pinned, locked) = vault.tamper_toolkit();
+    let audit = vault.run(&["audit"]);
+    let all = text(&audit);
+    assert_eq!(audit.status.code(), Some(1), "{all}");
+    assert!(all.contains("untrusted"), "{all}");
+    assert_refused_with_both_hashes(&all, &pinned, &locked);
+
+    let status = vault.run(&["status"]);
+    let all = text(&status);
+    assert_eq!(status.status.code(), Some(1), "{all}");
+    assert_refused_with_both_hashes(&all, &pinned, &locked);
+}
+
+#[test]
+fn installers_run_from_a_private_staged_copy_never_from_the_archive() {
+    let seen = std::env::temp_dir().join(format!("stackpin-staged-{}", std::process::id()));
+    let _ = std::fs::remove_file(&seen);
+    let host_probe = format!(
+        "#!/bin/sh\necho \"$0\" > '{s}'\nstat -c %a \"$(dirname \"$0\")\" >> '{s}'\n",
+        s = seen.display()
+    );
+    let vault = Vault::fetched(Setup {
+        toolkit: Some(host_probe),
+        ..Setup::default()
+    });
+    let out = vault.run(&["install", "--yes", "--force", "toolkit"]);
+    let report = std::fs::read_to_string(&seen).expect("the installer ran");
+    let _ = std::fs::remove_file(&seen);
+    let mut lines = report.lines();
+    let ran = PathBuf::from(lines.next().expect("its path"));
+    assert_ne!(
+        ran,
+        vault.stack().join("toolkit").join(TOOLKIT_FILE),
+        "{}",
+        text(&out)
+    );
+    assert!(ran.ends_with(TOOLKIT_FILE), "{}", ran.display());
+    assert_eq!(
+        lines.next(),
+        Some("700"),
+        "the staging folder is owner-only"
+    );
+    assert!(!ran.exists(), "the staged copy is removed after the step");
+}
+
+#[test]
+fn a_run_file_whose_child_holds_the_pipes_is_ended_with_its_child_at_the_timeout() {
+    let pidfile = std::env::temp_dir().join(format!("stackpin-run-child-{}", std::process::id()));
+    let _ = std::fs::remove_file(&pidfile);
+    let vault = Vault::fetched(Setup {
+        toolkit: Some(child_holding_the_pipes(&pidfile)),
+        toolkit_extra: "  timeout: 5s\n".into(),
+        ..Setup::default()
+    });
+    let run = vault.watch(&["install", "--yes", "--force", "toolkit"], "timeout");
+    let child = pid_in(&pidfile);
+    let _ = std::fs::remove_file(&pidfile);
+    let done = run.finish(Duration::from_secs(60), &[child]);
+    assert_eq!(done.code, Some(3), "{}", done.text());
+    assert!(done.took < Duration::from_secs(20), "took {:?}", done.took);
+    assert!(done.text().contains("timeout"), "{}", done.text());
+    assert!(gone_within(child, Duration::from_secs(2)), "orphan {child}");
+}
+
+#[test]
+fn an_example_whose_child_holds_the_pipes_is_ended_with_its_child_at_the_timeout() {
+    let pidfile = std::env::temp_dir().join(format!("stackpin-ex-child-{}", std::process::id()));
+    let _ = std::fs::remove_file(&pidfile);
+    let vault = Vault::fetched(Setup {
+        example: Some((child_holding_the_pipes(&pidfile), "3s")),
+        ..Setup::default()
+    });
+    let run = vault.watch(&["prove"], "example");
+    let child = pid_in(&pidfile);
+    let _ = std::fs::remove_file(&pidfile);
+    let done = run.finish(Duration::from_secs(60), &[child]);
+    assert_eq!(done.code, Some(3), "{}", done.text());
+    assert!(done.took < Duration::from_secs(20), "took {:?}", done.took);
+    assert!(gone_within(child, Duration::from_secs(2)), "orphan {child}");
+}
+
+#[test]
+fn measure_for_ends_the_command_and_its_child() {
+    let vault = Vault::fetched(Setup::default());
+    let pidfile = vault.host.root().join("measured-child.pid");
+    let script = vault.host.root().join("service.sh");
+    std::fs::write(&script, child_holding_the_pipes(&pidfile)).expect("script");
+    let cmd = {
+        let mut c = vault.host.stackpin(["measure", "--for", "2s", "--", "sh"]);
+        c.arg(&script);
+        c
+    };
+    let run = Watched::start(cmd, vault.host.root(), "measure");
+    let child = pid_in(&pidfile);
+    let done = run.finish(Duration::from_secs(60), &[child]);
+    assert_eq!(done.code, Some(0), "{}", done.text());
+    assert!(done.took < Duration::from_secs(15), "took {:?}", done.took);
+    assert!(gone_within(child, Duration::from_secs(2)), "orphan {child}");
+}
+
+#[test]
+fn a_second_ctrl_c_ends_the_measured_command_and_its_child() {
+    let vault = Vault::fetched(Setup::default());
+    let pidfile = vault.host.root().join("interrupted-child.pid");
+    let script = vault.host.root().join("service.sh");
+    std::fs::write(&script, child_holding_the_pipes(&pidfile)).expect("script");
+    let cmd = {
+        let mut c = vault.host.stackpin(["measure", "--", "sh"]);
+        c.arg(&script);
+        c
+    };
+    let mut run = Watched::start(cmd, vault.host.root(), "ctrl-c");
+    let child = pid_in(&pidfile);
+    signal(run.pid(), "INT");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        run.child.try_wait().expect("try_wait").is_none(),
+        "the first Ctrl-C waits for the command"
+    );
+    assert!(alive(child), "the first Ctrl-C leaves the command running");
+    signal(run.pid(), "INT");
+    let done = run.finish(Duration::from_secs(30), &[child]);
+    assert!(done.took < Duration::from_secs(15), "took {:?}", done.took);
+    assert!(done.stderr.contains("Ctrl-C again"), "{}", done.text());
+    assert!(gone_within(child, Duration::from_secs(2)), "orphan {child}");
+}
+
+/// A toolkit installer that logs `start` and `end` around a pause (and installs the toolkit).
+fn logged_slow_toolkit(host: &FakeHost, log: &std::path::Path, pause_s: u32) -> String {
+    let body = toolkit_script(host);
+    let rest = body.strip_prefix("#!/bin/sh\n").expect("a shell script");
+    format!(
+        "#!/bin/sh\necho start >> '{log}'\necho $$ > '{log}.pid'\nsleep {pause_s}\n{rest}echo end >> '{log}'\n",
+        log = log.display()
+    )
+}
+
+#[test]
+fn two_installs_of_one_stack_never_overlap() {
+    let log = std::env::temp_dir().join(format!("stackpin-overlap-{}", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let vault = slow_vault(&log, 2);
+    let first = vault.watch(&["install", "--yes", "--force", "toolkit"], "first");
+    let second = vault.watch(&["install", "--yes", "--force", "toolkit"], "second");
+    let first = first.finish(Duration::from_secs(60), &[]);
+    let second = second.finish(Duration::from_secs(60), &[]);
+    let order = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(log.with_extension("pid"));
+    assert_eq!(first.code, Some(0), "{}", first.text());
+    assert_eq!(second.code, Some(0), "{}", second.text());
+    assert_eq!(
+        order.lines().collect::<Vec<_>>(),
+        ["start", "end", "start", "end"],
+        "the toolkit installer ran twice at once"
+    );
+    assert!(
+        format!("{}{}", first.stderr, second.stderr).contains("waiting for it to finish"),
+        "{}\n{}",
+        first.text(),
+        second.text()
+    );
+}
+
+/// A vault whose toolkit installer pauses `pause_s` seconds, logging to `log`.
+fn slow_vault(log: &std::path::Path, pause_s: u32) -> Vault {
+    let v = Vault::fetched(Setup::default());
+    let body = logged_slow_toolkit(&v.host, log, pause_s);
+    let _ = tamper_with_lock(&v.stack(), "toolkit", TOOLKIT_FILE, &body);
+    let yaml = std::fs::read_to_string(&v.manifest).expect("manifest");
+    let old = sha(toolkit_script(&v.host).as_bytes());
+    std::fs::write(&v.manifest, yaml.replace(&old, &sha(body.as_bytes()))).expect("pin updated");
+    v
+}
+
+fn wait_for_start(log: &std::path::Path) {
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(log).is_ok_and(|t| t.contains("start")) {
+        assert!(start.elapsed() < Duration::from_secs(30), "never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn no_wait_exits_1_while_another_install_holds_the_stack() {
+    let log = std::env::temp_dir().join(format!("stackpin-nowait-{}", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let vault = slow_vault(&log, 3);
+    let first = vault.watch(&["install", "--yes", "--force", "toolkit"], "holder");
+    wait_for_start(&log);
+    let second = vault.run(&["install", "--yes", "--force", "toolkit", "--no-wait"]);
+    let first = first.finish(Duration::from_secs(60), &[]);
+    let order = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(log.with_extension("pid"));
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second));
+    assert!(text(&second).contains("--no-wait"), "{}", text(&second));
+    assert_eq!(first.code, Some(0), "{}", first.text());
+    assert_eq!(order.lines().collect::<Vec<_>>(), ["start", "end"]);
+}
+
+#[test]
+fn a_killed_install_is_seen_as_interrupted_never_as_done() {
+    let log = std::env::temp_dir().join(format!("stackpin-killed-{}", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let vault = slow_vault(&log, 30);
+    let run = vault.watch(&["install", "--yes", "--force", "toolkit"], "killed");
+    wait_for_start(&log);
+    let installer = pid_in(&PathBuf::from(format!("{}.pid", log.display())));
+    // While the install holds the stack, its step is running, not interrupted.
+    let during = vault.run(&["status"]);
+    assert!(
+        text(&during).contains("toolkit running now"),
+        "{}",
+        text(&during)
+    );
+    assert!(!text(&during).contains("interrupted"), "{}", text(&during));
+    signal(run.pid(), "KILL");
+    let _ = run.finish(Duration::from_secs(10), &[]);
+    // The installer runs in a process group of its own, which stackpin's kill -9 did not reach.
+    signal_group(installer, "KILL");
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(log.with_extension("pid"));
+
+    let state = std::fs::read_to_string(vault.stack().join("state.yaml")).expect("state");
+    assert!(state.contains("running"), "{state}");
+    let status = vault.run(&["status"]);
+    let all = text(&status);
+    assert_eq!(status.status.code(), Some(1), "{all}");
+    assert!(all.contains("toolkit step was interrupted"), "{all}");
+    let doctor = vault.run(&["doctor"]);
+    assert!(
+        text(&doctor).contains("toolkit step was interrupted"),
+        "{}",
+        text(&doctor)
+    );
+    assert_eq!(doctor.status.code(), Some(1), "{}", text(&doctor));
+    let again = vault.run(&["install", "--yes", "--dry-run"]);
+    assert!(
+        text(&again).contains("toolkit step was interrupted"),
+        "{}",
+        text(&again)
+    );
+}
+
+#[test]
+fn plan_shows_verify_commands_and_runs_them_only_with_probe() {
+    let marker = std::env::temp_dir().join(format!("stackpin-verify-ran-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let vault = Vault::fetched(Setup {
+        toolkit_extra: format!(
+            "  verify: [\"sh\", \"-c\", \"touch '{}'\"]\n",
+            marker.display()
+        ),
+        ..Setup::default()
+    });
+    let plan = vault.run(&["plan"]);
+    let all = text(&plan);
+    assert!(!marker.exists(), "plan ran a verify command: {all}");
+    assert!(
+        all.contains(&format!("touch '{}'", marker.display())),
+        "{all}"
+    );
+    assert!(all.contains("--probe"), "{all}");
+    assert!(vault.order().is_empty(), "plan runs no installer");
+
+    let probed = vault.run(&["plan", "--probe"]);
+    assert!(marker.exists(), "--probe runs it: {}", text(&probed));
+    let _ = std::fs::remove_file(&marker);
+
+    let help = vault
+        .host
+        .stackpin(["plan", "--help"])
+        .output()
+        .expect("help");
+    assert!(text(&help).contains("--probe"), "{}", text(&help));
+    assert!(text(&help).contains("read-only"), "{}", text(&help));
+}
+
+#[test]
+fn a_300_mb_line_keeps_rss_bounded_and_prints_a_bounded_tail() {
+    let vault = Vault::fetched(Setup {
+        toolkit: Some(one_enormous_line(300_000_000)),
+        ..Setup::default()
+    });
+    let run = vault.watch(&["install", "--yes", "--force", "toolkit"], "enormous");
+    let done = run.finish(Duration::from_secs(300), &[]);
+    assert_eq!(
+        done.code,
+        Some(3),
+        "{}",
+        &done.stderr[..done.stderr.len().min(2000)]
+    );
+    eprintln!(
+        "300 MB line: peak RSS {} KiB, stderr {} bytes, {:?}",
+        done.peak_rss_kib,
+        done.stderr.len(),
+        done.took
+    );
+    assert!(
+        done.peak_rss_kib < 128 * 1024,
+        "peak RSS {} KiB",
+        done.peak_rss_kib
+    );
+    assert!(
+        done.stderr.len() < 64 * 1024,
+        "stderr is {} bytes",
+        done.stderr.len()
+    );
+    assert!(
+        done.stderr.contains("ERROR: the end of it"),
+        "{}",
+        done.stderr
+    );
+    let logs: Vec<_> = std::fs::read_dir(vault.stack().join("logs"))
+        .expect("logs")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("toolkit-"))
+        .collect();
+    assert_eq!(logs.len(), 1);
+    let size = logs[0].metadata().expect("log").len();
+    assert!(
+        size >= 300_000_000,
+        "the whole line is streamed to the log: {size}"
+    );
+    let _ = std::fs::remove_file(logs[0].path());
+}
