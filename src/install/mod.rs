@@ -289,7 +289,9 @@ pub fn install(
             result.status,
             result.code,
             &codes,
-            after.holds,
+            // A check that held before the step (a forced reinstall) says nothing about what
+            // this installer did: only a layer the step brought about can excuse its code.
+            after.holds && !before.holds,
         ) {
             exit_codes::note_in_log(result.log.as_deref(), &warning);
             result.status = StepStatus::Succeeded;
