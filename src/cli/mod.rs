@@ -8,6 +8,9 @@ mod audit_cmd;
 mod budget_cmd;
 mod bundle_cmd;
 mod check_cmd;
+mod completions_cmd;
+mod consent;
+mod defaults;
 mod diagnose_cmd;
 mod doctor_cmd;
 mod fetch_cmd;
@@ -107,17 +110,19 @@ pub struct GlobalArgs {
     /// No progress bars and no informational lines; errors still go to stderr.
     #[arg(long, short, global = true)]
     pub quiet: bool,
-    /// The installer archive (default ./installers).
+    /// The installer archive [default: /var/lib/stackpin as root, %ProgramData%\stackpin as
+    /// Administrator, ./installers otherwise]
     #[arg(long, global = true, env = "STACKPIN_ARCHIVE", value_name = "DIR")]
     pub archive: Option<PathBuf>,
 }
 
 impl GlobalArgs {
-    /// The archive folder, `./installers` unless `--archive` or `STACKPIN_ARCHIVE` says otherwise.
+    /// The archive folder: `--archive` or `STACKPIN_ARCHIVE`, else a fixed per-machine folder
+    /// for root/Administrator and `./installers` for anyone else.
     pub fn archive_dir(&self) -> PathBuf {
         self.archive
             .clone()
-            .unwrap_or_else(|| PathBuf::from("installers"))
+            .unwrap_or_else(defaults::default_archive)
     }
 }
 
@@ -181,6 +186,12 @@ pub enum Command {
     /// Summarise every stack on this host: lock, audit, install state, proven record.
     #[command(after_help = status_cmd::EXAMPLES)]
     Status(status_cmd::StatusArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    #[command(after_help = completions_cmd::COMPLETIONS_EXAMPLES)]
+    Completions(completions_cmd::CompletionsArgs),
+    /// Print stackpin's man page (roff), generated from the same definitions as --help.
+    #[command(after_help = completions_cmd::MAN_EXAMPLES)]
+    Man(completions_cmd::ManArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -206,6 +217,8 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor_cmd::run_doctor(args, &cli.global),
         Command::Repair(args) => doctor_cmd::run_repair(args, &cli.global),
         Command::Status(args) => status_cmd::run(args, &cli.global),
+        Command::Completions(args) => completions_cmd::run_completions(args),
+        Command::Man(args) => completions_cmd::run_man(args),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -155,6 +155,7 @@ fn stackpin(args: &[&str], stdin: Option<&str>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_stackpin"));
     cmd.args(args)
         .env_remove("RUST_BACKTRACE")
+        .env("STACKPIN_TEST_ADMIN", "0")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .stdin(if stdin.is_some() {
