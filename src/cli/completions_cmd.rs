@@ -18,11 +18,14 @@ Examples:
 pub const MAN_EXAMPLES: &str = "\
 Examples:
   stackpin man | man -l -
+  stackpin man install | man -l -
   sudo sh -c 'stackpin man > /usr/local/share/man/man1/stackpin.1'";
 
-/// Errors of writing generated text to stdout.
+/// Errors of generating completions or a man page.
 #[derive(Debug, thiserror::Error)]
 pub enum GenerateError {
+    #[error("`stackpin man {name}`: no such command; pages exist for {known}")]
+    UnknownCommand { name: String, known: String },
     #[error("writing the {what} to stdout")]
     Write {
         what: &'static str,
@@ -41,7 +44,11 @@ pub struct CompletionsArgs {
 
 /// Arguments of `man`.
 #[derive(Debug, clap::Args)]
-pub struct ManArgs {}
+pub struct ManArgs {
+    /// A command's own page, stackpin-COMMAND(1), as the main page's list names them.
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+}
 
 pub fn run_completions(args: &CompletionsArgs) -> CmdResult {
     let mut command = Cli::command();
@@ -50,9 +57,25 @@ pub fn run_completions(args: &CompletionsArgs) -> CmdResult {
     write_stdout(&out, "completion script")
 }
 
-pub fn run_man(_args: &ManArgs) -> CmdResult {
+pub fn run_man(args: &ManArgs) -> CmdResult {
+    let top = Cli::command();
+    let page = match &args.command {
+        None => top,
+        Some(name) => {
+            let Some(sub) = top.find_subcommand(name) else {
+                let names: Vec<&str> = top.get_subcommands().map(|c| c.get_name()).collect();
+                return Err(Failure::input(GenerateError::UnknownCommand {
+                    name: name.clone(),
+                    known: names.join(", "),
+                }));
+            };
+            // The name clap_mangen prints in the title and synopsis: `stackpin-install`.
+            let title = format!("stackpin-{}", sub.get_name());
+            sub.clone().name(title)
+        }
+    };
     let mut out = Vec::new();
-    clap_mangen::Man::new(Cli::command())
+    clap_mangen::Man::new(page)
         .render(&mut out)
         .map_err(|source| {
             Failure::external(GenerateError::Write {

@@ -44,6 +44,21 @@ fn man_page_renders_as_roff_with_every_command() {
 }
 
 #[test]
+fn man_has_a_page_for_each_command_the_main_page_lists() {
+    let out = run(stackpin().args(["man", "install"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(".TH stackpin-install 1"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("\\-\\-yes"), "{}", out.stdout);
+    let unknown = run(stackpin().args(["man", "instal"]));
+    assert_eq!(unknown.code, 2, "{}", unknown.stderr);
+    assert!(unknown.stderr.contains("install"), "{}", unknown.stderr);
+}
+
+#[test]
 fn help_states_the_archive_default_for_root_and_for_users() {
     let out = run(stackpin().arg("--help"));
     assert_eq!(out.code, 0, "{}", out.stderr);
