@@ -806,6 +806,11 @@ impl LibraryRelease {
         reqs
     }
 
+    /// The companion package pinned with every release of this library (`torchvision`), if any.
+    pub fn companion_name(&self) -> Option<&str> {
+        self.companion.as_ref().map(|(name, _)| name.as_str())
+    }
+
     /// The companion requirement (`torchvision==0.15.2`) published for `version`, from the
     /// pairing table; `None` when the table has no pair for it.
     pub fn companion_for(&self, version: &Version) -> Option<String> {

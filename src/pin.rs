@@ -40,6 +40,12 @@ pub struct PinRequest {
     pub gpus: Vec<TargetGpu>,
     /// The GPU's name as nvidia-smi reports it: picks the Windows driver package for its family.
     pub gpu_name: Option<String>,
+    /// `--unknown-release`: the user vouches for a release of a known line that the release data
+    /// does not list; companions then come only from `with`.
+    pub unknown_release: bool,
+    /// `--with NAME==VERSION`: pip requirements pinned beside the library; one named like the
+    /// data's companion (`torchvision`) replaces it.
+    pub with: Vec<String>,
 }
 
 /// A GPU a pinned stack must drive and compute on.
@@ -72,6 +78,28 @@ pub enum PinError {
         os: Os,
         known: Vec<String>,
     },
+    #[error(
+        "{library} {version} is not a release in stackpin's data (the {line} line has {}); pin one of those, or pass --unknown-release to vouch for it{}",
+        known.join(", "),
+        companion.as_ref().map(|c| format!(" and name its {c} with --with {c}==VERSION")).unwrap_or_default()
+    )]
+    ReleaseNotInData {
+        library: String,
+        version: Version,
+        line: String,
+        known: Vec<String>,
+        companion: Option<String>,
+    },
+    #[error(
+        "--unknown-release: stackpin does not know which {companion} goes with {library} {version}; give it with --with {companion}==VERSION (from the release notes of {library} {version})"
+    )]
+    CompanionNotGiven {
+        library: String,
+        version: Version,
+        companion: String,
+    },
+    #[error("--with `{given}`: write it as NAME==VERSION, e.g. torchvision==0.20.1")]
+    BadWith { given: String },
     #[error("{library} {release} does not support CUDA {line}; it supports {supported}")]
     UnsupportedToolkit {
         library: String,
@@ -194,10 +222,14 @@ pub fn pin(req: &PinRequest) -> Result<Pinned, PinError> {
             });
         }
     };
+    let requirements = requirements(req, &release)?;
     let mut notes = Vec::new();
     let python = choose_python(req, &release, &mut notes)?;
     let (toolkit, driver, min) = choose_toolkit_and_driver(req, &release, &mut notes)?;
-    let manifest = build(req, &release, &toolkit, &driver, &python);
+    let mut manifest = build(req, &release, &toolkit, &driver, &python);
+    if let Some(pip) = manifest.library.pip.as_mut() {
+        pip.requirements = requirements;
+    }
     notes.push(driver_note(req, &driver, &toolkit, &min));
     notes.extend(bundled_note(req.os, &driver, &toolkit));
     let yaml = render(&manifest, &release, &min, req.driver.is_some());
@@ -206,6 +238,79 @@ pub fn pin(req: &PinRequest) -> Result<Pinned, PinError> {
         notes,
         yaml,
     })
+}
+
+/// The pip requirements: the data's for a release it lists, with `--with` replacing or adding;
+/// for a release it does not list, only with `--unknown-release`, and then every companion the
+/// line has must come from `--with` — a companion version is never guessed.
+fn requirements(req: &PinRequest, release: &LibraryRelease) -> Result<Vec<String>, PinError> {
+    let version = req.version.public();
+    let with = req
+        .with
+        .iter()
+        .map(|given| match given.split_once("==") {
+            Some((name, v)) if !name.trim().is_empty() && !v.trim().is_empty() => Ok((
+                requirement_name(name),
+                format!("{}=={}", name.trim(), v.trim()),
+            )),
+            _ => Err(PinError::BadWith {
+                given: given.clone(),
+            }),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let known = release.versions.iter().any(|v| same_padded(v, &version));
+    let companion = release.companion_name();
+    if !known && !req.unknown_release {
+        return Err(PinError::ReleaseNotInData {
+            library: release.library.clone(),
+            version,
+            line: release.release.to_string(),
+            known: release.versions.iter().map(Version::to_string).collect(),
+            companion: companion.map(str::to_string),
+        });
+    }
+    if !known
+        && let Some(c) = companion
+        && !with.iter().any(|(name, _)| name == &requirement_name(c))
+    {
+        return Err(PinError::CompanionNotGiven {
+            library: release.library.clone(),
+            version,
+            companion: c.to_string(),
+        });
+    }
+    // An unknown release never gets the data's companion pair: that would be a guess.
+    let mut reqs: Vec<String> = release
+        .requirements(&version)
+        .into_iter()
+        .filter(|r| known || companion.is_none_or(|c| requirement_name(r) != requirement_name(c)))
+        .collect();
+    for (name, requirement) in with {
+        reqs.retain(|r| requirement_name(r) != name);
+        reqs.push(requirement);
+    }
+    Ok(reqs)
+}
+
+/// The distribution name of a requirement, normalised the way pip compares them.
+fn requirement_name(requirement: &str) -> String {
+    requirement
+        .split(['=', '<', '>', '!', '~', '[', ';', ' '])
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+        .replace(['_', '.'], "-")
+}
+
+/// `2.5` and `2.5.0` name the same release.
+fn same_padded(a: &Version, b: &Version) -> bool {
+    let pad = |v: &Version| {
+        let mut p = v.parts().to_vec();
+        p.resize(4, 0);
+        p
+    };
+    pad(a) == pad(b)
 }
 
 /// How the driver was chosen, in words: `--driver` is the user's choice, never "the newest".
@@ -897,6 +1002,8 @@ mod tests {
             host_python: None,
             gpus: vec![],
             gpu_name: None,
+            unknown_release: false,
+            with: vec![],
         }
     }
 
@@ -1029,5 +1136,77 @@ mod tests {
             pin(&request("mxnet", "1.9.1", Os::Linux)),
             Err(PinError::UnknownLibrary { .. })
         ));
+    }
+
+    fn reqs(p: &Pinned) -> Vec<String> {
+        p.manifest
+            .library
+            .pip
+            .as_ref()
+            .map(|pip| pip.requirements.clone())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_patch_release_the_data_does_not_list_is_refused_with_the_fix() {
+        let err = pin(&request("torch", "2.5.9", Os::Linux)).expect_err("not in the data");
+        assert!(matches!(err, PinError::ReleaseNotInData { .. }), "{err}");
+        assert!(!err.is_problem(), "a request error: exit 2");
+        let text = err.to_string();
+        assert!(text.contains("2.5.1"), "{text}");
+        assert!(text.contains("--unknown-release"), "{text}");
+        assert!(text.contains("--with torchvision==VERSION"), "{text}");
+    }
+
+    #[test]
+    fn unknown_release_never_guesses_the_companion() {
+        let mut req = request("torch", "2.5.9", Os::Linux);
+        req.unknown_release = true;
+        let err = pin(&req).expect_err("companion missing");
+        assert!(matches!(err, PinError::CompanionNotGiven { .. }), "{err}");
+        req.with = vec!["TorchVision==0.20.9".into()];
+        let pinned = pin(&req).expect("vouched for");
+        let reqs = reqs(&pinned);
+        assert!(reqs.contains(&"torch==2.5.9".to_string()), "{reqs:?}");
+        assert!(
+            reqs.contains(&"TorchVision==0.20.9".to_string()),
+            "{reqs:?}"
+        );
+        assert_eq!(
+            reqs.iter()
+                .filter(|r| requirement_name(r) == "torchvision")
+                .count(),
+            1,
+            "{reqs:?}"
+        );
+    }
+
+    #[test]
+    fn with_replaces_the_datas_companion_and_adds_others() {
+        let mut req = request("torch", "2.5.1", Os::Linux);
+        req.with = vec!["torchvision==0.20.0".into(), "numpy==1.26.4".into()];
+        let reqs = reqs(&pin(&req).expect("pinned"));
+        assert!(
+            reqs.contains(&"torchvision==0.20.0".to_string()),
+            "{reqs:?}"
+        );
+        assert!(
+            !reqs.contains(&"torchvision==0.20.1".to_string()),
+            "{reqs:?}"
+        );
+        assert!(reqs.contains(&"numpy==1.26.4".to_string()), "{reqs:?}");
+    }
+
+    #[test]
+    fn with_without_a_version_is_refused() {
+        let mut req = request("torch", "2.5.1", Os::Linux);
+        req.with = vec!["torchvision".into()];
+        assert!(matches!(pin(&req), Err(PinError::BadWith { .. })));
+    }
+
+    #[test]
+    fn a_release_given_without_its_patch_counts_as_the_listed_one() {
+        let tf = pin(&request("tensorflow", "2.17", Os::Linux));
+        assert!(tf.is_ok(), "{:?}", tf.err().map(|e| e.to_string()));
     }
 }

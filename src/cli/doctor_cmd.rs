@@ -1,7 +1,6 @@
 //! `stackpin doctor` and `stackpin repair`: the checks before training, the drift since the
 //! stack was proven, and the repair from the archive with its guard.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
@@ -55,7 +54,7 @@ pub struct DoctorArgs {
 pub struct RepairArgs {
     /// The stack's manifest.
     pub manifest: PathBuf,
-    /// Do not ask before reinstalling.
+    /// Do not ask before reinstalling; required without a terminal or with --json (else exit 2).
     #[arg(long, short)]
     pub yes: bool,
     /// Fetch missing or corrupt installers first (repair never downloads otherwise).
@@ -212,10 +211,14 @@ fn fetch_first(manifest: &Path, global: &GlobalArgs) -> Result<(), Failure> {
     }
 }
 
-fn confirm(m: &Manifest, layers: &[manifest::Layer]) -> Result<(), Failure> {
+fn confirm(
+    m: &Manifest,
+    layers: &[manifest::Layer],
+    consent: super::consent::Consent,
+) -> Result<(), Failure> {
     let names: Vec<&str> = layers.iter().map(|l| l.as_str()).collect();
-    eprint!(
-        "reinstall {} of {} from the archive and prove it again? [y/N] ",
+    let question = format!(
+        "reinstall {} of {} from the archive and prove it again?",
         if names.is_empty() {
             "nothing".to_string()
         } else {
@@ -223,16 +226,7 @@ fn confirm(m: &Manifest, layers: &[manifest::Layer]) -> Result<(), Failure> {
         },
         m.name
     );
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    let _ = std::io::stdin().read_line(&mut answer);
-    if answer.trim().eq_ignore_ascii_case("y") {
-        Ok(())
-    } else {
-        Err(Failure::input(anyhow!(
-            "not confirmed; nothing was reinstalled"
-        )))
-    }
+    consent.confirm(&question, "reinstalled")
 }
 
 #[derive(Serialize)]
@@ -252,6 +246,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
             args.manifest.display()
         )));
     }
+    let consent = super::consent::require_consent("repair", args.yes, global.json)?;
     if args.fetch {
         fetch_first(&args.manifest, global)?;
     }
@@ -259,12 +254,8 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     let stack = StackDir::new(&archive, &m.name);
     let exam = examine(&m, &text, &archive, args.gpu);
     let plan = crate::doctor::repair::RepairPlan::from_examination(&exam);
-    if !plan.is_empty()
-        && !args.yes
-        && !global.json
-        && std::io::IsTerminal::is_terminal(&std::io::stdin())
-    {
-        confirm(&m, &plan.reinstall)?;
+    if !plan.is_empty() {
+        confirm(&m, &plan.reinstall, consent)?;
     }
     let interrupted = crate::exec::interrupt::on_ctrl_c(
         "waiting for the running installer to finish, then stopping",
@@ -281,7 +272,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
         },
         prove_reporter: &super::prove_cmd::Spinner::new(global),
         interrupted: &interrupted,
-        skip_admin_check: std::env::var_os("STACKPIN_SKIP_ADMIN_CHECK").is_some(),
+        skip_admin_check: super::defaults::skip_admin_check(),
         gpu: args.gpu,
     };
     let report = repair(&m, &stack, &exam, &ctx).map_err(repair_failure)?;

@@ -1,6 +1,5 @@
 //! `stackpin plan`, `stackpin install` and `stackpin up`: the ordered chain, shown or run.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::anyhow;
@@ -57,7 +56,7 @@ pub struct InstallArgs {
     /// Show what would run; run nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Do not ask before installing.
+    /// Do not ask before installing; required without a terminal or with --json (else exit 2).
     #[arg(long, short)]
     pub yes: bool,
     /// Reinstall a layer even if its proof holds (driver, toolkit, library).
@@ -258,25 +257,16 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
     let m = require_valid(&args.manifest)?;
     let stack = StackDir::new(&global.archive_dir(), &m.name);
     let host = LiveHost::new(args.gpu, &m);
+    let consent =
+        super::consent::require_consent("install", args.yes || args.dry_run, global.json)?;
     refuse_unless_ready(&m, &stack, &host, args)?;
-    if !args.dry_run
-        && !args.yes
-        && !global.json
-        && std::io::IsTerminal::is_terminal(&std::io::stdin())
-    {
-        eprint!(
-            "install {} on this machine (driver → toolkit → library)? [y/N] ",
+    consent.confirm(
+        &format!(
+            "install {} on this machine (driver → toolkit → library)?",
             m.name
-        );
-        let _ = std::io::stderr().flush();
-        let mut answer = String::new();
-        let _ = std::io::stdin().read_line(&mut answer);
-        if !answer.trim().eq_ignore_ascii_case("y") {
-            return Err(Failure::input(anyhow!(
-                "not confirmed; nothing was installed"
-            )));
-        }
-    }
+        ),
+        "installed",
+    )?;
     check_long_paths(&m, args.dry_run)?;
     let _busy = if args.dry_run {
         None
@@ -297,7 +287,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
     let options = InstallOptions {
         dry_run: args.dry_run,
         force: args.force.clone(),
-        skip_admin_check: std::env::var_os("STACKPIN_SKIP_ADMIN_CHECK").is_some(),
+        skip_admin_check: super::defaults::skip_admin_check(),
     };
     let reporter = CliReporter {
         quiet: global.quiet || global.json,

@@ -10,6 +10,9 @@ mod audit_cmd;
 mod budget_cmd;
 mod bundle_cmd;
 mod check_cmd;
+mod completions_cmd;
+mod consent;
+mod defaults;
 mod diagnose_cmd;
 mod doctor_cmd;
 mod fetch_cmd;
@@ -119,17 +122,19 @@ pub struct GlobalArgs {
     /// No progress bars and no informational lines; errors still go to stderr.
     #[arg(long, short, global = true)]
     pub quiet: bool,
-    /// The installer archive (default ./installers).
+    /// The installer archive [default: /var/lib/stackpin as root, %ProgramData%\stackpin as
+    /// Administrator, ./installers otherwise]
     #[arg(long, global = true, env = "STACKPIN_ARCHIVE", value_name = "DIR")]
     pub archive: Option<PathBuf>,
 }
 
 impl GlobalArgs {
-    /// The archive folder, `./installers` unless `--archive` or `STACKPIN_ARCHIVE` says otherwise.
+    /// The archive folder: `--archive` or `STACKPIN_ARCHIVE`, else a fixed per-machine folder
+    /// for root/Administrator and `./installers` for anyone else.
     pub fn archive_dir(&self) -> PathBuf {
         self.archive
             .clone()
-            .unwrap_or_else(|| PathBuf::from("installers"))
+            .unwrap_or_else(defaults::default_archive)
     }
 }
 
@@ -198,6 +203,12 @@ pub enum Command {
     /// Run the command saved by `install --reboot` (what the Windows boot task runs).
     #[command(hide = true)]
     Resume(install_cmd::ResumeArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    #[command(after_help = completions_cmd::COMPLETIONS_EXAMPLES)]
+    Completions(completions_cmd::CompletionsArgs),
+    /// Print stackpin's man page (roff), generated from the same definitions as --help.
+    #[command(after_help = completions_cmd::MAN_EXAMPLES)]
+    Man(completions_cmd::ManArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
@@ -224,6 +235,8 @@ pub fn main() -> ExitCode {
         Command::Repair(args) => doctor_cmd::run_repair(args, &cli.global),
         Command::Status(args) => status_cmd::run(args, &cli.global),
         Command::Resume(args) => install_cmd::run_resume(args),
+        Command::Completions(args) => completions_cmd::run_completions(args),
+        Command::Man(args) => completions_cmd::run_man(args),
     };
     let exit = match &result {
         Ok(exit) => *exit,

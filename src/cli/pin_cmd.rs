@@ -19,10 +19,13 @@ Examples:
   stackpin pin --library torch==2.5.1 --os windows --python 3.11 -o torch-win.yaml
   stackpin pin --library tensorflow==2.17.0 --os linux --driver 570.133.20
   stackpin pin --library torch==2.9.1 --os linux --gpu-arch 6.1 --gpu-arch 8.9
+  stackpin pin --library torch==2.5.9 --os linux --unknown-release --with torchvision==0.20.9
 
 Pinning for the OS stackpin runs on takes python_version from the manifest's interpreter on this
 host (python3 / python) and the target GPUs from nvidia-smi; --python and --gpu-arch override.
-Exit 1 when no stack fits the host's Python or the GPUs (the reason names the card).";
+Exit 1 when no stack fits the host's Python or the GPUs (the reason names the card); exit 2 for
+a release stackpin's data does not list, unless --unknown-release (companions then need --with).
+check's warnings about the pinned manifest are printed as `warning:` lines.";
 
 #[derive(Debug, clap::Args)]
 pub struct PinArgs {
@@ -57,6 +60,14 @@ pub struct PinArgs {
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
+    /// Pin a release of a known line that stackpin's data does not list (you vouch for it);
+    /// companions such as torchvision must then be given with --with.
+    #[arg(long)]
+    pub unknown_release: bool,
+    /// A pip requirement pinned beside the library (repeatable), e.g. torchvision==0.20.1; one
+    /// named like the data's companion replaces it.
+    #[arg(long = "with", value_name = "NAME==VERSION")]
+    pub with: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -64,6 +75,8 @@ struct JsonPin<'a> {
     name: &'a str,
     file: Option<String>,
     notes: &'a [String],
+    /// `stackpin check`'s warnings about the pinned manifest.
+    warnings: &'a [String],
     manifest: &'a crate::manifest::Manifest,
 }
 
@@ -106,10 +119,19 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
         host_python,
         gpus,
         gpu_name: args.gpu_name.clone(),
+        unknown_release: args.unknown_release,
+        with: args.with.clone(),
     };
     let mut pinned = pin::pin(&request)?;
     host_notes.append(&mut pinned.notes);
     pinned.notes = host_notes;
+    // What `stackpin check` would warn about the written manifest, said now rather than later.
+    let warnings: Vec<String> = crate::check::check(&pinned.manifest, Some(&pinned.yaml))
+        .problems
+        .into_iter()
+        .filter(|p| p.severity == crate::manifest::Severity::Warning)
+        .map(|p| format!("{}: {}", p.field, p.message))
+        .collect();
     if let Some(path) = &args.output {
         write_new(path, &pinned.yaml, args.force)?;
     } else if !global.json {
@@ -120,12 +142,16 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
             name: &pinned.manifest.name,
             file: args.output.as_ref().map(|p| p.display().to_string()),
             notes: &pinned.notes,
+            warnings: &warnings,
             manifest: &pinned.manifest,
         })?;
     } else if !global.quiet {
         let mut err = std::io::stderr().lock();
         for note in &pinned.notes {
             let _ = writeln!(err, "note: {note}");
+        }
+        for warning in &warnings {
+            let _ = writeln!(err, "warning: {warning}");
         }
         if let Some(path) = &args.output {
             let _ = writeln!(

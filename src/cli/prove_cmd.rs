@@ -73,7 +73,7 @@ impl ProveFlags {
 pub struct UpArgs {
     #[command(flatten)]
     pub fetch: super::fetch_cmd::FetchArgs,
-    /// Do not ask before installing.
+    /// Do not ask before installing; required without a terminal or with --json (else exit 2).
     #[arg(long, short)]
     pub yes: bool,
     /// When the driver needs a reboot: register a one-shot resume of this command and reboot.
@@ -312,6 +312,14 @@ struct UpJson<'a> {
 }
 
 pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
+    // Consent before the first download: a refusal after minutes of fetching helps nobody.
+    super::consent::require_consent("up", args.yes, global.json)?.confirm(
+        &format!(
+            "fetch, install and prove {} on this machine?",
+            args.fetch.manifest.display()
+        ),
+        "installed",
+    )?;
     // fetch prints nothing on stdout here, so `up --json` stays one JSON document.
     let quiet = GlobalArgs {
         json: false,
@@ -334,7 +342,8 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
     let install = InstallArgs {
         manifest: args.fetch.manifest.clone(),
         dry_run: false,
-        yes: args.yes,
+        // Consent was given above (by --yes or at the terminal); install asks nothing more.
+        yes: true,
         force: vec![],
         reboot: args.reboot,
         resume_with: Default::default(),

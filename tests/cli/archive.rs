@@ -107,6 +107,7 @@ example:
         cmd.args(args)
             .env_remove("RUST_BACKTRACE")
             .env("STACKPIN_ARCHIVE", self.archive())
+            .env("STACKPIN_TEST_ADMIN", "0")
             .env("STACKPIN_RETRY_BASE_MS", "0")
             .env("STACKPIN_STALL_SECS", "2")
             .current_dir(self.dir.path());

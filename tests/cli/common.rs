@@ -8,7 +8,9 @@ pub fn stackpin() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_stackpin"));
     cmd.env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LIB_BACKTRACE")
-        .env_remove("STACKPIN_ARCHIVE");
+        .env_remove("STACKPIN_ARCHIVE")
+        // Tests run as root in CI: the archive default must stay ./installers, not /var/lib.
+        .env("STACKPIN_TEST_ADMIN", "0");
     cmd
 }
 

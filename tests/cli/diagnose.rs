@@ -164,6 +164,7 @@ fn stackpin_on(root: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     cmd.args(args)
         .env("STACKPIN_HOST_ROOT", root)
         .env_remove("RUST_BACKTRACE")
+        .env("STACKPIN_TEST_ADMIN", "0")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .stdin(if stdin.is_some() {

@@ -333,6 +333,8 @@ impl FakeHost {
             .env_remove("CUDA_VISIBLE_DEVICES")
             .env_remove("STACKPIN_ARCHIVE")
             .env_remove("STACKPIN_NVIDIA_SMI_TIMEOUT")
+            // Tests run as root in CI: the archive default must stay ./installers, not /var/lib.
+            .env("STACKPIN_TEST_ADMIN", "0")
             .current_dir(self.root());
         for (key, value) in self.env() {
             cmd.env(key, value);

@@ -166,6 +166,8 @@ impl WinHost {
             .env_remove("CUDA_VISIBLE_DEVICES")
             .env_remove("STACKPIN_ARCHIVE")
             .env_remove("CUDA_PATH")
+            // The fake whoami may report Administrator: keep the archive default ./installers.
+            .env("STACKPIN_TEST_ADMIN", "0")
             .current_dir(self.root());
         for (key, _) in std::env::vars_os() {
             if key

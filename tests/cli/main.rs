@@ -8,6 +8,7 @@ mod diagnose;
 mod doctor;
 mod fakes;
 mod fakes_windows;
+mod first_hour;
 mod host;
 mod hostile;
 mod inference;
