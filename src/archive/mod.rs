@@ -12,15 +12,18 @@ mod download;
 mod fetch;
 mod layout;
 mod pip;
+mod uv;
 
 use std::path::PathBuf;
 
 pub use audit::{AuditReport, FileAudit, FileStatus, audit_stack};
 pub use bundle::{BundleSummary, bundle, unbundle};
 pub use download::{RetryPolicy, Timeouts, redirect_downgrades};
+pub use fetch::wheel_name_version;
 pub use fetch::{FetchConfig, FetchReport, FetchedFile, FileOutcome, fetch};
 pub use layout::{LockEntry, Lockfile, StackDir, StackLock, hash_file, layer_files, verify_entry};
-pub use pip::PipTarget;
+pub use pip::{PipTarget, foreign_variables, hermetic_settings, is_foreign_variable};
+pub use uv::{UV_SOURCE_PREFIX, extract_uv, is_installer_entry, uv_binary_path, uv_entry};
 
 use crate::manifest::Layer;
 
@@ -120,6 +123,11 @@ pub enum ArchiveError {
     },
     #[error("{0}")]
     Pip(String),
+    #[error(
+        "the archive is incomplete: {} not archived yet (a fetch stopped before it finished); incomplete: run `stackpin fetch MANIFEST`",
+        requirements.join(", ")
+    )]
+    Incomplete { requirements: Vec<String> },
     #[error("bundle {path}: {reason}")]
     Bundle { path: PathBuf, reason: String },
     #[error("bundle {path}: entry `{entry}` refused: {why}; nothing was unpacked")]
@@ -155,6 +163,7 @@ impl ArchiveError {
                 | Self::UnsafeName { .. }
                 | Self::UnsafeEntry { .. }
                 | Self::BadLock { .. }
+                | Self::Incomplete { .. }
         )
     }
 }

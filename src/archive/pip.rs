@@ -1,13 +1,28 @@
 //! pip libraries: runs `python -m pip download --only-binary=:all:` for the manifest's OS,
 //! Python version and platform tags, so any machine can archive any stack's wheels.
 //!
-//! The interpreter is the fetch host's (pip only downloads here; it installs nothing). Hashing
-//! the wheels and entering them in the lock is `fetch`'s job.
+//! Every pip run is hermetic: `--isolated` (no user configuration, no `PIP_*` variables),
+//! `PIP_CONFIG_FILE` pointed at the null device (no site or global `pip.conf` either), and no
+//! `PIP_*`, `UV_*` or `PYTHON*` variable of the caller's environment reaches the child. The only
+//! indexes pip sees are the manifest's `index_url` and `extra_index_urls`; a dependency-confusion
+//! index in `PIP_EXTRA_INDEX_URL` or a folder in `PIP_FIND_LINKS` never reaches the archive.
+//!
+//! While pip runs, the bytes it writes (into a temporary folder inside the download folder)
+//! feed [`Progress`], each finished wheel is noted, and a run that writes nothing and says
+//! nothing for the stall timeout is stopped. The interpreter is the fetch host's (pip only
+//! downloads here; it installs nothing). Hashing the wheels and entering them in the lock is
+//! `fetch`'s job.
 
+use std::collections::{BTreeSet, VecDeque};
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use super::ArchiveError;
+use super::{ArchiveError, Progress};
 use crate::compat::Os;
 use crate::version::Version;
 
@@ -19,8 +34,13 @@ pub struct PipTarget {
     pub python_version: Version,
     /// `None` for pip's default index.
     pub index_url: Option<String>,
+    /// Further indexes, searched at fetch only.
+    pub extra_index_urls: Vec<String>,
     pub requirements: Vec<String>,
 }
+
+/// The label progress is reported under while pip downloads.
+pub const PIP_LABEL: &str = "library (pip download)";
 
 impl PipTarget {
     /// pip's `--platform` tags for the target OS (x86_64 only, like the drivers stackpin pins).
@@ -38,12 +58,19 @@ impl PipTarget {
         }
     }
 
-    /// The full argument list after the interpreter.
-    pub fn args(&self, dest: &Path) -> Vec<String> {
-        let mut args: Vec<String> = ["-m", "pip", "download", "--only-binary=:all:"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    /// The arguments after the interpreter, up to (not including) the requirements.
+    fn base_args(&self, dest: &Path) -> Vec<String> {
+        let mut args: Vec<String> = [
+            "-m",
+            "pip",
+            "download",
+            // No user configuration and no PIP_* variables (pip's own isolation).
+            "--isolated",
+            "--only-binary=:all:",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         for platform in self.platforms() {
             args.push("--platform".into());
             args.push((*platform).into());
@@ -55,6 +82,8 @@ impl PipTarget {
             "cp".into(),
             "--disable-pip-version-check".into(),
             "--no-input".into(),
+            "--progress-bar".into(),
+            "off".into(),
             "-d".into(),
             dest.display().to_string(),
         ]);
@@ -62,7 +91,26 @@ impl PipTarget {
             args.push("--index-url".into());
             args.push(index.clone());
         }
+        for extra in &self.extra_index_urls {
+            args.push("--extra-index-url".into());
+            args.push(extra.clone());
+        }
+        args
+    }
+
+    /// The full argument list after the interpreter: the whole requirement set, resolved.
+    pub fn args(&self, dest: &Path) -> Vec<String> {
+        let mut args = self.base_args(dest);
         args.extend(self.requirements.iter().cloned());
+        args
+    }
+
+    /// One exact pin alone, without its dependencies: how a single missing or corrupt wheel
+    /// is fetched again (`name==version`, the same platform and Python tags).
+    pub fn one_wheel_args(&self, pin: &str, dest: &Path) -> Vec<String> {
+        let mut args = self.base_args(dest);
+        args.push("--no-deps".into());
+        args.push(pin.to_string());
         args
     }
 
@@ -75,26 +123,190 @@ impl PipTarget {
     }
 }
 
-/// Runs pip download into `dest`; on failure the error shows the command's last lines.
-pub fn download(python: &str, target: &PipTarget, dest: &Path) -> Result<(), ArchiveError> {
-    let args = target.args(dest);
-    let output = Command::new(python).args(&args).output().map_err(|e| {
+/// True for the variables that would reach into a pip or uv run from outside the manifest:
+/// `PIP_*` (indexes, find-links, config files), `UV_*` and `PYTHON*` (search paths, home).
+pub fn is_foreign_variable(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    upper.starts_with("PIP_") || upper.starts_with("UV_") || upper.starts_with("PYTHON")
+}
+
+/// The names of this process's variables that a hermetic pip or uv run must not see.
+pub fn foreign_variables() -> Vec<OsString> {
+    std::env::vars_os()
+        .map(|(k, _)| k)
+        .filter(|k| k.to_str().is_some_and(is_foreign_variable))
+        .collect()
+}
+
+/// The variables every hermetic pip run gets: no configuration file at all (os.devnull makes
+/// pip skip global, site and user `pip.conf`, which `--isolated` alone does not).
+pub fn hermetic_settings() -> Vec<(String, String)> {
+    let null = if cfg!(windows) { "nul" } else { "/dev/null" };
+    vec![("PIP_CONFIG_FILE".into(), null.into())]
+}
+
+/// How a pip run is watched.
+pub struct Watch<'a> {
+    pub progress: &'a dyn Progress,
+    /// Stop pip when it writes no byte and prints no line for this long.
+    pub stall: Duration,
+}
+
+/// Runs pip download into `dest` (the whole set); on failure the error shows pip's last lines.
+pub fn download(
+    python: &str,
+    target: &PipTarget,
+    dest: &Path,
+    watch: &Watch,
+) -> Result<(), ArchiveError> {
+    run_pip(python, &target.args(dest), dest, watch)
+}
+
+/// Runs pip download for one exact pin, `--no-deps`, into `dest`.
+pub fn download_one(
+    python: &str,
+    target: &PipTarget,
+    pin: &str,
+    dest: &Path,
+    watch: &Watch,
+) -> Result<(), ArchiveError> {
+    run_pip(python, &target.one_wheel_args(pin, dest), dest, watch)
+}
+
+const TAIL_LINES: usize = 12;
+
+fn run_pip(python: &str, args: &[String], dest: &Path, watch: &Watch) -> Result<(), ArchiveError> {
+    // pip streams each download into a temporary folder before copying it to `-d`: that
+    // folder, inside `dest`, is where the bytes can be watched as they arrive.
+    let tmp = dest.join(".pip-tmp");
+    std::fs::create_dir_all(&tmp).map_err(|e| ArchiveError::io("creating", &tmp, e))?;
+    let mut cmd = Command::new(python);
+    cmd.args(args);
+    for name in foreign_variables() {
+        cmd.env_remove(name);
+    }
+    cmd.envs(hermetic_settings())
+        .env("TMPDIR", &tmp)
+        .env("TEMP", &tmp)
+        .env("TMP", &tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| {
         ArchiveError::Pip(format!(
             "cannot run `{python}` to download the pip libraries: {e}; install Python 3 with pip, or set STACKPIN_PYTHON to an interpreter that has it"
         ))
     })?;
-    if output.status.success() {
+    let started = Instant::now();
+    let said = Arc::new(AtomicU64::new(0));
+    let tail = Arc::new(Mutex::new(VecDeque::with_capacity(TAIL_LINES)));
+    let readers: Vec<_> = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|pipe| {
+        let (said, tail) = (Arc::clone(&said), Arc::clone(&tail));
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                said.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
+                if let Ok(mut t) = tail.lock() {
+                    if t.len() == TAIL_LINES {
+                        t.pop_front();
+                    }
+                    t.push_back(line);
+                }
+            }
+        })
+    })
+    .collect();
+    watch.progress.started(PIP_LABEL, None);
+    let mut bytes = 0u64;
+    let mut seen = BTreeSet::new();
+    let mut last_change = Duration::ZERO;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) => {}
+            Err(_) => break None,
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let now = folder_bytes(&tmp);
+        if now > bytes {
+            watch.progress.advanced(PIP_LABEL, now - bytes);
+            bytes = now;
+            last_change = started.elapsed();
+        }
+        for name in wheel_names(dest) {
+            if seen.insert(name.clone()) {
+                watch.progress.note(&format!("library: downloaded {name}"));
+                last_change = started.elapsed();
+            }
+        }
+        let last_said = Duration::from_millis(said.load(Ordering::Relaxed));
+        if started.elapsed().saturating_sub(last_change.max(last_said)) > watch.stall {
+            let _ = child.kill();
+            let _ = child.wait();
+            watch.progress.finished(PIP_LABEL);
+            return Err(ArchiveError::Pip(format!(
+                "pip wrote and said nothing for {}s (stall timeout) and was stopped after {bytes} bytes; check the network and the index, or raise --stall-timeout",
+                watch.stall.as_secs()
+            )));
+        }
+    };
+    for r in readers {
+        let _ = r.join();
+    }
+    watch.progress.finished(PIP_LABEL);
+    let _ = std::fs::remove_dir_all(&tmp);
+    if status.is_some_and(|s| s.success()) {
         return Ok(());
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let tail: Vec<&str> = stdout.lines().chain(stderr.lines()).collect();
-    let tail = tail[tail.len().saturating_sub(12)..].join("\n    ");
+    let tail: Vec<String> = tail
+        .lock()
+        .map(|t| t.iter().cloned().collect())
+        .unwrap_or_default();
     Err(ArchiveError::Pip(format!(
-        "`{python} {}` failed ({}); check the requirements, python_version and index_url in the manifest. pip said:\n    {tail}",
+        "`{python} {}` failed ({}); check the requirements, python_version and index URLs in the manifest. pip said:\n    {}",
         args.join(" "),
-        output.status
+        status.map_or_else(|| "not waited for".to_string(), |s| s.to_string()),
+        tail.join("\n    ")
     )))
+}
+
+/// Total size of the files under `dir`, recursively (pip's temporary downloads).
+fn folder_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => folder_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The finished downloads in `dest` (not pip's temporary folder).
+fn wheel_names(dest: &Path) -> Vec<String> {
+    std::fs::read_dir(dest)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -106,6 +318,7 @@ mod tests {
             os,
             python_version: Version::parse("3.11").expect("version"),
             index_url: Some("https://wheels.example.test/cu124".into()),
+            extra_index_urls: vec!["https://old.example.test/cu117".into()],
             requirements: vec!["torch==2.5.1".into()],
         }
     }
@@ -114,7 +327,10 @@ mod tests {
     fn linux_wheels_are_asked_for_manylinux_tags_and_the_target_python() {
         let args = target(Os::Linux).args(Path::new("/a/library"));
         let text = args.join(" ");
-        assert!(text.contains("--only-binary=:all:"), "{text}");
+        assert!(
+            text.contains("download --isolated --only-binary=:all:"),
+            "{text}"
+        );
         assert!(text.contains("--platform manylinux2014_x86_64"), "{text}");
         assert!(text.contains("--platform manylinux_2_28_x86_64"), "{text}");
         assert!(
@@ -123,7 +339,7 @@ mod tests {
         );
         assert!(text.contains("-d /a/library"), "{text}");
         assert!(
-            text.ends_with("--index-url https://wheels.example.test/cu124 torch==2.5.1"),
+            text.ends_with("--index-url https://wheels.example.test/cu124 --extra-index-url https://old.example.test/cu117 torch==2.5.1"),
             "{text}"
         );
     }
@@ -140,9 +356,45 @@ mod tests {
     }
 
     #[test]
+    fn one_wheel_is_fetched_by_its_exact_pin_without_dependencies() {
+        let args = target(Os::Linux).one_wheel_args("filelock==3.16.1", Path::new("d"));
+        let text = args.join(" ");
+        assert!(text.ends_with("--no-deps filelock==3.16.1"), "{text}");
+        assert!(!text.contains("torch==2.5.1"), "{text}");
+        assert!(text.contains("--platform manylinux2014_x86_64"), "{text}");
+        assert!(text.contains("--python-version 3.11"), "{text}");
+    }
+
+    #[test]
+    fn pip_uv_and_python_variables_are_foreign_to_a_hermetic_run() {
+        for name in [
+            "PIP_FIND_LINKS",
+            "pip_extra_index_url",
+            "UV_INDEX_URL",
+            "PYTHONPATH",
+            "PYTHONHOME",
+        ] {
+            assert!(is_foreign_variable(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "TMPDIR", "PIPX_HOME", "SSL_CERT_FILE"] {
+            assert!(!is_foreign_variable(name), "{name}");
+        }
+    }
+
+    #[test]
     fn a_missing_interpreter_is_named_in_the_error() {
-        let err = download("/nonexistent/python9", &target(Os::Linux), Path::new("d"))
-            .expect_err("no python");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let watch = Watch {
+            progress: &super::super::Silent,
+            stall: Duration::from_secs(5),
+        };
+        let err = download(
+            "/nonexistent/python9",
+            &target(Os::Linux),
+            dir.path(),
+            &watch,
+        )
+        .expect_err("no python");
         assert!(err.to_string().contains("/nonexistent/python9"), "{err}");
         assert!(err.to_string().contains("STACKPIN_PYTHON"), "{err}");
     }

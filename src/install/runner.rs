@@ -85,6 +85,8 @@ pub fn status_for_exit_code(code: i32) -> StepStatus {
 pub struct Step {
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
+    /// Variables of stackpin's own environment the child must not see (a hermetic pip or uv).
+    pub env_remove: Vec<std::ffi::OsString>,
     pub log: PathBuf,
     pub timeout: Duration,
 }
@@ -176,8 +178,11 @@ pub fn start_step(step: &Step) -> Result<RunningStep, RunnerError> {
     }
 
     let mut cmd = Command::new(&program);
-    cmd.args(&step.argv[1..])
-        .envs(step.env.iter().map(|(k, v)| (k, v)))
+    cmd.args(&step.argv[1..]);
+    for name in &step.env_remove {
+        cmd.env_remove(name);
+    }
+    cmd.envs(step.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -409,6 +414,7 @@ mod tests {
                 "for i in 1 2 3; do echo out$i; echo err$i >&2; done; exit 7".into(),
             ],
             env: vec![],
+            env_remove: vec![],
             log: dir.path().join("logs/x.log"),
             timeout: Duration::from_secs(30),
         };
@@ -434,6 +440,7 @@ mod tests {
                 "head -c 2000000 /dev/zero | tr '\\0' x; head -c 2000000 /dev/zero | tr '\\0' y >&2".into(),
             ],
             env: vec![],
+            env_remove: vec![],
             log: dir.path().join("chatty.log"),
             timeout: Duration::from_secs(60),
         };
@@ -449,6 +456,7 @@ mod tests {
         let step = Step {
             argv: vec!["sleep".into(), "30".into()],
             env: vec![],
+            env_remove: vec![],
             log: dir.path().join("slow.log"),
             timeout: Duration::from_millis(300),
         };
@@ -463,6 +471,7 @@ mod tests {
         let step = Step {
             argv: vec!["/no/such/installer.run".into()],
             env: vec![],
+            env_remove: vec![],
             log: dir.path().join("x.log"),
             timeout: Duration::from_secs(5),
         };

@@ -272,6 +272,7 @@ fn measure_once(
     let step = Step {
         argv: argv.clone(),
         env,
+        env_remove: Vec::new(),
         log: stack
             .logs_dir()
             .join(runner::log_name(&format!("example-b{batch}"))),
