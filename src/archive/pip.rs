@@ -142,8 +142,17 @@ pub fn foreign_variables() -> Vec<OsString> {
 /// pip skip global, site and user `pip.conf`, which `--isolated` alone does not).
 pub fn hermetic_settings() -> Vec<(String, String)> {
     let null = if cfg!(windows) { "nul" } else { "/dev/null" };
-    vec![("PIP_CONFIG_FILE".into(), null.into())]
+    vec![
+        ("PIP_CONFIG_FILE".into(), null.into()),
+        // pip's lines must arrive as they are said: they count as signs of life for the stall
+        // watch, and a failure shows the last of them.
+        ("PYTHONUNBUFFERED".into(), "1".into()),
+    ]
 }
+
+/// The least stall timeout a pip run gets: the interpreter's start and pip's resolution say
+/// nothing for seconds on a loaded machine, unlike a socket that has stopped.
+pub const PIP_MIN_STALL: Duration = Duration::from_secs(15);
 
 /// How a pip run is watched.
 pub struct Watch<'a> {
@@ -251,13 +260,14 @@ fn run_pip(python: &str, args: &[String], dest: &Path, watch: &Watch) -> Result<
             }
         }
         let last_said = Duration::from_millis(said.load(Ordering::Relaxed));
-        if started.elapsed().saturating_sub(last_change.max(last_said)) > watch.stall {
+        let stall = watch.stall.max(PIP_MIN_STALL);
+        if started.elapsed().saturating_sub(last_change.max(last_said)) > stall {
             let _ = child.kill();
             let _ = child.wait();
             watch.progress.finished(PIP_LABEL);
             return Err(ArchiveError::Pip(format!(
                 "pip wrote and said nothing for {}s (stall timeout) and was stopped after {bytes} bytes; check the network and the index, or raise --stall-timeout",
-                watch.stall.as_secs()
+                stall.as_secs()
             )));
         }
     };

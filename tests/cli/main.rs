@@ -11,6 +11,8 @@ mod fakes_windows;
 mod host;
 mod inference;
 mod install;
+#[cfg(unix)]
+mod library_layer;
 mod measure;
 mod pin;
 mod prove;
