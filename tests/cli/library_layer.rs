@@ -338,6 +338,12 @@ fn the_confusion_index_and_find_links_never_reach_the_archive_or_the_venv() {
 
     let fetched = lab.run(&["fetch"]);
     assert_eq!(fetched.status.code(), Some(0), "{}", text(&fetched));
+    // Progress: each wheel is named as it arrives.
+    assert!(
+        text(&fetched).contains(&format!("library: downloaded {}", helper.file)),
+        "{}",
+        text(&fetched)
+    );
     let lock = lab.lock();
     assert!(lock.contains(&sha256_hex(&helper.bytes)), "{lock}");
     assert!(lock.contains(&sha256_hex(&fakelib.bytes)), "{lock}");
@@ -404,6 +410,11 @@ fn one_corrupt_wheel_is_fetched_again_alone() {
 
     let again = lab.run(&["fetch", "--json"]);
     assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        !stderr.contains("library:"),
+        "--json stays silent: {stderr}"
+    );
     let doc: serde_json::Value = serde_json::from_slice(&again.stdout).expect("json");
     let outcome = |file: &str| {
         doc["files"]
@@ -574,4 +585,48 @@ fn uv_installs_the_library_offline_from_its_archived_wheel() {
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));
     assert!(text(&again).contains("corrupt"), "{}", text(&again));
     assert!(!lab.venv.exists(), "the venv was created");
+}
+
+#[test]
+fn extra_index_urls_are_searched_at_fetch_and_validated() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fakelib = build_wheel(
+        &dir.path().join("a"),
+        "fakelib",
+        "1.0",
+        "good",
+        &["helper>=1.0"],
+    );
+    let helper = build_wheel(&dir.path().join("b"), "helper", "1.0", "good", &[]);
+    let mut main = Index::new();
+    main.wheel(&fakelib);
+    let mut extra = Index::new();
+    extra.wheel(&helper);
+    let lab = Lab::new(&main, &["fakelib==1.0"], "");
+    let yaml = std::fs::read_to_string(&lab.manifest).expect("manifest");
+    let with_extra = |url: &str| {
+        yaml.replace(
+            "    requirements:",
+            &format!("    extra_index_urls: [\"{url}\"]\n    requirements:"),
+        )
+    };
+
+    std::fs::write(&lab.manifest, with_extra("http://wheels.lab.test/simple")).expect("write");
+    let checked = lab.run(&["check"]);
+    assert_ne!(checked.status.code(), Some(0), "{}", text(&checked));
+    assert!(
+        text(&checked).contains("library.pip.extra_index_urls[0]"),
+        "{}",
+        text(&checked)
+    );
+
+    std::fs::write(&lab.manifest, with_extra(&extra.url())).expect("write");
+    let fetched = lab.run(&["fetch"]);
+    assert_eq!(fetched.status.code(), Some(0), "{}", text(&fetched));
+    assert!(
+        lab.lock().contains(&sha256_hex(&helper.bytes)),
+        "{}",
+        lab.lock()
+    );
+    assert_eq!(extra.downloads(&helper.file), 1);
 }
