@@ -608,7 +608,7 @@ impl PipRun {
     fn watch<'a>(&self, progress: &'a dyn Progress) -> pip::Watch<'a> {
         pip::Watch {
             progress,
-            stall: self.stall,
+            stall: self.stall.max(pip::PIP_MIN_STALL),
         }
     }
 }

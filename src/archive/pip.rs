@@ -157,7 +157,8 @@ pub const PIP_MIN_STALL: Duration = Duration::from_secs(15);
 /// How a pip run is watched.
 pub struct Watch<'a> {
     pub progress: &'a dyn Progress,
-    /// Stop pip when it writes no byte and prints no line for this long.
+    /// Stop pip when it writes no byte and prints no line for this long (fetch gives at least
+    /// [`PIP_MIN_STALL`]).
     pub stall: Duration,
 }
 
@@ -260,7 +261,7 @@ fn run_pip(python: &str, args: &[String], dest: &Path, watch: &Watch) -> Result<
             }
         }
         let last_said = Duration::from_millis(said.load(Ordering::Relaxed));
-        let stall = watch.stall.max(PIP_MIN_STALL);
+        let stall = watch.stall;
         if started.elapsed().saturating_sub(last_change.max(last_said)) > stall {
             let _ = child.kill();
             let _ = child.wait();
@@ -389,6 +390,32 @@ mod tests {
         for name in ["PATH", "HOME", "TMPDIR", "PIPX_HOME", "SSL_CERT_FILE"] {
             assert!(!is_foreign_variable(name), "{name}");
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_pip_that_writes_and_says_nothing_is_stopped_at_the_stall_timeout() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let python = dir.path().join("python");
+        std::fs::write(&python, "#!/bin/sh\necho Collecting torch\nexec sleep 60\n").expect("fake");
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let dest = dir.path().join("d");
+        std::fs::create_dir_all(&dest).expect("dest");
+        let watch = Watch {
+            progress: &super::super::Silent,
+            stall: Duration::from_millis(600),
+        };
+        let started = Instant::now();
+        let err = download(
+            python.to_str().expect("utf-8"),
+            &target(Os::Linux),
+            &dest,
+            &watch,
+        )
+        .expect_err("stalled");
+        assert!(err.to_string().contains("stall timeout"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(30), "not stopped");
     }
 
     #[test]
