@@ -376,12 +376,7 @@ fn archive(facts: &Facts<'_>) -> Check {
         .map(|s| s.to_lowercase())
         .collect();
     if bad.is_empty() {
-        // Only the files the lock names: a stray is reported by `audit`, never counted here.
-        let n = report
-            .files
-            .iter()
-            .filter(|f| f.status == crate::archive::FileStatus::Ok)
-            .count();
+        let n = report.files.len();
         return check(
             CheckId::Archive,
             Status::Pass,
