@@ -5,8 +5,9 @@
 #   audit            `stackpin audit`           vs an `openssl dgst -sha256` loop and `sha256sum`
 #   offline install  `stackpin install` (uv)    vs `python3 -m venv` + `pip install --no-index
 #                    `stackpin install` (pip)      --require-hashes` alone, on the same wheels
-# Each install is timed with /usr/bin/time (wall seconds, peak RSS of the whole tree is not
-# available; the figure is stackpin's own or the tool's).
+# Times are wall seconds; the peak RSS is /usr/bin/time's, i.e. of the largest single process
+# in the install's tree (uv, or the Python of the import check), not the sum. Run it on an idle
+# machine: the figures are only as good as the quiet around them (the script prints `uptime`).
 #
 # NOT part of CI: it downloads ~2.9 GB twice from the package index (pip's default index through
 # pip's own client) and needs ~15 GB of disk. Usage: scripts/bench-library.sh [RUNS] (default 1).
@@ -135,5 +136,6 @@ library layer of torch 2.5.1 + torchvision 0.20.1: $NWHEELS wheels, $((SIZE / 10
 | audit vs \`sha256sum\` | ${T_AUDIT} s | ${T_SHA256SUM} s | $(ratio "$T_SHA256SUM" "$T_AUDIT")× | — |
 | install, uv (median of $RUNS) vs venv + pip alone | ${M_UV} s | ${M_REF} s | $(ratio "$M_UV" "$M_REF") of it | ≤ 0.6 |
 | install, installer: pip (median of $RUNS) vs venv + pip alone | ${M_PIP} s | ${M_REF} s | $(ratio "$M_PIP" "$M_REF") of it | — |
-| peak RSS of stackpin install (uv) | ${RSS_UV} MiB | | | |
+| peak RSS, largest process of stackpin install (uv) | ${RSS_UV} MiB | | | |
 EOF
+echo "load while measuring: $(uptime)"
