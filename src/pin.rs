@@ -824,8 +824,10 @@ fn build(
             venv: Some(venv),
             pip: Some(PipSection {
                 index_url: release.index_urls.get(&line).cloned(),
+                extra_index_urls: vec![],
                 requirements: release.requirements(&req.version.public()),
             }),
+            installer: Default::default(),
             installers: vec![],
             run: None,
             exit_codes: None,

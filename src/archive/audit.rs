@@ -29,6 +29,9 @@ pub enum FileStatus {
     /// Its lock line disagrees with the manifest's pin: the file and its lock line were changed
     /// together, or the pin after the fetch. Never run, whatever the bytes hash to.
     Untrusted,
+    /// Asked for by the manifest (a pip requirement) but not archived yet: a fetch stopped
+    /// halfway. The archive is incomplete until `fetch` runs again.
+    Incomplete,
 }
 
 impl FileStatus {
@@ -36,7 +39,10 @@ impl FileStatus {
     pub fn is_failure(self) -> bool {
         matches!(
             self,
-            FileStatus::Missing | FileStatus::Corrupt | FileStatus::Untrusted
+            FileStatus::Missing
+                | FileStatus::Corrupt
+                | FileStatus::Untrusted
+                | FileStatus::Incomplete
         )
     }
 }
@@ -125,6 +131,15 @@ pub fn audit_stack(
             }
         }
     }
+    files.extend(lock.incomplete.iter().map(|requirement| FileAudit {
+        layer: Layer::Library,
+        path: format!("library/{requirement}"),
+        status: FileStatus::Incomplete,
+        expected: None,
+        actual: None,
+        size: None,
+        pin_conflict: None,
+    }));
     let mut hashed = hash_all(stack, jobs.iter().collect(), threads, progress);
     hashed.append(&mut files);
     hashed.extend(strays(stack, &jobs)?);
@@ -295,6 +310,20 @@ mod tests {
         std::fs::write(stack.file_path(Layer::Library, "x.whl.partial"), b"x").expect("partial");
         let report = audit_stack(&stack, None, 1, &Silent).expect("audit");
         assert!(report.ok(), "{report:?}");
+    }
+
+    #[test]
+    fn requirements_a_fetch_left_out_make_the_archive_incomplete() {
+        let (_dir, stack) = stack_with(&[("a.run", b"abc")]);
+        let mut lock = stack.read_lock().expect("lock");
+        lock.incomplete = vec!["torch==2.5.1".into()];
+        stack.write_lock(&lock).expect("write");
+        let report = audit_stack(&stack, None, 1, &Silent).expect("audit");
+        assert_eq!(
+            status_of(&report, "library/torch==2.5.1"),
+            FileStatus::Incomplete
+        );
+        assert!(!report.ok());
     }
 
     #[test]

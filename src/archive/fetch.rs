@@ -12,8 +12,9 @@ use serde::Serialize;
 use super::download::{Downloader, RetryPolicy, Timeouts};
 use super::layout::{hash_file, make_read_only, remove_file};
 use super::pip::{self, PipTarget};
+use super::uv::{UV_SOURCE_PREFIX, is_installer_entry};
 use super::{ArchiveError, LockEntry, Lockfile, Progress, StackDir};
-use crate::manifest::{Layer, Manifest, validate::unsafe_file_name};
+use crate::manifest::{Layer, LibraryInstaller, Manifest, validate::unsafe_file_name};
 
 /// Knobs of a fetch; the CLI fills them from flags and environment variables.
 #[derive(Debug, Clone)]
@@ -156,11 +157,22 @@ pub fn fetch(
                 )
             })?,
             index_url: pip_section.index_url.clone(),
+            extra_index_urls: pip_section.extra_index_urls.clone(),
             requirements: pip_section.requirements.clone(),
         };
-        match shared.archive_pip(&target, &config.python, config.locked) {
+        let pip_run = PipRun {
+            python: config.python.clone(),
+            stall: config.timeouts.stall,
+        };
+        match shared.archive_pip(&target, &pip_run, config.locked) {
             Ok(files) => report.files.extend(files),
             Err(e) => report.errors.push(e),
+        }
+        if manifest.library.installer == LibraryInstaller::Uv && report.errors.is_empty() {
+            match shared.archive_uv(&target, &pip_run) {
+                Ok(file) => report.files.push(file),
+                Err(e) => report.errors.push(e),
+            }
         }
     }
     Ok(report)
@@ -334,110 +346,295 @@ impl Shared<'_> {
         self.stack.write_lock(&lock)
     }
 
-    /// pip wheels: reuse the archived set when it is complete and intact, else run pip again.
+    /// pip wheels: reuse the archived set when it is complete and intact; fetch a missing or
+    /// corrupt wheel alone by its exact pin from the lock; run the whole resolution only for a
+    /// first fetch or an incomplete one. Until the set is in, the lock lists the requirements as
+    /// `incomplete`, so a fetch cut off halfway never looks like a finished archive.
     fn archive_pip(
         &self,
         target: &PipTarget,
-        python: &str,
+        pip_run: &PipRun,
         locked: bool,
     ) -> Result<Vec<FetchedFile>, ArchiveError> {
         let source = target.source();
-        let existing: Vec<LockEntry> = self
+        let (existing, incomplete) = self
             .lock
             .lock()
             .map(|l| {
-                l.files
+                let files: Vec<LockEntry> = l
+                    .files
                     .iter()
                     .filter(|e| e.url == source)
                     .cloned()
-                    .collect()
+                    .collect();
+                // uv alone missing (its own download failed) leaves the library's set whole.
+                (files, l.incomplete.iter().any(|r| r != "uv"))
             })
-            .unwrap_or_default();
-        let intact = !existing.is_empty()
-            && existing
-                .iter()
-                .all(|e| super::verify_entry(self.stack, e).is_ok());
-        if intact {
-            return Ok(existing
-                .into_iter()
-                .map(|e| FetchedFile {
-                    layer: Layer::Library,
-                    file: e.file,
-                    sha256: e.sha256,
-                    size: e.size,
-                    outcome: FileOutcome::AlreadyArchived,
-                })
-                .collect());
+            .map_err(|_| self.poisoned())?;
+        if !existing.is_empty() && !incomplete {
+            return self.repair_wheels(target, pip_run, existing);
         }
         self.progress.note(&format!(
             "library: pip download {}",
             target.requirements.join(" ")
         ));
-        // pip writes into a scratch folder beside the layer; only hashed files move into place.
-        let scratch = tempfile::Builder::new()
-            .prefix(".pip-download-")
-            .tempdir_in(self.stack.root())
-            .map_err(|e| ArchiveError::io("creating a scratch folder in", self.stack.root(), e))?;
-        pip::download(python, target, scratch.path())?;
+        self.set_incomplete(target.requirements.clone())?;
+        let scratch = self.scratch()?;
+        pip::download(
+            &pip_run.python,
+            target,
+            scratch.path(),
+            &pip_run.watch(self.progress),
+        )?;
         let mut files = Vec::new();
-        let entries = std::fs::read_dir(scratch.path())
-            .map_err(|e| ArchiveError::io("listing", scratch.path(), e))?;
-        let mut names: Vec<String> = entries
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        for name in names {
-            if let Some(why) = unsafe_file_name(&name) {
-                return Err(ArchiveError::UnsafeName {
-                    what: "a file pip downloaded".into(),
-                    name,
-                    why,
+        for name in downloaded_names(scratch.path()) {
+            let known = existing.iter().find(|e| e.file == name);
+            if known.is_none() && locked {
+                return Err(ArchiveError::Unpinned {
+                    layer: Layer::Library,
+                    file: name,
+                    url: source,
                 });
             }
-            let from = scratch.path().join(&name);
-            let (actual, size) =
-                hash_file(&from, None).map_err(|e| ArchiveError::io("reading", &from, e))?;
-            let known = existing.iter().find(|e| e.file == name);
-            match known {
-                Some(e) if !e.sha256.eq_ignore_ascii_case(&actual) => {
-                    return Err(ArchiveError::Checksum {
-                        url: format!("{source} ({name})"),
-                        expected: e.sha256.clone(),
-                        actual,
-                    });
-                }
-                None if locked => {
-                    return Err(ArchiveError::Unpinned {
-                        layer: Layer::Library,
-                        file: name,
-                        url: source,
-                    });
-                }
-                _ => {}
+            let expected = known.map(|e| e.sha256.to_ascii_lowercase());
+            files.push(self.move_wheel(scratch.path(), &name, &source, expected)?);
+        }
+        self.set_incomplete(Vec::new())?;
+        Ok(files)
+    }
+
+    /// An archived set that was complete once: each intact wheel stays; each missing or corrupt
+    /// one is fetched alone (`name==version`, `--no-deps`) and must hash to the lock's sha256.
+    fn repair_wheels(
+        &self,
+        target: &PipTarget,
+        pip_run: &PipRun,
+        existing: Vec<LockEntry>,
+    ) -> Result<Vec<FetchedFile>, ArchiveError> {
+        let mut files = Vec::new();
+        for entry in existing {
+            if super::verify_entry(self.stack, &entry).is_ok() {
+                files.push(FetchedFile {
+                    layer: Layer::Library,
+                    file: entry.file,
+                    sha256: entry.sha256,
+                    size: entry.size,
+                    outcome: FileOutcome::AlreadyArchived,
+                });
+                continue;
             }
-            let to = self.stack.file_path(Layer::Library, &name);
-            let outcome = if to.exists() {
-                FileOutcome::Repaired
-            } else {
-                FileOutcome::Downloaded
-            };
-            remove_file(&to)?;
-            std::fs::rename(&from, &to)
-                .map_err(|e| ArchiveError::io("renaming into place", &to, e))?;
-            make_read_only(&to)?;
-            let want = Wanted {
-                layer: Layer::Library,
-                file: name,
-                url: source.clone(),
-                expected: None,
-            };
-            self.record(&want, &actual, size)?;
-            files.push(self.fetched(&want, actual, size, outcome));
+            files.push(self.fetch_one_wheel(target, pip_run, &entry)?);
         }
         Ok(files)
     }
+
+    /// Fetches the wheel of one lock entry by its exact pin and verifies it against the lock.
+    fn fetch_one_wheel(
+        &self,
+        target: &PipTarget,
+        pip_run: &PipRun,
+        entry: &LockEntry,
+    ) -> Result<FetchedFile, ArchiveError> {
+        let Some((name, version)) = wheel_name_version(&entry.file) else {
+            return Err(ArchiveError::Pip(format!(
+                "library/{} is missing or corrupt and is not a wheel stackpin can fetch alone; delete its entry from stack.lock and run `stackpin fetch` again",
+                entry.file
+            )));
+        };
+        let pin = format!("{name}=={version}");
+        self.progress.note(&format!(
+            "library/{} is missing or corrupt; fetching {pin} alone",
+            entry.file
+        ));
+        let scratch = self.scratch()?;
+        pip::download_one(
+            &pip_run.python,
+            target,
+            &pin,
+            scratch.path(),
+            &pip_run.watch(self.progress),
+        )?;
+        if !scratch.path().join(&entry.file).is_file() {
+            return Err(ArchiveError::Pip(format!(
+                "pip download {pin} did not produce {} (it got: {}); the index no longer serves the archived build",
+                entry.file,
+                downloaded_names(scratch.path()).join(", ")
+            )));
+        }
+        let mut fetched = self.move_wheel(
+            scratch.path(),
+            &entry.file,
+            &entry.url,
+            Some(entry.sha256.to_ascii_lowercase()),
+        )?;
+        fetched.outcome = FileOutcome::Repaired;
+        Ok(fetched)
+    }
+
+    /// Hashes a downloaded file, checks it against `expected`, moves it into the layer folder
+    /// read-only, and enters it in the lock.
+    fn move_wheel(
+        &self,
+        from_dir: &Path,
+        name: &str,
+        source: &str,
+        expected: Option<String>,
+    ) -> Result<FetchedFile, ArchiveError> {
+        if let Some(why) = unsafe_file_name(name) {
+            return Err(ArchiveError::UnsafeName {
+                what: "a file pip downloaded".into(),
+                name: name.to_string(),
+                why,
+            });
+        }
+        let from = from_dir.join(name);
+        let (actual, size) =
+            hash_file(&from, None).map_err(|e| ArchiveError::io("reading", &from, e))?;
+        if let Some(expected) = &expected
+            && !expected.eq_ignore_ascii_case(&actual)
+        {
+            return Err(ArchiveError::Checksum {
+                url: format!("{source} ({name})"),
+                expected: expected.clone(),
+                actual,
+            });
+        }
+        let to = self.stack.file_path(Layer::Library, name);
+        let outcome = if to.exists() {
+            FileOutcome::Repaired
+        } else {
+            FileOutcome::Downloaded
+        };
+        remove_file(&to)?;
+        std::fs::rename(&from, &to).map_err(|e| ArchiveError::io("renaming into place", &to, e))?;
+        make_read_only(&to)?;
+        let want = Wanted {
+            layer: Layer::Library,
+            file: name.to_string(),
+            url: source.to_string(),
+            expected: None,
+        };
+        self.record(&want, &actual, size)?;
+        Ok(self.fetched(&want, actual, size, outcome))
+    }
+
+    /// uv's own wheel for the target platform, beside the library's: kept when intact, fetched
+    /// again by its exact pin when not, fetched as the index's current `uv` the first time.
+    fn archive_uv(
+        &self,
+        target: &PipTarget,
+        pip_run: &PipRun,
+    ) -> Result<FetchedFile, ArchiveError> {
+        let existing = self
+            .lock
+            .lock()
+            .map_err(|_| self.poisoned())?
+            .files
+            .iter()
+            .find(|e| is_installer_entry(e))
+            .cloned();
+        if let Some(entry) = existing {
+            if super::verify_entry(self.stack, &entry).is_ok() {
+                return Ok(FetchedFile {
+                    layer: Layer::Library,
+                    file: entry.file,
+                    sha256: entry.sha256,
+                    size: entry.size,
+                    outcome: FileOutcome::AlreadyArchived,
+                });
+            }
+            return self.fetch_one_wheel(target, pip_run, &entry);
+        }
+        self.progress
+            .note("library: pip download uv (the installer of the library layer)");
+        self.set_incomplete(vec!["uv".into()])?;
+        let scratch = self.scratch()?;
+        pip::download_one(
+            &pip_run.python,
+            target,
+            "uv",
+            scratch.path(),
+            &pip_run.watch(self.progress),
+        )?;
+        let names = downloaded_names(scratch.path());
+        let Some(name) = names
+            .iter()
+            .find(|n| n.starts_with("uv-") && n.ends_with(".whl"))
+        else {
+            return Err(ArchiveError::Pip(format!(
+                "pip download uv gave no uv wheel (got: {}); the manifest's indexes must serve uv for the target platform, or set `library.installer: pip`",
+                names.join(", ")
+            )));
+        };
+        let source = format!("{UV_SOURCE_PREFIX}{}", target.source());
+        let fetched = self.move_wheel(scratch.path(), name, &source, None)?;
+        self.set_incomplete(Vec::new())?;
+        Ok(fetched)
+    }
+
+    /// pip writes into a scratch folder beside the layer; only hashed files move into place.
+    fn scratch(&self) -> Result<tempfile::TempDir, ArchiveError> {
+        tempfile::Builder::new()
+            .prefix(".pip-download-")
+            .tempdir_in(self.stack.root())
+            .map_err(|e| ArchiveError::io("creating a scratch folder in", self.stack.root(), e))
+    }
+
+    /// Records (and writes at once) what is asked for but not archived yet.
+    fn set_incomplete(&self, wanted: Vec<String>) -> Result<(), ArchiveError> {
+        let mut lock = self.lock.lock().map_err(|_| self.poisoned())?;
+        if lock.incomplete == wanted {
+            return Ok(());
+        }
+        lock.incomplete = wanted;
+        self.stack.write_lock(&lock)
+    }
+
+    fn poisoned(&self) -> ArchiveError {
+        ArchiveError::BadLock {
+            path: self.stack.lock_path(),
+            reason: "a download thread panicked while updating it".into(),
+        }
+    }
+}
+
+/// The interpreter pip runs under and how its runs are watched.
+struct PipRun {
+    python: String,
+    stall: std::time::Duration,
+}
+
+impl PipRun {
+    fn watch<'a>(&self, progress: &'a dyn Progress) -> pip::Watch<'a> {
+        pip::Watch {
+            progress,
+            stall: self.stall.max(pip::PIP_MIN_STALL),
+        }
+    }
+}
+
+/// The plain files pip left in its download folder, sorted.
+fn downloaded_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// `torch-2.5.1+cu124-cp311-cp311-linux_x86_64.whl` → (`torch`, `2.5.1+cu124`).
+pub fn wheel_name_version(file: &str) -> Option<(String, String)> {
+    let stem = file.strip_suffix(".whl")?;
+    let mut parts = stem.split('-');
+    let name = parts.next()?.replace('_', "-");
+    let version = parts.next()?.to_string();
+    (!name.is_empty() && !version.is_empty()).then_some((name, version))
 }
 
 /// `<file>.partial` beside the final name.

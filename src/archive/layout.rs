@@ -96,17 +96,15 @@ impl StackDir {
         Ok(())
     }
 
+    /// `.stackpin-busy`: the file whose OS lock keeps two stackpins apart on one stack.
+    pub fn busy_path(&self) -> PathBuf {
+        self.root.join(".stackpin-busy")
+    }
+
     /// Takes the stack's file lock without waiting: `None` while another process holds it
     /// (a fetch, an install, a repair, an `up`).
     pub fn try_lock(&self) -> Result<Option<StackLock>, ArchiveError> {
-        let (path, file) = self.busy_file()?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(StackLock { _file: file })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => {
-                Err(ArchiveError::io("taking the file lock", &path, e))
-            }
-        }
+        self.acquire(None)
     }
 
     /// Takes the stack's file lock; with `wait` false, another holder is an error
@@ -124,38 +122,64 @@ impl StackDir {
         })
     }
 
-    fn busy_file(&self) -> Result<(PathBuf, File), ArchiveError> {
-        // A separate, never-replaced file: stack.lock itself is replaced by rename, and a lock
-        // on a replaced inode would protect nothing.
-        let path = self.root.join(".stackpin-busy");
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| ArchiveError::io("opening the file lock", &path, e))?;
-        Ok((path, file))
+    /// Takes the stack's file lock, waiting (after `progress.note`) while another process has it.
+    /// The OS releases it when the holder exits, even after `kill -9`; the marker file itself is
+    /// removed when the holder is dropped, and one left by a killed run is recognised as stale
+    /// (its lock is free) and taken over.
+    pub fn lock(&self, progress: &dyn Progress) -> Result<StackLock, ArchiveError> {
+        self.acquire(Some(progress))?
+            .ok_or_else(|| ArchiveError::Busy {
+                dir: self.root.clone(),
+            })
     }
 
-    /// Takes the stack's file lock, waiting (after `progress.note`) while another process has it.
-    /// The OS releases it when the holder exits, even after `kill -9`.
-    pub fn lock(&self, progress: &dyn Progress) -> Result<StackLock, ArchiveError> {
-        let (path, file) = self.busy_file()?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
+    /// The lock, waiting when `wait` gives a reporter and answering `None` at once otherwise.
+    fn acquire(&self, wait: Option<&dyn Progress>) -> Result<Option<StackLock>, ArchiveError> {
+        // A separate file: stack.lock itself is replaced by rename, and a lock on a replaced
+        // inode would protect nothing. Because the holder deletes the marker, a waiter may wake
+        // up holding a deleted inode; it then starts over on the current file.
+        let path = self.busy_path();
+        loop {
+            let mut file = File::options()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|e| ArchiveError::io("opening the file lock", &path, e))?;
+            match (file.try_lock(), wait) {
+                (Ok(()), _) => {}
+                (Err(std::fs::TryLockError::WouldBlock), None) => return Ok(None),
+                (Err(std::fs::TryLockError::WouldBlock), Some(progress)) => {
+                    progress.note(&format!(
+                        "another stackpin is working on {}; waiting for it to finish",
+                        self.root.display()
+                    ));
+                    file.lock()
+                        .map_err(|e| ArchiveError::io("waiting for the file lock", &path, e))?;
+                }
+                (Err(std::fs::TryLockError::Error(e)), _) => {
+                    return Err(ArchiveError::io("taking the file lock", &path, e));
+                }
+            }
+            if !same_file(&file, &path) {
+                continue;
+            }
+            let mut previous = String::new();
+            let _ = file.read_to_string(&mut previous);
+            if let (Some(pid), Some(progress)) = (previous.trim().strip_prefix("pid "), wait) {
                 progress.note(&format!(
-                    "another stackpin is working on {}; waiting for it to finish",
-                    self.root.display()
+                    "{} was left by a stackpin that was stopped (pid {pid}); its lock is free, so it is stale and taken over",
+                    path.display()
                 ));
-                file.lock()
-                    .map_err(|e| ArchiveError::io("waiting for the file lock", &path, e))?;
             }
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(ArchiveError::io("taking the file lock", &path, e));
-            }
+            let _ = file.set_len(0);
+            let _ = std::io::Write::write_all(
+                &mut file,
+                format!("pid {}\n", std::process::id()).as_bytes(),
+            );
+            return Ok(Some(StackLock { file, path }));
         }
-        Ok(StackLock { _file: file })
     }
 
     /// Reads `stack.lock`; an absent lock is an empty one.
@@ -181,10 +205,35 @@ impl StackDir {
     }
 }
 
-/// Held while a fetch or unbundle changes a stack; dropping it releases the file lock.
+/// Held while a fetch or unbundle changes a stack; dropping it removes the marker and releases
+/// the file lock (in that order, so no one can lock the marker between the two).
 #[derive(Debug)]
 pub struct StackLock {
-    _file: File,
+    file: File,
+    path: PathBuf,
+}
+
+impl Drop for StackLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = self.file.unlock();
+    }
+}
+
+/// True when `path` still names the file that `file` has open (not a marker deleted meanwhile).
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Windows refuses to open a file that is being deleted, so a lock taken is on the live file.
+#[cfg(not(unix))]
+fn same_file(_: &File, path: &Path) -> bool {
+    path.exists()
 }
 
 /// `stack.lock`: what was archived, so audits and installs can prove each file unchanged.
@@ -195,6 +244,11 @@ pub struct Lockfile {
     pub stack: String,
     #[serde(default)]
     pub files: Vec<LockEntry>,
+    /// What the manifest asked for that is not archived yet (pip requirements whose download
+    /// failed or was cut off): while this is not empty the archive is incomplete, and audit,
+    /// status, plan and install say so instead of trusting the files that are there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incomplete: Vec<String>,
 }
 
 /// One archived file.
@@ -219,6 +273,7 @@ impl Lockfile {
             schema: LOCK_SCHEMA,
             stack: name.to_string(),
             files: Vec::new(),
+            incomplete: Vec::new(),
         }
     }
 
@@ -470,11 +525,19 @@ pub fn hash_file(
     Ok((hex::encode(hasher.finalize()), total))
 }
 
-/// Marks a verified file read-only, so an accidental write cannot change it unnoticed.
+/// Marks a verified file read-only, so an accidental write cannot change it unnoticed: 0444 on
+/// Unix (readable by a lab mirror's web server, writable by no one), the read-only attribute on
+/// Windows.
 pub(crate) fn make_read_only(path: &Path) -> Result<(), ArchiveError> {
     let mut perms = std::fs::metadata(path)
         .map_err(|e| ArchiveError::io("reading permissions of", path, e))?
         .permissions();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        perms.set_mode(0o444);
+    }
+    #[cfg(not(unix))]
     perms.set_readonly(true);
     std::fs::set_permissions(path, perms).map_err(|e| ArchiveError::io("making read-only", path, e))
 }
@@ -558,17 +621,18 @@ mod tests {
         ));
     }
 
+    struct Notes(std::sync::Mutex<Vec<String>>);
+    impl Progress for Notes {
+        fn started(&self, _: &str, _: Option<u64>) {}
+        fn advanced(&self, _: &str, _: u64) {}
+        fn finished(&self, _: &str) {}
+        fn note(&self, text: &str) {
+            self.0.lock().expect("notes").push(text.into());
+        }
+    }
+
     #[test]
     fn second_lock_holder_is_told_to_wait() {
-        struct Notes(std::sync::Mutex<Vec<String>>);
-        impl Progress for Notes {
-            fn started(&self, _: &str, _: Option<u64>) {}
-            fn advanced(&self, _: &str, _: u64) {}
-            fn finished(&self, _: &str) {}
-            fn note(&self, text: &str) {
-                self.0.lock().expect("notes").push(text.into());
-            }
-        }
         let dir = tempfile::tempdir().expect("tempdir");
         let stack = StackDir::new(dir.path(), "s");
         stack.create().expect("create");
@@ -582,5 +646,28 @@ mod tests {
         });
         let notes = notes.0.into_inner().expect("notes");
         assert!(notes.iter().any(|n| n.contains("waiting")), "{notes:?}");
+        assert!(
+            !stack.busy_path().exists(),
+            "the marker is removed with the lock"
+        );
+    }
+
+    #[test]
+    fn a_marker_left_by_a_killed_run_is_stale_and_taken_over() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stack = StackDir::new(dir.path(), "s");
+        stack.create().expect("create");
+        std::fs::write(stack.busy_path(), "pid 4242\n").expect("stale marker");
+        let notes = Notes(Default::default());
+        let held = stack.lock(&notes).expect("lock");
+        let notes = notes.0.into_inner().expect("notes");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("stale") && n.contains("4242")),
+            "{notes:?}"
+        );
+        drop(held);
+        assert!(!stack.busy_path().exists());
     }
 }

@@ -12,18 +12,21 @@ mod download;
 mod fetch;
 mod layout;
 mod pip;
+mod uv;
 
 use std::path::PathBuf;
 
 pub use audit::{AuditReport, FileAudit, FileStatus, audit_stack};
 pub use bundle::{BundleSummary, bundle, unbundle};
 pub use download::{RetryPolicy, Timeouts, redirect_downgrades};
+pub use fetch::wheel_name_version;
 pub use fetch::{FetchConfig, FetchReport, FetchedFile, FileOutcome, fetch};
 pub use layout::{
     LockEntry, Lockfile, PinConflict, StackDir, StackLock, hash_file, layer_files, manifest_pin,
     pin_conflict, pin_conflicts, stage_verified, verify_entry, verify_pinned,
 };
-pub use pip::PipTarget;
+pub use pip::{PipTarget, foreign_variables, hermetic_settings, is_foreign_variable};
+pub use uv::{UV_SOURCE_PREFIX, extract_uv, is_installer_entry, uv_binary_path, uv_entry};
 
 use crate::manifest::Layer;
 
@@ -138,6 +141,11 @@ pub enum ArchiveError {
     Busy { dir: PathBuf },
     #[error("{0}")]
     Pip(String),
+    #[error(
+        "the archive is incomplete: {} not archived yet (a fetch stopped before it finished); incomplete: run `stackpin fetch MANIFEST`",
+        requirements.join(", ")
+    )]
+    Incomplete { requirements: Vec<String> },
     #[error("bundle {path}: {reason}")]
     Bundle { path: PathBuf, reason: String },
     /// The bundle file is missing, unreadable or not a zip: an input error.
@@ -182,6 +190,7 @@ impl ArchiveError {
                 | Self::UnsafeEntry { .. }
                 | Self::BundleFailedAudit { .. }
                 | Self::BadLock { .. }
+                | Self::Incomplete { .. }
         )
     }
 }

@@ -128,6 +128,9 @@ fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {
             FileStatus::Partial => {
                 println!("           left by an interrupted download; `stackpin fetch` resumes it")
             }
+            FileStatus::Incomplete => println!(
+                "           asked for by the manifest, not archived: incomplete: run `stackpin fetch`"
+            ),
             FileStatus::Unexpected => println!(
                 "           not in stack.lock; remove it, or fetch a manifest that names it"
             ),

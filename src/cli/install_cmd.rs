@@ -422,6 +422,7 @@ pub fn run_resume(args: &ResumeArgs) -> CmdResult {
         program: program.into(),
         args: rest.iter().map(Into::into).collect(),
         env: Vec::new(),
+        env_remove: Vec::new(),
         output: crate::exec::Output::Lines(Box::new(|line| println!("{line}"))),
         timeout: None,
     };

@@ -71,6 +71,8 @@ pub struct AuditCounts {
     pub partial: usize,
     /// Lock lines that disagree with the manifest's pin.
     pub untrusted: usize,
+    /// Requirements a fetch stopped before archiving.
+    pub incomplete: usize,
 }
 
 impl AuditCounts {
@@ -83,12 +85,13 @@ impl AuditCounts {
             unexpected: count(FileStatus::Unexpected),
             partial: count(FileStatus::Partial),
             untrusted: count(FileStatus::Untrusted),
+            incomplete: count(FileStatus::Incomplete),
         }
     }
 
     /// Missing and corrupt files fail an audit; strays and partials are only reported.
     fn passed(&self) -> bool {
-        self.missing == 0 && self.corrupt == 0 && self.untrusted == 0
+        self.missing == 0 && self.corrupt == 0 && self.untrusted == 0 && self.incomplete == 0
     }
 }
 
@@ -335,6 +338,10 @@ fn stage_word(stage: Stage) -> &'static str {
 fn print_human(s: &StackStatus) {
     println!("{}: {}", s.stack, stage_word(s.stage));
     match &s.audit {
+        Some(a) if a.incomplete > 0 => println!(
+            "  archive: incomplete: run `stackpin fetch MANIFEST` ({} requirement(s) not archived yet)",
+            a.incomplete
+        ),
         Some(a) => println!(
             "  archive: stack.lock; {} ok, {} missing, {} corrupt, {} unexpected, {} partial, {} untrusted{}",
             a.ok,

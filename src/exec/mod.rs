@@ -110,6 +110,8 @@ pub struct Spec {
     pub program: OsString,
     pub args: Vec<OsString>,
     pub env: Vec<(OsString, OsString)>,
+    /// Variables of stackpin's own environment the child must not see (pip's configuration).
+    pub env_remove: Vec<OsString>,
     pub output: Output,
     /// `None`: no limit (the monitor, which its owner stops).
     pub timeout: Option<Duration>,
@@ -131,6 +133,7 @@ impl Spec {
                 .iter()
                 .map(|(k, v)| (OsString::from(k), OsString::from(v)))
                 .collect(),
+            env_remove: Vec::new(),
             output: Output::Log(log),
             timeout: Some(timeout),
         })
@@ -146,6 +149,7 @@ impl Spec {
             program: program.into(),
             args: args.into_iter().map(Into::into).collect(),
             env: Vec::new(),
+            env_remove: Vec::new(),
             output: Output::Capture,
             timeout: Some(timeout),
         }
@@ -185,6 +189,9 @@ pub fn start(spec: Spec) -> Result<Running, ExecError> {
         return Err(ExecError::EmptyCommand);
     }
     let mut command = Command::new(&spec.program);
+    for name in &spec.env_remove {
+        command.env_remove(name);
+    }
     command
         .args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::Serialize;
 
 use crate::archive::{self, ArchiveError, Lockfile, StackDir};
-use crate::manifest::{Layer, Manifest};
+use crate::manifest::{Layer, LibraryInstaller, Manifest};
 use plan::{ArchivedFile, FileState, PlannedCommand, layer_commands};
 use proof::{HostView, Proof, prove_layer};
 use runner::{RunnerError, Step, StepOutcome, StepStatus, run_step};
@@ -163,6 +163,13 @@ pub fn archived_files(stack: &StackDir, lock: &Lockfile) -> Vec<ArchivedFile> {
                 state,
             }
         })
+        .chain(lock.incomplete.iter().map(|requirement| ArchivedFile {
+            layer: Layer::Library,
+            file: requirement.clone(),
+            path: stack.layer_dir(Layer::Library),
+            sha256: None,
+            state: FileState::Incomplete,
+        }))
         .collect()
 }
 
@@ -197,6 +204,16 @@ pub fn install(
         return Err(InstallError::NotAdmin);
     }
     let lock = stack.read_lock()?;
+    if !options.dry_run && !lock.incomplete.is_empty() {
+        // Before the first layer: a half-fetched archive would install a driver and a toolkit
+        // and then fail at the library, or install a library set pip never finished resolving.
+        return Err(InstallError::Refused {
+            layer: Layer::Library,
+            source: ArchiveError::Incomplete {
+                requirements: lock.incomplete.clone(),
+            },
+        });
+    }
     let files = archived_files(stack, &lock);
     let state_path = stack.state_path();
     let mut state = ChainState::load(&state_path)?;
@@ -353,8 +370,19 @@ fn run_layer(
             });
         }
     }
-    if layer == Layer::Library && m.library.pip.is_some() {
+    let hermetic = layer == Layer::Library && m.library.pip.is_some();
+    if hermetic {
         write_pip_requirements(m, stack, lock)?;
+        if m.library.installer == LibraryInstaller::Uv {
+            let entry = archive::uv_entry(lock).ok_or_else(|| InstallError::Refused {
+                layer,
+                source: ArchiveError::Incomplete {
+                    requirements: vec!["uv (library.installer: uv)".into()],
+                },
+            })?;
+            archive::extract_uv(stack, entry)
+                .map_err(|source| InstallError::Refused { layer, source })?;
+        }
     }
     let mut last = LayerRun {
         status: StepStatus::Succeeded,
@@ -391,9 +419,15 @@ fn run_layer(
         } else {
             layer.to_string()
         };
+        let (env, env_remove) = if hermetic {
+            (archive::hermetic_settings(), archive::foreign_variables())
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let step = Step {
             argv,
-            env: Vec::new(),
+            env,
+            env_remove,
             log: stack.logs_dir().join(runner::log_name(&prefix)),
             timeout: m.timeout(layer),
         };
@@ -521,6 +555,10 @@ fn write_pip_requirements(
         "# Written by stackpin from stack.lock: every archived wheel, pinned by hash.".to_string(),
     ];
     for (entry, path) in archive::layer_files(stack, lock, Layer::Library) {
+        if archive::is_installer_entry(&entry) {
+            // uv's own wheel installs the library; it is not part of it.
+            continue;
+        }
         archive::verify_pinned(stack, m, &entry).map_err(|source| InstallError::Refused {
             layer: Layer::Library,
             source,
@@ -537,14 +575,7 @@ fn write_pip_requirements(
         .map_err(|source| InstallError::Requirements { path, source })
 }
 
-/// `torch-2.5.1+cu124-cp311-cp311-linux_x86_64.whl` → (`torch`, `2.5.1+cu124`).
-pub fn wheel_name_version(file: &str) -> Option<(String, String)> {
-    let stem = file.strip_suffix(".whl")?;
-    let mut parts = stem.split('-');
-    let name = parts.next()?.replace('_', "-");
-    let version = parts.next()?.to_string();
-    (!name.is_empty() && !version.is_empty()).then_some((name, version))
-}
+pub use archive::wheel_name_version;
 
 #[cfg(test)]
 mod tests {

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::proof::{HostView, Proof, library_python, prove_layer};
 use super::runner::{RunnerError, substitute};
 use crate::compat::Os;
-use crate::manifest::{Layer, Manifest};
+use crate::manifest::{Layer, LibraryInstaller, Manifest};
 
 /// The archive state of one installer file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -20,6 +20,8 @@ pub enum FileState {
     Verified,
     Missing,
     Corrupt,
+    /// A requirement the manifest asked for that a fetch stopped before archiving.
+    Incomplete,
 }
 
 impl FileState {
@@ -29,6 +31,7 @@ impl FileState {
             FileState::Verified => "verified",
             FileState::Missing => "missing",
             FileState::Corrupt => "corrupt",
+            FileState::Incomplete => "incomplete",
         }
     }
 }
@@ -119,10 +122,11 @@ pub fn manifest_values(m: &Manifest) -> BTreeMap<&'static str, String> {
     values
 }
 
-/// The file pip reads in `install`: every archived wheel pinned by name, version and sha256, so
-/// `--require-hashes` refuses anything else.
+/// The file pip (or uv) reads in `install`: every archived wheel pinned by name, version and
+/// sha256, so `--require-hashes` refuses anything else. Derived from the lock at each install and
+/// kept beside the layers, not in `library/`, where only the lock's files belong.
 pub fn pip_requirements_path(stack: &Path) -> PathBuf {
-    stack.join("library").join("requirements.stackpin.txt")
+    stack.join("requirements.stackpin.txt")
 }
 
 /// The commands of a layer, placeholders substituted, in lock order.
@@ -134,29 +138,7 @@ pub fn layer_commands(
 ) -> Result<Vec<PlannedCommand>, RunnerError> {
     let base = placeholder_values(m, stack, layer);
     if layer == Layer::Library && m.library.pip.is_some() {
-        let venv = m.library.venv.clone().unwrap_or_default();
-        let venv_python = library_python(m).display().to_string();
-        return Ok(vec![
-            PlannedCommand {
-                argv: vec![m.library.python.clone(), "-m".into(), "venv".into(), venv],
-                installer: None,
-            },
-            PlannedCommand {
-                argv: vec![
-                    venv_python,
-                    "-m".into(),
-                    "pip".into(),
-                    "install".into(),
-                    "--no-index".into(),
-                    "--find-links".into(),
-                    stack.join("library").display().to_string(),
-                    "--require-hashes".into(),
-                    "-r".into(),
-                    pip_requirements_path(stack).display().to_string(),
-                ],
-                installer: None,
-            },
-        ]);
+        return Ok(library_commands(m, stack));
     }
     let Some(run) = m.run(layer) else {
         return Ok(vec![]);
@@ -173,6 +155,74 @@ pub fn layer_commands(
             })
         })
         .collect()
+}
+
+/// A pip library's two commands: a fresh venv, then the archived wheels into it, offline, by
+/// hash, from the stack's `library/` folder alone. `install` runs both hermetically (no `PIP_*`,
+/// `UV_*` or `PYTHON*` variable of the caller, no pip configuration file).
+fn library_commands(m: &Manifest, stack: &Path) -> Vec<PlannedCommand> {
+    let venv = m.library.venv.clone().unwrap_or_default();
+    let venv_python = library_python(m).display().to_string();
+    let wheels = stack.join("library").display().to_string();
+    let requirements = pip_requirements_path(stack).display().to_string();
+    let strings = |args: &[&str]| args.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let (create, fill) = match m.library.installer {
+        LibraryInstaller::Pip => {
+            let mut create = vec![m.library.python.clone()];
+            create.extend(strings(&["-m", "venv"]));
+            create.push(venv);
+            let mut fill = vec![venv_python];
+            fill.extend(strings(&[
+                "-m",
+                "pip",
+                "install",
+                "--isolated",
+                "--disable-pip-version-check",
+                "--no-input",
+                "--no-cache-dir",
+                "--no-index",
+                "--find-links",
+            ]));
+            fill.extend([wheels, "--require-hashes".into(), "-r".into(), requirements]);
+            (create, fill)
+        }
+        LibraryInstaller::Uv => {
+            let uv = crate::archive::uv_binary_path(stack).display().to_string();
+            let mut create = vec![uv.clone()];
+            create.extend(strings(&[
+                "venv",
+                "--no-config",
+                "--offline",
+                "--clear",
+                "--python",
+            ]));
+            create.extend([m.library.python.clone(), venv]);
+            let mut fill = vec![uv];
+            fill.extend(strings(&["pip", "install", "--no-config", "--python"]));
+            fill.push(venv_python);
+            fill.extend(strings(&["--offline", "--no-index", "--find-links"]));
+            fill.push(wheels);
+            // --no-cache: a warm cache would install what it cached, not the archived bytes.
+            fill.extend(strings(&[
+                "--require-hashes",
+                "--compile-bytecode",
+                "--no-cache",
+                "-r",
+            ]));
+            fill.push(requirements);
+            (create, fill)
+        }
+    };
+    vec![
+        PlannedCommand {
+            argv: create,
+            installer: None,
+        },
+        PlannedCommand {
+            argv: fill,
+            installer: None,
+        },
+    ]
 }
 
 /// Builds the plan for a manifest on this host.
@@ -209,7 +259,19 @@ pub fn plan(
             .filter(|(l, _)| *l == layer)
             .map(|(_, why)| why.as_str())
             .collect();
-        let verdict = if proof.holds {
+        let incomplete: Vec<&str> = files
+            .iter()
+            .filter(|f| f.layer == layer && f.state == FileState::Incomplete)
+            .map(|f| f.file.as_str())
+            .collect();
+        let verdict = if !incomplete.is_empty() {
+            Verdict::Blocked {
+                why: format!(
+                    "{} not archived yet (a fetch stopped before it finished); incomplete: run `stackpin fetch`",
+                    incomplete.join(", ")
+                ),
+            }
+        } else if proof.holds {
             Verdict::InPlace
         } else if !why.is_empty() {
             Verdict::Blocked {

@@ -90,6 +90,8 @@ pub fn status_for_exit_code(code: i32) -> StepStatus {
 pub struct Step {
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
+    /// Variables of stackpin's own environment the child must not see (a hermetic pip or uv).
+    pub env_remove: Vec<std::ffi::OsString>,
     pub log: PathBuf,
     pub timeout: Duration,
 }
@@ -171,8 +173,9 @@ pub fn start_step(step: &Step) -> Result<RunningStep, RunnerError> {
         source,
     })?;
     let _ = writeln!(log, "$ {}", shell_words(&step.argv));
-    let spec = exec::Spec::logged(&step.argv, &step.env, log, step.timeout)
+    let mut spec = exec::Spec::logged(&step.argv, &step.env, log, step.timeout)
         .map_err(|e| from_exec(&program, e))?;
+    spec.env_remove = step.env_remove.clone();
     let running = exec::start(spec).map_err(|e| from_exec(&program, e))?;
     Ok(RunningStep {
         running,
@@ -334,6 +337,7 @@ mod tests {
                 "for i in 1 2 3; do echo out$i; echo err$i >&2; done; exit 7".into(),
             ],
             env: vec![],
+            env_remove: vec![],
             log: dir.path().join("logs/x.log"),
             timeout: Duration::from_secs(30),
         };
@@ -359,6 +363,7 @@ mod tests {
                 "head -c 2000000 /dev/zero | tr '\\0' x; head -c 2000000 /dev/zero | tr '\\0' y >&2".into(),
             ],
             env: vec![],
+            env_remove: vec![],
             log: dir.path().join("chatty.log"),
             timeout: Duration::from_secs(60),
         };
@@ -374,6 +379,7 @@ mod tests {
         let step = Step {
             argv: vec!["sleep".into(), "30".into()],
             env: vec![],
+            env_remove: vec![],
             log: dir.path().join("slow.log"),
             timeout: Duration::from_millis(300),
         };
@@ -388,6 +394,7 @@ mod tests {
         let step = Step {
             argv: vec!["/no/such/installer.run".into()],
             env: vec![],
+            env_remove: vec![],
             log: dir.path().join("x.log"),
             timeout: Duration::from_secs(5),
         };

@@ -190,6 +190,10 @@ pub struct LibraryLayer {
     pub venv: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pip: Option<PipSection>,
+    /// What installs pip libraries into the venv: `pip` (the default) or `uv`, whose wheel
+    /// `fetch` archives beside the library's and `install` runs from the archive.
+    #[serde(default, skip_serializing_if = "LibraryInstaller::is_default")]
+    pub installer: LibraryInstaller,
     /// Non-pip libraries: files to archive, each run with `run`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub installers: Vec<Installer>,
@@ -218,7 +222,29 @@ fn default_python() -> String {
 pub struct PipSection {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index_url: Option<String>,
+    /// More indexes searched at fetch only (old torch builds were published this way);
+    /// `install` never looks at an index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_index_urls: Vec<String>,
     pub requirements: Vec<String>,
+}
+
+/// The program that installs a pip library's archived wheels into the venv.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LibraryInstaller {
+    /// `python -m venv` + `pip install --no-index --require-hashes`.
+    #[default]
+    Pip,
+    /// `uv venv` + `uv pip install --offline --no-index --require-hashes --compile-bytecode`,
+    /// uv itself run from its archived wheel.
+    Uv,
+}
+
+impl LibraryInstaller {
+    fn is_default(&self) -> bool {
+        *self == LibraryInstaller::Pip
+    }
 }
 
 /// The bundled example that proves the stack.

@@ -444,6 +444,20 @@ fn check_library(m: &Manifest, out: &mut Vec<Problem>) {
         if let Some(url) = &pip.index_url {
             check_url("library.pip.index_url", url, false, out);
         }
+        for (i, url) in pip.extra_index_urls.iter().enumerate() {
+            check_url(
+                &format!("library.pip.extra_index_urls[{i}]"),
+                url,
+                false,
+                out,
+            );
+            if pip.index_url.as_deref() == Some(url.as_str()) {
+                out.push(Problem::warning(
+                    format!("library.pip.extra_index_urls[{i}]"),
+                    "the same URL as index_url; remove it",
+                ));
+            }
+        }
         if lib.venv.is_none() {
             out.push(Problem::error(
                 "library.venv",
@@ -463,6 +477,12 @@ fn check_library(m: &Manifest, out: &mut Vec<Problem>) {
             ));
         }
     } else if !lib.installers.is_empty() {
+        if lib.installer != crate::manifest::LibraryInstaller::Pip {
+            out.push(Problem::error(
+                "library.installer",
+                "`installer` chooses what installs pip wheels; a library with `installers:` is installed by its `run:` command: remove it",
+            ));
+        }
         match &lib.run {
             Some(run) => check_argv("library.run", run, LIBRARY_PLACEHOLDERS, true, out),
             None => out.push(Problem::error(

@@ -113,6 +113,7 @@ pub fn measure(
     let step = Step {
         argv: request.argv.clone(),
         env: request.env.clone(),
+        env_remove: Vec::new(),
         log: request.log.clone(),
         timeout: request.timeout,
     };

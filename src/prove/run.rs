@@ -332,6 +332,7 @@ fn measure_once(ctx: &RunContext<'_>, batch: u32) -> Result<MeasuredRun, ProveEr
     let step = Step {
         argv: argv.clone(),
         env,
+        env_remove: Vec::new(),
         log: stack
             .logs_dir()
             .join(runner::log_name(&format!("example-b{batch}"))),

@@ -833,11 +833,16 @@ fn the_mirror_is_tried_first_and_a_bad_mirror_copy_falls_back_to_the_original() 
 #[cfg(unix)]
 #[test]
 fn pip_wheels_are_downloaded_for_the_target_and_locked() {
-    if std::env::var_os("STACKPIN_OFFLINE").is_some_and(|v| v == "1") {
-        println!("skipped: STACKPIN_OFFLINE=1 (this test downloads one small wheel through pip)");
-        return;
-    }
     let ctx = Ctx::new();
+    let mut index = crate::library_layer::Index::new();
+    let six = crate::library_layer::build_wheel(
+        &ctx.dir.path().join("wheels"),
+        "six",
+        "1.16.0",
+        "good",
+        &[],
+    );
+    index.wheel(&six);
     let urls = [DRIVER, TOOLKIT].map(|n| ctx.server.url(n));
     let text = format!(
         r#"schema: 1
@@ -861,12 +866,14 @@ library:
   python_version: "3.11"
   venv: 'C:\stackpin\{STACK}'
   pip:
+    index_url: {}
     requirements: ["six==1.16.0"]
 example:
   run: ["{{python}}", "{{examples}}/classify.py", "--batch-size", "{{batch}}"]
 "#,
         urls[0].replace(".run", ".exe"),
         urls[1].replace(".run", ".exe"),
+        index.url(),
     );
     ctx.server
         .file(&DRIVER.replace(".run", ".exe"), &ctx.bodies[0]);
@@ -879,7 +886,7 @@ example:
         panic!("manifest rejected: {}", run.stderr());
     }
     run.expect_code(0);
-    let wheel = ctx.file("library", "six-1.16.0-py2.py3-none-any.whl");
+    let wheel = ctx.file("library", &six.file);
     assert!(wheel.is_file(), "{}", run.stdout());
     let bytes = std::fs::read(&wheel).expect("wheel");
     let lock = ctx.lock_text();
@@ -887,7 +894,7 @@ example:
         lock.contains("layer: library") && lock.contains(&sha(&bytes)),
         "{lock}"
     );
-    assert!(lock.contains("pip:default-index"), "{lock}");
+    assert!(lock.contains(&format!("pip:{}", index.url())), "{lock}");
     ctx.audit().expect_code(0);
 }
 

@@ -379,9 +379,8 @@ fn pip_library_installs_offline_from_the_archive_into_a_fresh_venv() {
         .output()
         .expect("venv python");
     assert_eq!(String::from_utf8_lossy(&imported.stdout).trim(), "1.16.0");
-    let requirements =
-        std::fs::read_to_string(archive.join("six-stack/library/requirements.stackpin.txt"))
-            .expect("requirements written");
+    let requirements = std::fs::read_to_string(archive.join("six-stack/requirements.stackpin.txt"))
+        .expect("requirements written");
     assert!(
         requirements.contains("six==1.16.0 --hash=sha256:"),
         "{requirements}"

@@ -14,6 +14,8 @@ mod hostile;
 mod inference;
 mod install;
 mod json_contract;
+#[cfg(unix)]
+mod library_layer;
 mod measure;
 mod pin;
 mod prove;

@@ -32,6 +32,8 @@ pub struct Route {
     pub redirect: Option<String>,
     /// Pause after each 64 KiB, to make downloads last.
     pub throttle: Option<Duration>,
+    /// A `Content-Type` header for 200 answers (pip reads index pages only as `text/html`).
+    pub content_type: Option<String>,
 }
 
 /// One request as the server saw it.
@@ -186,7 +188,11 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
                     ),
                     None => (
                         200,
-                        String::new(),
+                        route
+                            .content_type
+                            .as_ref()
+                            .map(|t| format!("Content-Type: {t}\r\n"))
+                            .unwrap_or_default(),
                         route.body.clone(),
                         cut,
                         stall,

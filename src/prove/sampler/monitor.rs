@@ -27,6 +27,7 @@ impl Monitor {
             program: program.into(),
             args: args.iter().map(Into::into).collect(),
             env: Vec::new(),
+            env_remove: Vec::new(),
             output: exec::Output::Lines(Box::new(on_line)),
             timeout: None,
         };
