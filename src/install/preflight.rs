@@ -134,7 +134,16 @@ pub fn preflight(
             .filter(|f| f.layer == *layer && f.state != FileState::Verified)
             .map(|f| format!("{} {}", f.file, f.state.as_str()))
             .collect();
-        if !bad.is_empty() {
+        let incomplete = files
+            .iter()
+            .any(|f| f.layer == *layer && f.state == FileState::Incomplete);
+        if incomplete {
+            // A fetch that stopped halfway: nothing is wrong with what is there, it is not all there.
+            problems.push(format!(
+                "{layer}: the archive is incomplete ({}): a fetch stopped before it finished; incomplete: run `stackpin fetch`",
+                bad.join(", ")
+            ));
+        } else if !bad.is_empty() {
             problems.push(format!(
                 "{layer}: the archive is not complete and verified ({}); run `stackpin fetch` (or `stackpin audit` to see why)",
                 bad.join(", ")

@@ -258,10 +258,16 @@ mod consent {
         let out = lab.run(&["repair", "--json"], &lab.archive());
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         assert!(text(&out).contains("add --yes"), "{}", text(&out));
+        // --json still gets its one document: the refusal, with the code and the fix.
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("one JSON document on stdout");
+        assert_eq!(doc["exit_code"], 2, "{doc}");
+        assert_eq!(doc["ok"], false, "{doc}");
         assert!(
-            out.stdout.is_empty(),
-            "no JSON for a refused run: {}",
-            String::from_utf8_lossy(&out.stdout)
+            doc["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("add --yes")),
+            "{doc}"
         );
         assert!(lab.nothing_ran());
     }
