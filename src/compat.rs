@@ -1,8 +1,9 @@
-//! Release-note knowledge compiled into the binary: each CUDA toolkit's minimum driver per OS,
-//! each library release's CUDA lines, Python range, wheel index and GPU architectures, and the
-//! drivers stackpin knows. The tables live in `data/*.yaml` with their sources and the date they
-//! were read; this module parses them once and answers questions. It touches no files and runs
-//! nothing, so every rule tests as a plain function.
+//! Release-note knowledge: each CUDA toolkit's minimum driver per OS, each library release's
+//! CUDA lines, Python range, wheel index and GPU architectures, and the drivers stackpin knows.
+//! The tables live in `data/*.yaml` with their sources and the date they were read; `dataset`
+//! says which set of them is in use (built in, or an updated one). This module parses them once
+//! and answers questions. It touches no files and runs nothing, so every rule tests as a plain
+//! function.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -58,6 +59,7 @@ impl<T> PerOs<T> {
 
 #[derive(Debug, Deserialize)]
 struct CudaData {
+    #[allow(dead_code)] // the set's date is `dataset`'s; kept so the table must carry its own
     read_on: String,
     toolkits: Vec<ToolkitRow>,
     branches: BTreeMap<String, String>,
@@ -189,33 +191,60 @@ struct Knowledge {
 
 fn knowledge() -> &'static Knowledge {
     static DATA: OnceLock<Knowledge> = OnceLock::new();
-    DATA.get_or_init(|| Knowledge {
-        cuda: parse_table("data/cuda.yaml", include_str!("../data/cuda.yaml")),
-        pytorch: parse_table("data/pytorch.yaml", include_str!("../data/pytorch.yaml")),
-        tensorflow: parse_table(
-            "data/tensorflow.yaml",
-            include_str!("../data/tensorflow.yaml"),
-        ),
-        onnxruntime: parse_table(
-            "data/onnxruntime.yaml",
-            include_str!("../data/onnxruntime.yaml"),
-        ),
-        drivers: parse_table("data/drivers.yaml", include_str!("../data/drivers.yaml")),
+    DATA.get_or_init(|| {
+        // The set in use is the built-in one (covered by tests) or an updated one that
+        // `dataset` validated with `validate_tables` before choosing it.
+        let set = crate::dataset::in_use().set;
+        match Knowledge::from_tables(&|name| set.table(name)) {
+            Ok(k) => k,
+            Err(e) => panic!("stackpin's release data set is malformed: {e}"),
+        }
     })
 }
 
-/// The tables are compiled in and covered by tests, so a parse failure is a build defect, not
-/// user input: fail loudly with the table's name rather than limp on with partial knowledge.
-fn parse_table<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> T {
-    match serde_saphyr::from_str(text) {
-        Ok(value) => value,
-        Err(e) => panic!("stackpin's built-in release table {name} is malformed: {e}"),
+impl Knowledge {
+    /// Parses every table the binary needs; `table` gives a table's text by file name.
+    fn from_tables<'t>(table: &dyn Fn(&str) -> Option<&'t str>) -> Result<Knowledge, TableError> {
+        Ok(Knowledge {
+            cuda: parse_table("cuda.yaml", table)?,
+            pytorch: parse_table("pytorch.yaml", table)?,
+            tensorflow: parse_table("tensorflow.yaml", table)?,
+            onnxruntime: parse_table("onnxruntime.yaml", table)?,
+            drivers: parse_table("drivers.yaml", table)?,
+        })
     }
 }
 
-/// The date the release tables were read, shown in warnings about unknown releases.
+/// Why a data set's tables cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("table {name} is missing; this stackpin needs it")]
+    Missing { name: String },
+    #[error("table {name} does not load: {reason}")]
+    Malformed { name: String, reason: String },
+}
+
+/// Loads a set's tables the way the binary does, and drops them: `data pack` and
+/// `data update` accept a set only when this does.
+pub fn validate_tables<'t>(table: &dyn Fn(&str) -> Option<&'t str>) -> Result<(), TableError> {
+    Knowledge::from_tables(table).map(|_| ())
+}
+
+fn parse_table<'t, T: serde::de::DeserializeOwned>(
+    name: &str,
+    table: &dyn Fn(&str) -> Option<&'t str>,
+) -> Result<T, TableError> {
+    let text = table(name).ok_or_else(|| TableError::Missing { name: name.into() })?;
+    serde_saphyr::from_str(text).map_err(|e| TableError::Malformed {
+        name: name.into(),
+        reason: e.to_string(),
+    })
+}
+
+/// The date of the release data in use (the newest of its tables'), shown in notes and
+/// warnings about unknown releases.
 pub fn data_date() -> &'static str {
-    &knowledge().cuda.read_on
+    &crate::dataset::in_use().set.read_on
 }
 
 /// What the release notes require of the driver for a toolkit release on one OS.

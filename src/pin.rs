@@ -118,7 +118,7 @@ pub fn pin(req: &PinRequest) -> Result<Pinned, PinError> {
     notes.push(format!(
         "driver {driver} is the newest {} driver in stackpin's data of {} that meets CUDA {toolkit}'s minimum {min}; check https://www.nvidia.com/Download/index.aspx for a newer one and pin that",
         req.os,
-        compat::drivers_read_on()
+        compat::data_date()
     ));
     let yaml = render(&manifest, &release, &min);
     Ok(Pinned {

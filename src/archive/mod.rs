@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 pub use audit::{AuditReport, FileAudit, FileStatus, audit_stack};
 pub use bundle::{BundleSummary, bundle, unbundle};
-pub use download::{RetryPolicy, Timeouts, redirect_downgrades};
+pub use download::{RetryPolicy, Timeouts, download_one, redirect_downgrades};
 pub use fetch::{FetchConfig, FetchReport, FetchedFile, FileOutcome, fetch};
 pub use layout::{LockEntry, Lockfile, StackDir, StackLock, hash_file, layer_files, verify_entry};
 pub use pip::PipTarget;

@@ -8,12 +8,14 @@ mod audit_cmd;
 mod budget_cmd;
 mod bundle_cmd;
 mod check_cmd;
+mod data_cmd;
 mod diagnose_cmd;
 mod doctor_cmd;
 mod fetch_cmd;
 mod host_cmd;
 mod install_cmd;
 mod measure_cmd;
+mod outdated_cmd;
 mod pin_cmd;
 mod prove_cmd;
 mod record_cmd;
@@ -24,7 +26,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Exit statuses shared by every command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,11 +183,17 @@ pub enum Command {
     /// Summarise every stack on this host: lock, audit, install state, proven record.
     #[command(after_help = status_cmd::EXAMPLES)]
     Status(status_cmd::StatusArgs),
+    /// The release data in use, and a newer set: `data pack`, `update`, `show`, `reset`.
+    #[command(after_help = data_cmd::EXAMPLES)]
+    Data(data_cmd::DataArgs),
+    /// What is newer in the release data than a stack's pins, and what moving would mean.
+    #[command(after_help = outdated_cmd::EXAMPLES)]
+    Outdated(outdated_cmd::OutdatedArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     let result = match &cli.command {
         Command::Check(args) => check_cmd::run(args, &cli.global),
         Command::Pin(args) => pin_cmd::run(args, &cli.global),
@@ -206,6 +214,8 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor_cmd::run_doctor(args, &cli.global),
         Command::Repair(args) => doctor_cmd::run_repair(args, &cli.global),
         Command::Status(args) => status_cmd::run(args, &cli.global),
+        Command::Data(args) => data_cmd::run(args, &cli.global),
+        Command::Outdated(args) => outdated_cmd::run(args, &cli.global),
     };
     match result {
         Ok(exit) => exit.into(),
@@ -214,6 +224,26 @@ pub fn main() -> ExitCode {
             failure.exit.into()
         }
     }
+}
+
+/// Parses the command line; `--version` also names the release data in use (looked up only
+/// when asked for, so other commands do not pay for it).
+fn parse_cli() -> Cli {
+    let asks_version = std::env::args_os().any(|a| a == "--version" || a == "-V");
+    if !asks_version {
+        return Cli::parse();
+    }
+    let in_use = crate::dataset::in_use();
+    let version = format!(
+        "{} (release data of {}, {})",
+        env!("CARGO_PKG_VERSION"),
+        in_use.set.read_on,
+        in_use.source_word()
+    );
+    // clap takes a `'static` version string; this runs once per process.
+    let version: &'static str = Box::leak(version.into_boxed_str());
+    let matches = Cli::command().version(version).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// `error: …` then one `caused by: …` line per source, the house format.

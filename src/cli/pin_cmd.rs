@@ -48,6 +48,8 @@ struct JsonPin<'a> {
     file: Option<String>,
     notes: &'a [String],
     manifest: &'a crate::manifest::Manifest,
+    /// The release data set the pins came from.
+    data: crate::dataset::DataRef,
 }
 
 pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
@@ -80,6 +82,7 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
             file: args.output.as_ref().map(|p| p.display().to_string()),
             notes: &pinned.notes,
             manifest: &pinned.manifest,
+            data: crate::dataset::data_ref(),
         })?;
     } else if !global.quiet {
         let mut err = std::io::stderr().lock();

@@ -327,6 +327,7 @@ impl FakeHost {
             .env_remove("CUDA_VISIBLE_DEVICES")
             .env_remove("STACKPIN_ARCHIVE")
             .env_remove("STACKPIN_NVIDIA_SMI_TIMEOUT")
+            .env("STACKPIN_DATA_DIR", crate::common::no_data_dir())
             .current_dir(self.root());
         for (key, value) in self.env() {
             cmd.env(key, value);

@@ -4,6 +4,7 @@ mod archive;
 mod budget;
 mod check;
 mod common;
+mod data;
 mod diagnose;
 mod doctor;
 mod fakes;
