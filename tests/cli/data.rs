@@ -9,6 +9,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common::{Outcome, repo, run, stackpin};
+#[cfg(unix)]
 use crate::fakes::FakeHost;
 use crate::server::TestServer;
 
@@ -52,18 +53,7 @@ impl Lab {
     /// A copy of the repository's `data/` as `name/`, with `edit` applied to drivers.yaml.
     fn copy_data(&self, name: &str, edit: impl Fn(&str) -> String) -> PathBuf {
         let dir = self.path(name);
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        for entry in std::fs::read_dir(repo("data")).expect("data/") {
-            let path = entry.expect("entry").path();
-            let file = path.file_name().expect("name").to_owned();
-            let text = std::fs::read_to_string(&path).expect("table");
-            let text = if file == "drivers.yaml" {
-                edit(&text)
-            } else {
-                text
-            };
-            std::fs::write(dir.join(file), text).expect("copy table");
-        }
+        copy_data_to(&dir, edit);
         dir
     }
 
@@ -92,9 +82,32 @@ impl Lab {
     }
 }
 
+/// Copies the repository's `data/` into `dir`, with `edit` applied to drivers.yaml.
+pub fn copy_data_to(dir: &Path, edit: impl Fn(&str) -> String) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    for entry in std::fs::read_dir(repo("data")).expect("data/") {
+        let path = entry.expect("entry").path();
+        let file = path.file_name().expect("name").to_owned();
+        let text = std::fs::read_to_string(&path).expect("table");
+        let text = if file == "drivers.yaml" {
+            edit(&text)
+        } else {
+            text
+        };
+        std::fs::write(dir.join(file), text).expect("copy table");
+    }
+}
+
 /// drivers.yaml with `NEW_DRIVER` on top of the Linux list and the table read on `date`.
 fn with_new_driver(date: &str) -> impl Fn(&str) -> String {
+    with_driver(date, "linux", NEW_DRIVER)
+}
+
+/// drivers.yaml with `driver` on top of the `os` list and the table read on `date`.
+pub fn with_driver(date: &str, os: &str, driver: &str) -> impl Fn(&str) -> String {
     let date = date.to_string();
+    let list = format!("{os}:");
+    let driver = driver.to_string();
     move |text: &str| {
         let mut out = String::new();
         for line in text.lines() {
@@ -104,9 +117,9 @@ fn with_new_driver(date: &str) -> impl Fn(&str) -> String {
             }
             out.push_str(line);
             out.push('\n');
-            if line == "linux:" {
+            if line == list {
                 out.push_str(&format!(
-                    "  - {{version: \"{NEW_DRIVER}\", evidence: \"test: a newer driver\"}}\n"
+                    "  - {{version: \"{driver}\", evidence: \"test: a newer driver\"}}\n"
                 ));
             }
         }
@@ -436,6 +449,7 @@ fn json_outputs_and_version_name_the_set_in_use() {
 /// The shipped CUDA 11.8 stack pins R580, the last branch for Maxwell, Pascal and Volta.
 const R580_STACK: &str = "manifests/torch-2.7.1-cu118-linux.yaml";
 
+#[cfg(unix)]
 fn outdated_on(host: &FakeHost, manifest: &str, json: bool) -> Outcome {
     let mut args = vec!["outdated".to_string(), repo(manifest).display().to_string()];
     if json {
@@ -444,6 +458,7 @@ fn outdated_on(host: &FakeHost, manifest: &str, json: bool) -> Outcome {
     run(&mut host.stackpin(&args))
 }
 
+#[cfg(unix)]
 #[test]
 fn a_newer_branch_is_offered_for_a_card_it_still_drives() {
     let host = FakeHost::new()
@@ -468,6 +483,7 @@ fn a_newer_branch_is_offered_for_a_card_it_still_drives() {
     );
 }
 
+#[cfg(unix)]
 #[test]
 fn no_newer_branch_is_offered_past_the_last_one_for_the_card() {
     let host = FakeHost::new()

@@ -166,6 +166,7 @@ impl WinHost {
             .env_remove("CUDA_VISIBLE_DEVICES")
             .env_remove("STACKPIN_ARCHIVE")
             .env_remove("CUDA_PATH")
+            .env("STACKPIN_DATA_DIR", crate::common::no_data_dir())
             .current_dir(self.root());
         for (key, _) in std::env::vars_os() {
             if key

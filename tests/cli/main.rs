@@ -19,6 +19,7 @@ mod server;
 mod status;
 mod vram;
 mod windows;
+mod windows_data;
 mod windows_install;
 mod windows_prove;
 mod windows_sampler;
