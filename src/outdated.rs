@@ -163,6 +163,43 @@ pub fn newest_branch_for_gpus(os: Os, pinned: &Version, gpus: &HostGpus) -> Bran
     let Some(newest) = candidates.first().copied() else {
         return BranchVerdict::default();
     };
+    let host = match gpus {
+        HostGpus::Known(list) if !list.is_empty() => list,
+        HostGpus::Known(_) => {
+            return BranchVerdict {
+                offered: None,
+                notes: vec!["this host has no GPU to check newer driver branches against".into()],
+            };
+        }
+        HostGpus::Unknown(why) => return offer_with_caveat(&rows, newest, why),
+    };
+    let names: Vec<&str> = host.iter().map(|g| g.name.as_str()).collect();
+    let drives = format!("still drives {}", names.join(", "));
+    let Some((last, gpu)) = lowest_last_branch(&rows, host) else {
+        return BranchVerdict {
+            offered: Some((newest.clone(), drives)),
+            notes: vec![],
+        };
+    };
+    let mut verdict = BranchVerdict {
+        offered: candidates
+            .iter()
+            .find(|v| v.major() <= last)
+            .map(|v| ((*v).clone(), drives)),
+        notes: vec![],
+    };
+    if newest.major() > last {
+        verdict.notes.push(format!(
+            "driver {newest} (R{}) is not offered: R{last} is the last branch for {gpu}",
+            newest.major()
+        ));
+    }
+    verdict
+}
+
+/// The lowest "last branch" among the host's GPUs, with the GPU it is for; `None` when no GPU's
+/// generation has a last branch in the data.
+fn lowest_last_branch(rows: &[&compat::DriverRow], host: &[HostGpu]) -> Option<(u64, String)> {
     let last_branch_of = |generation: &str| {
         rows.iter()
             .filter(|r| {
@@ -173,71 +210,40 @@ pub fn newest_branch_for_gpus(os: Os, pinned: &Version, gpus: &HostGpus) -> Bran
             .map(|r| r.version.major())
             .max()
     };
-    let mut verdict = BranchVerdict::default();
-    let host = match gpus {
-        HostGpus::Known(list) if !list.is_empty() => list,
-        HostGpus::Known(_) => {
-            verdict
-                .notes
-                .push("this host has no GPU to check newer driver branches against".into());
-            return verdict;
-        }
-        HostGpus::Unknown(why) => {
-            let last: Vec<String> = rows
-                .iter()
-                .filter(|r| !r.last_for.is_empty() && r.version.major() < newest.major())
-                .map(|r| {
-                    format!(
-                        "R{} is the last for {}",
-                        r.version.major(),
-                        r.last_for.join(", ")
-                    )
-                })
-                .collect();
-            let caveat = if last.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", last.join("; "))
-            };
-            verdict.offered = Some((
-                newest.clone(),
-                format!("the host's GPUs are unknown ({why}): check that it drives them{caveat}"),
-            ));
-            return verdict;
-        }
+    host.iter()
+        .filter_map(|gpu| {
+            let generation = gpu.compute_cap.as_deref().and_then(generation_of)?;
+            let last = last_branch_of(generation)?;
+            Some((last, format!("{} ({generation})", gpu.name)))
+        })
+        .min_by_key(|(last, _)| *last)
+}
+
+/// Unknown GPUs: the newest branch is offered with the branches that end a generation.
+fn offer_with_caveat(rows: &[&compat::DriverRow], newest: &Version, why: &str) -> BranchVerdict {
+    let last: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.last_for.is_empty() && r.version.major() < newest.major())
+        .map(|r| {
+            format!(
+                "R{} is the last for {}",
+                r.version.major(),
+                r.last_for.join(", ")
+            )
+        })
+        .collect();
+    let caveat = if last.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", last.join("; "))
     };
-    // The lowest last branch among the host's GPUs caps what can be offered.
-    let mut cap: Option<(u64, String)> = None;
-    for gpu in host {
-        let generation = gpu.compute_cap.as_deref().and_then(generation_of);
-        if let Some(last) = generation.and_then(last_branch_of)
-            && cap.as_ref().is_none_or(|(c, _)| last < *c)
-        {
-            cap = Some((
-                last,
-                format!("{} ({})", gpu.name, generation.unwrap_or_default()),
-            ));
-        }
+    BranchVerdict {
+        offered: Some((
+            newest.clone(),
+            format!("the host's GPUs are unknown ({why}): check that it drives them{caveat}"),
+        )),
+        notes: vec![],
     }
-    let names: Vec<&str> = host.iter().map(|g| g.name.as_str()).collect();
-    match cap {
-        None => {
-            verdict.offered = Some((newest.clone(), format!("still drives {}", names.join(", "))));
-        }
-        Some((last, gpu)) => {
-            if let Some(v) = candidates.iter().find(|v| v.major() <= last) {
-                verdict.offered =
-                    Some(((*v).clone(), format!("still drives {}", names.join(", "))));
-            }
-            if newest.major() > last {
-                verdict.notes.push(format!(
-                    "driver {newest} (R{}) is not offered: R{last} is the last branch for {gpu}",
-                    newest.major()
-                ));
-            }
-        }
-    }
-    verdict
 }
 
 fn newer_toolkit(m: &Manifest) -> Option<Newer> {

@@ -1,6 +1,7 @@
 //! `stackpin outdated [MANIFEST | --all]`: per stack, what is newer in the release data in use
 //! and what moving would mean. Exit 0 when nothing is newer, 1 when something is.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use anyhow::anyhow;
@@ -95,10 +96,12 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
         }
     };
     let mut results = Vec::new();
+    // The host is probed once per OS the stacks are for, not once per stack.
+    let mut probed: HashMap<Os, HostGpus> = HashMap::new();
     for path in paths {
         let m = manifest::read(&path).map_err(Failure::input)?;
-        let gpus = host_gpus(m.os);
-        results.push((path, outdated::outdated(&m, &gpus)));
+        let gpus = probed.entry(m.os).or_insert_with(|| host_gpus(m.os));
+        results.push((path, outdated::outdated(&m, gpus)));
     }
     let any = results.iter().any(|(_, o)| !o.newer.is_empty());
     if global.json {
