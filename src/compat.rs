@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -190,16 +189,9 @@ struct Knowledge {
 }
 
 fn knowledge() -> &'static Knowledge {
-    static DATA: OnceLock<Knowledge> = OnceLock::new();
-    DATA.get_or_init(|| {
-        // The set in use is the built-in one (covered by tests) or an updated one that
-        // `dataset` validated with `validate_tables` before choosing it.
-        let set = crate::dataset::in_use().set;
-        match Knowledge::from_tables(&|name| set.table(name)) {
-            Ok(k) => k,
-            Err(e) => panic!("stackpin's release data set is malformed: {e}"),
-        }
-    })
+    // The set in use is the built-in one (covered by tests) or an updated one that `dataset`
+    // loaded with `load_tables` before choosing it; either is parsed once per process.
+    &crate::dataset::in_use().set.loaded().0
 }
 
 impl Knowledge {
@@ -224,10 +216,21 @@ pub enum TableError {
     Malformed { name: String, reason: String },
 }
 
-/// Loads a set's tables the way the binary does, and drops them: `data pack` and
-/// `data update` accept a set only when this does.
-pub fn validate_tables<'t>(table: &dyn Fn(&str) -> Option<&'t str>) -> Result<(), TableError> {
-    Knowledge::from_tables(table).map(|_| ())
+/// A data set's tables as the binary reads them; `dataset` keeps one per set.
+pub struct LoadedTables(Knowledge);
+
+impl fmt::Debug for LoadedTables {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LoadedTables")
+    }
+}
+
+/// Loads a set's tables the way the binary does: `data pack` and `data update` accept a set
+/// only when this does.
+pub fn load_tables<'t>(
+    table: &dyn Fn(&str) -> Option<&'t str>,
+) -> Result<LoadedTables, TableError> {
+    Knowledge::from_tables(table).map(LoadedTables)
 }
 
 fn parse_table<'t, T: serde::de::DeserializeOwned>(

@@ -6,7 +6,8 @@
 //!
 //! This module owns the set as a unit — packing, validating, choosing which set is in use,
 //! installing and resetting. What the tables *mean* is `compat`'s: a set is valid when
-//! `compat::validate_tables` (the loader the binary itself uses) accepts it. It prints nothing.
+//! `compat::validate_tables` (the loader the binary itself uses) accepts it. It prints nothing;
+//! the environment is read in one place, [`in_use`], to find the data folder.
 
 mod pack;
 mod store;
@@ -14,7 +15,7 @@ mod store;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
@@ -94,6 +95,7 @@ pub struct DataSet {
     tables: BTreeMap<String, String>,
     sha256: OnceLock<String>,
     details: OnceLock<Details>,
+    loaded: OnceLock<Arc<crate::compat::LoadedTables>>,
 }
 
 /// What `data show` says about a set beyond its date: sources and rows per table.
@@ -132,6 +134,24 @@ impl DataSet {
         Ok(set)
     }
 
+    /// A set installed earlier (fully validated then), checked again only by this binary's
+    /// loader: what a run pays for using an updated set.
+    pub(crate) fn for_use(
+        what: &str,
+        schema: u32,
+        tables: BTreeMap<String, String>,
+    ) -> Result<DataSet, DatasetError> {
+        if schema != SCHEMA {
+            return Err(DatasetError::Schema {
+                what: what.to_string(),
+                found: schema,
+            });
+        }
+        let set = Self::unchecked(what, schema, tables)?;
+        set.load(what)?;
+        Ok(set)
+    }
+
     /// A set whose tables are only scanned for their dates (the built-in set, covered by tests).
     fn unchecked(
         what: &str,
@@ -160,10 +180,11 @@ impl DataSet {
             tables,
             sha256: OnceLock::new(),
             details: OnceLock::new(),
+            loaded: OnceLock::new(),
         })
     }
 
-    /// Every check a set must pass before it is packed, installed or used.
+    /// Every check a set must pass before it is packed or installed.
     fn validate(&self, what: &str) -> Result<(), DatasetError> {
         for (name, text) in &self.tables {
             let bad = |reason: String| DatasetError::Table {
@@ -176,10 +197,32 @@ impl DataSet {
             }
             pack::read_header(text).map_err(bad)?;
         }
-        crate::compat::validate_tables(&|name| self.table(name)).map_err(|source| {
+        self.load(what)
+    }
+
+    /// The check a set passed at install must pass again before it is used (the binary may
+    /// have changed since): this binary's loader accepts it. The result is kept for `compat`.
+    fn load(&self, what: &str) -> Result<(), DatasetError> {
+        let loaded = crate::compat::load_tables(&|name| self.table(name)).map_err(|source| {
             DatasetError::Loader {
                 what: what.to_string(),
                 source,
+            }
+        })?;
+        let _ = self.loaded.set(Arc::new(loaded));
+        Ok(())
+    }
+
+    /// The tables as the binary reads them, loaded once.
+    pub fn loaded(&self) -> &crate::compat::LoadedTables {
+        self.loaded.get_or_init(|| {
+            match crate::compat::load_tables(&|name| self.table(name)) {
+                Ok(loaded) => Arc::new(loaded),
+                // Only the built-in set (covered by tests) gets here unloaded: a build defect.
+                Err(e) => panic!(
+                    "stackpin's release data of {} is malformed: {e}",
+                    self.read_on
+                ),
             }
         })
     }

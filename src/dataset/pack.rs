@@ -36,8 +36,19 @@ pub(super) fn encode(schema: u32, read_on: &str, tables: &BTreeMap<String, Strin
     bytes
 }
 
-/// Reads a packed set and validates it; `what` names it in errors.
+/// Reads a packed set and validates it fully; `what` names it in errors.
 pub fn decode(what: &str, bytes: &[u8]) -> Result<DataSet, DatasetError> {
+    decode_with(what, bytes, DataSet::from_tables)
+}
+
+/// Reads a packed set that was validated when it was installed: only the loader checks it.
+pub(super) fn decode_for_use(what: &str, bytes: &[u8]) -> Result<DataSet, DatasetError> {
+    decode_with(what, bytes, DataSet::for_use)
+}
+
+type Build = fn(&str, u32, BTreeMap<String, String>) -> Result<DataSet, DatasetError>;
+
+fn decode_with(what: &str, bytes: &[u8], build: Build) -> Result<DataSet, DatasetError> {
     let not_a_set = |reason: String| DatasetError::NotASet {
         what: what.to_string(),
         reason,
@@ -53,7 +64,7 @@ pub fn decode(what: &str, bytes: &[u8]) -> Result<DataSet, DatasetError> {
             packed.format
         )));
     }
-    let set = DataSet::from_tables(what, packed.schema, packed.tables)?;
+    let set = build(what, packed.schema, packed.tables)?;
     if set.read_on != packed.read_on {
         return Err(not_a_set(format!(
             "it says it was read on {} but its newest table was read on {}",

@@ -70,7 +70,8 @@ pub(super) fn read_installed(dir: &Path) -> Option<Result<(DataSet, Installed), 
 }
 
 fn load(file: &Path, bytes: &[u8]) -> Result<(DataSet, Installed), DatasetError> {
-    let set = decode_published(&file.display().to_string(), bytes)?;
+    let set = pack::decode_for_use(&file.display().to_string(), bytes)?;
+    let _ = set.sha256.set(sha256_hex(bytes));
     let origin = std::fs::read(file.with_file_name(ORIGIN_FILE))
         .ok()
         .and_then(|b| serde_json::from_slice::<Origin>(&b).ok())

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::common::{Outcome, repo, run, stackpin};
 #[cfg(unix)]
 use crate::fakes::FakeHost;
-use crate::server::TestServer;
+use crate::server::{Route, TestServer};
 
 /// The driver the newer set adds, in the branch of the newest built-in Linux driver.
 const NEW_DRIVER: &str = "595.80.01";
@@ -393,6 +393,46 @@ fn plain_http_to_another_host_needs_a_sha256() {
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("plain http"), "{}", out.stderr);
     assert!(!lab.data_dir().join("release-data.json").exists());
+}
+
+#[test]
+fn a_download_cut_short_is_retried_and_still_verified() {
+    let lab = Lab::new();
+    let dir = lab.copy_data("newer", with_new_driver(NEW_DATE));
+    let (file, sha) = lab.pack(&dir, "set.json");
+    let server = TestServer::start();
+    server.route(
+        "/set.json",
+        Route {
+            body: std::fs::read(&file).expect("packed"),
+            cut_after: Some(4096),
+            cut_times: 1,
+            ..Route::default()
+        },
+    );
+    let out = lab.run(&[
+        "data",
+        "update",
+        "--from",
+        &server.url("/set.json"),
+        "--sha256",
+        &sha,
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        server.hits("/set.json").len() >= 2,
+        "the cut attempt was retried"
+    );
+    assert_eq!(lab.show()["data"]["sha256"], sha.as_str());
+    let leftovers: Vec<_> = std::fs::read_dir(lab.data_dir())
+        .expect("data dir")
+        .map(|e| e.expect("entry").file_name())
+        .filter(|n| n.to_string_lossy().contains("partial"))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "no partial left behind: {leftovers:?}"
+    );
 }
 
 #[test]
