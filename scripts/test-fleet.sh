@@ -7,7 +7,8 @@
 #   3. an "origin" server on 127.0.0.1 serves fake installers (small sh scripts written here);
 #      `stackpin fetch` archives them into the mirror's archive, then the origin is stopped, so
 #      every workstation can only get its files from the mirror;
-#   4. `python3 -m http.server` on 127.0.0.1 serves that archive folder as the lab mirror;
+#   4. `python3 -m http.server` on 127.0.0.1 serves that archive folder as the lab mirror, with a
+#      release data set packed by `stackpin data pack` beside the stacks;
 #   5. two fake workstations (ws1, ws2), each with its own archive and fake-host folders: a fake
 #      nvidia-smi first on PATH driven by a state file, a CUDA prefix, a fake torch on PYTHONPATH
 #      (modelled on tests/cli/fakes.rs); the inventory gives them ansible_connection=local and a
@@ -31,6 +32,7 @@ ANSIBLE_SPEC='ansible-core>=2.16,<2.20'
 WORK=${STACKPIN_FLEET_WORK:-$REPO/target/fleet-lab}
 STACK=fleet-torch-stack
 DRIVER=595.71.05
+DATA_DATE=2099-12-31
 PIDS=()
 
 say() { printf '\n== %s\n' "$*"; }
@@ -155,6 +157,12 @@ sed -i "s/@ORIGIN@/$SERVED_PORT/" "$WORK/lab-stack.yaml.j2"
 sed "s#{{ fake_host }}#$WORK/hosts/mirror#" "$WORK/lab-stack.yaml.j2" >"$WORK/lab-stack.yaml"
 STACKPIN_RETRY_BASE_MS=0 "$BIN" fetch "$WORK/lab-stack.yaml" --archive "$WORK/mirror" --quiet
 "$BIN" audit --all --archive "$WORK/mirror" --quiet
+# A release data set on the mirror (a copy of data/ read later): the role installs it on every
+# host before `up`.
+mkdir -p "$WORK/lab-data"
+cp data/*.yaml "$WORK/lab-data/"
+sed -i "s/^read_on: .*/read_on: \"$DATA_DATE\"/" "$WORK/lab-data/drivers.yaml"
+"$BIN" data pack "$WORK/lab-data" -o "$WORK/mirror/stackpin-data.json" --quiet
 # From here on the origin is gone: the workstations get every file from the mirror or nowhere.
 kill "$ORIGIN_PID"
 
@@ -288,7 +296,13 @@ for host in ws1 ws2; do
     problems=$((problems + 1))
     continue
   }
-  echo "ok   $host: record $record"
+  data=$(STACKPIN_DATA_DIR="$WORK/hosts/$host/stackpin/data" "$BIN" data show --json)
+  printf '%s' "$data" | grep -q "\"read_on\": \"$DATA_DATE\"" || {
+    echo "FAIL $host: the mirror's release data set ($DATA_DATE) is not installed: $data"
+    problems=$((problems + 1))
+    continue
+  }
+  echo "ok   $host: record $record; release data of $DATA_DATE from the mirror"
 done
 hits=$(grep -c "GET /$STACK/" "$WORK/mirror.log" || true)
 [ "$hits" -ge 6 ] || {

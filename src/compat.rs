@@ -1,13 +1,13 @@
-//! Release-note knowledge compiled into the binary: each CUDA toolkit's minimum driver per OS,
-//! each library release's CUDA lines, Python range, wheel index and GPU architectures, the
-//! drivers stackpin knows and where NVIDIA publishes them, and the GPU generations (which driver
-//! branches drive a compute capability, which toolkits compile for it). The tables live in `data/*.yaml` with their sources and the date they
-//! were read; this module parses them once and answers questions. It touches no files and runs
-//! nothing, so every rule tests as a plain function.
+//! Release-note knowledge: each CUDA toolkit's minimum driver per OS, each library release's
+//! CUDA lines, Python range, wheel index and GPU architectures, the drivers stackpin knows and
+//! where NVIDIA publishes them, and the GPU generations (which driver branches drive a compute
+//! capability, which toolkits compile for it). The tables live in `data/*.yaml` with their
+//! sources and the date they were read; `dataset` says which set of them is in use (built in, or
+//! an updated one). This module parses them once and answers questions. It touches no files and
+//! runs nothing, so every rule tests as a plain function.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +59,7 @@ impl<T> PerOs<T> {
 
 #[derive(Debug, Deserialize)]
 struct CudaData {
+    #[allow(dead_code)] // the set's date is `dataset`'s; kept so the table must carry its own
     read_on: String,
     toolkits: Vec<ToolkitRow>,
     branches: BTreeMap<String, String>,
@@ -249,35 +250,66 @@ struct Knowledge {
 }
 
 fn knowledge() -> &'static Knowledge {
-    static DATA: OnceLock<Knowledge> = OnceLock::new();
-    DATA.get_or_init(|| Knowledge {
-        cuda: parse_table("data/cuda.yaml", include_str!("../data/cuda.yaml")),
-        pytorch: parse_table("data/pytorch.yaml", include_str!("../data/pytorch.yaml")),
-        tensorflow: parse_table(
-            "data/tensorflow.yaml",
-            include_str!("../data/tensorflow.yaml"),
-        ),
-        onnxruntime: parse_table(
-            "data/onnxruntime.yaml",
-            include_str!("../data/onnxruntime.yaml"),
-        ),
-        drivers: parse_table("data/drivers.yaml", include_str!("../data/drivers.yaml")),
-        gpus: parse_table("data/gpus.yaml", include_str!("../data/gpus.yaml")),
-    })
+    // The set in use is the built-in one (covered by tests) or an updated one that `dataset`
+    // loaded with `load_tables` before choosing it; either is parsed once per process.
+    &crate::dataset::in_use().set.loaded().0
 }
 
-/// The tables are compiled in and covered by tests, so a parse failure is a build defect, not
-/// user input: fail loudly with the table's name rather than limp on with partial knowledge.
-fn parse_table<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> T {
-    match serde_saphyr::from_str(text) {
-        Ok(value) => value,
-        Err(e) => panic!("stackpin's built-in release table {name} is malformed: {e}"),
+impl Knowledge {
+    /// Parses every table the binary needs; `table` gives a table's text by file name.
+    fn from_tables<'t>(table: &dyn Fn(&str) -> Option<&'t str>) -> Result<Knowledge, TableError> {
+        Ok(Knowledge {
+            cuda: parse_table("cuda.yaml", table)?,
+            pytorch: parse_table("pytorch.yaml", table)?,
+            tensorflow: parse_table("tensorflow.yaml", table)?,
+            onnxruntime: parse_table("onnxruntime.yaml", table)?,
+            drivers: parse_table("drivers.yaml", table)?,
+            gpus: parse_table("gpus.yaml", table)?,
+        })
     }
 }
 
-/// The date the release tables were read, shown in warnings about unknown releases.
+/// Why a data set's tables cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("table {name} is missing; this stackpin needs it")]
+    Missing { name: String },
+    #[error("table {name} does not load: {reason}")]
+    Malformed { name: String, reason: String },
+}
+
+/// A data set's tables as the binary reads them; `dataset` keeps one per set.
+pub struct LoadedTables(Knowledge);
+
+impl fmt::Debug for LoadedTables {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LoadedTables")
+    }
+}
+
+/// Loads a set's tables the way the binary does: `data pack` and `data update` accept a set
+/// only when this does.
+pub fn load_tables<'t>(
+    table: &dyn Fn(&str) -> Option<&'t str>,
+) -> Result<LoadedTables, TableError> {
+    Knowledge::from_tables(table).map(LoadedTables)
+}
+
+fn parse_table<'t, T: serde::de::DeserializeOwned>(
+    name: &str,
+    table: &dyn Fn(&str) -> Option<&'t str>,
+) -> Result<T, TableError> {
+    let text = table(name).ok_or_else(|| TableError::Missing { name: name.into() })?;
+    serde_saphyr::from_str(text).map_err(|e| TableError::Malformed {
+        name: name.into(),
+        reason: e.to_string(),
+    })
+}
+
+/// The date of the release data in use (the newest of its tables'), shown in notes and
+/// warnings about unknown releases.
 pub fn data_date() -> &'static str {
-    &knowledge().cuda.read_on
+    &crate::dataset::in_use().set.read_on
 }
 
 /// What the release notes require of the driver for a toolkit release on one OS.

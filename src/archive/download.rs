@@ -62,6 +62,19 @@ pub fn redirect_downgrades(from: &str, to: &str) -> bool {
         && to.to_ascii_lowercase().starts_with("http://")
 }
 
+/// Downloads one file that belongs to no stack (a release data set) into `partial`, with the
+/// client, retries and timeouts a fetch uses; returns its sha256 and size. Checking the hash
+/// and moving the file into place are the caller's.
+pub fn download_one(
+    url: &str,
+    partial: &Path,
+    retry: RetryPolicy,
+    progress: &dyn Progress,
+) -> Result<(String, u64), ArchiveError> {
+    let label = crate::manifest::file_name_from_url(url).unwrap_or_else(|| url.to_string());
+    Downloader::new(Timeouts::default(), retry)?.download(url, partial, &label, progress)
+}
+
 /// What one attempt ended with when it did not succeed.
 struct AttemptError {
     transient: bool,

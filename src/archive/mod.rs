@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 pub use audit::{AuditReport, FileAudit, FileStatus, audit_stack};
 pub use bundle::{BundleSummary, bundle, unbundle};
-pub use download::{RetryPolicy, Timeouts, redirect_downgrades};
+pub use download::{RetryPolicy, Timeouts, download_one, redirect_downgrades};
 pub use fetch::wheel_name_version;
 pub use fetch::{FetchConfig, FetchReport, FetchedFile, FileOutcome, fetch};
 pub use layout::{

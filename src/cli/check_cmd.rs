@@ -42,6 +42,8 @@ struct JsonReport<'a> {
     ok: bool,
     problems: Vec<FileProblem<'a>>,
     manifests: &'a [FileReport],
+    /// The release data set the manifests were checked against.
+    data: crate::dataset::DataRef,
 }
 
 #[derive(Serialize)]
@@ -115,6 +117,7 @@ pub fn run(args: &CheckArgs, global: &GlobalArgs) -> CmdResult {
             ok: exit == Exit::Ok,
             problems,
             manifests: &reports,
+            data: crate::dataset::data_ref(),
         })?;
     }
     Ok(exit)

@@ -12,6 +12,7 @@ mod bundle_cmd;
 mod check_cmd;
 mod completions_cmd;
 mod consent;
+mod data_cmd;
 mod defaults;
 mod diagnose_cmd;
 mod doctor_cmd;
@@ -19,6 +20,7 @@ mod fetch_cmd;
 mod host_cmd;
 mod install_cmd;
 mod measure_cmd;
+mod outdated_cmd;
 mod pin_cmd;
 mod prove_cmd;
 mod record_cmd;
@@ -29,7 +31,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use crate::exit::Exit;
 use crate::exit::ExitStatus;
@@ -209,11 +211,17 @@ pub enum Command {
     /// Print stackpin's man page (roff), generated from the same definitions as --help.
     #[command(after_help = completions_cmd::MAN_EXAMPLES)]
     Man(completions_cmd::ManArgs),
+    /// The release data in use, and a newer set: `data pack`, `update`, `show`, `reset`.
+    #[command(after_help = data_cmd::EXAMPLES)]
+    Data(data_cmd::DataArgs),
+    /// What is newer in the release data than a stack's pins, and what moving would mean.
+    #[command(after_help = outdated_cmd::EXAMPLES)]
+    Outdated(outdated_cmd::OutdatedArgs),
 }
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     let result = match &cli.command {
         Command::Check(args) => check_cmd::run(args, &cli.global),
         Command::Pin(args) => pin_cmd::run(args, &cli.global),
@@ -237,6 +245,8 @@ pub fn main() -> ExitCode {
         Command::Resume(args) => install_cmd::run_resume(args),
         Command::Completions(args) => completions_cmd::run_completions(args),
         Command::Man(args) => completions_cmd::run_man(args),
+        Command::Data(args) => data_cmd::run(args, &cli.global),
+        Command::Outdated(args) => outdated_cmd::run(args, &cli.global),
     };
     let exit = match &result {
         Ok(exit) => *exit,
@@ -330,6 +340,26 @@ fn print_document(exit: Exit, failure: Option<&Failure>) {
     let text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".to_string());
     // `writeln!` instead of `println!`: a closed pipe (`| head`) is not worth a panic.
     let _ = writeln!(std::io::stdout().lock(), "{text}");
+}
+
+/// Parses the command line; `--version` also names the release data in use (looked up only
+/// when asked for, so other commands do not pay for it).
+fn parse_cli() -> Cli {
+    let asks_version = std::env::args_os().any(|a| a == "--version" || a == "-V");
+    if !asks_version {
+        return Cli::parse();
+    }
+    let in_use = crate::dataset::in_use();
+    let version = format!(
+        "{} (release data of {}, {})",
+        env!("CARGO_PKG_VERSION"),
+        in_use.set.read_on,
+        in_use.source_word()
+    );
+    // clap takes a `'static` version string; this runs once per process.
+    let version: &'static str = Box::leak(version.into_boxed_str());
+    let matches = Cli::command().version(version).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// `error: …` then one `caused by: …` line per source, the house format.

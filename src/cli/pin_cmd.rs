@@ -78,6 +78,8 @@ struct JsonPin<'a> {
     /// `stackpin check`'s warnings about the pinned manifest.
     warnings: &'a [String],
     manifest: &'a crate::manifest::Manifest,
+    /// The release data set the pins came from.
+    data: crate::dataset::DataRef,
 }
 
 pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
@@ -144,6 +146,7 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
             notes: &pinned.notes,
             warnings: &warnings,
             manifest: &pinned.manifest,
+            data: crate::dataset::data_ref(),
         })?;
     } else if !global.quiet {
         let mut err = std::io::stderr().lock();

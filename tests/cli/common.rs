@@ -10,8 +10,15 @@ pub fn stackpin() -> Command {
         .env_remove("RUST_LIB_BACKTRACE")
         .env_remove("STACKPIN_ARCHIVE")
         // Tests run as root in CI: the archive default must stay ./installers, not /var/lib.
-        .env("STACKPIN_TEST_ADMIN", "0");
+        .env("STACKPIN_TEST_ADMIN", "0")
+        .env("STACKPIN_DATA_DIR", no_data_dir());
     cmd
+}
+
+/// A data folder no test writes into: commands see the built-in release data, never the
+/// user's own data folder. Tests of `stackpin data` set their own.
+pub fn no_data_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-release-data")
 }
 
 /// What a finished command left behind.

@@ -335,6 +335,7 @@ impl FakeHost {
             .env_remove("STACKPIN_NVIDIA_SMI_TIMEOUT")
             // Tests run as root in CI: the archive default must stay ./installers, not /var/lib.
             .env("STACKPIN_TEST_ADMIN", "0")
+            .env("STACKPIN_DATA_DIR", crate::common::no_data_dir())
             .current_dir(self.root());
         for (key, value) in self.env() {
             cmd.env(key, value);

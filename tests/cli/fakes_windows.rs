@@ -168,6 +168,7 @@ impl WinHost {
             .env_remove("CUDA_PATH")
             // The fake whoami may report Administrator: keep the archive default ./installers.
             .env("STACKPIN_TEST_ADMIN", "0")
+            .env("STACKPIN_DATA_DIR", crate::common::no_data_dir())
             .current_dir(self.root());
         for (key, _) in std::env::vars_os() {
             if key

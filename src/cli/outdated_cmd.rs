@@ -1,0 +1,161 @@
+//! `stackpin outdated [MANIFEST | --all]`: per stack, what is newer in the release data in use
+//! and what moving would mean. Exit 0 when nothing is newer, 1 when something is.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use serde::Serialize;
+
+use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::archive::StackDir;
+use crate::compat::Os;
+use crate::dataset::{self, DataRef};
+use crate::host::{self, DriverState, ProbeOptions, RealSystem};
+use crate::manifest;
+use crate::outdated::{self, HostGpu, HostGpus, Outdated};
+
+pub const EXAMPLES: &str = "\
+Examples:
+  stackpin outdated manifests/torch-2.5.1-cu124-linux.yaml
+  stackpin outdated --all --json
+
+Compares the pins with the release data in use (`stackpin data show`; `stackpin data update`
+brings newer data): a newer driver in the same branch, a newer branch that still drives this
+host's GPUs, a newer toolkit update in the same CUDA line, a newer library patch release.
+Exit 0 when nothing is newer, 1 when something is.";
+
+#[derive(Debug, clap::Args)]
+pub struct OutdatedArgs {
+    /// The stack's manifest.
+    #[arg(
+        required_unless_present = "all",
+        conflicts_with = "all",
+        value_name = "MANIFEST"
+    )]
+    pub manifest: Option<PathBuf>,
+    /// Every stack under the archive (each folder with a fetched manifest.yaml).
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Serialize)]
+struct StackJson<'a> {
+    manifest: String,
+    #[serde(flatten)]
+    outdated: &'a Outdated,
+}
+
+#[derive(Serialize)]
+struct OutdatedJson<'a> {
+    data: DataRef,
+    outdated: bool,
+    stacks: Vec<StackJson<'a>>,
+}
+
+/// The host's GPUs for a stack of `os`: only this machine's, and only when its driver answers.
+fn host_gpus(os: Os) -> HostGpus {
+    if os != Os::current() {
+        return HostGpus::Unknown(format!("a {os} stack judged on a {} host", Os::current()));
+    }
+    let report = match host::probe(&RealSystem, &ProbeOptions::default()) {
+        Ok(r) => r,
+        Err(e) => return HostGpus::Unknown(e.to_string()),
+    };
+    match report.driver.state {
+        DriverState::Ok => HostGpus::Known(
+            report
+                .driver
+                .gpus
+                .iter()
+                .map(|g| HostGpu {
+                    name: g.name.clone(),
+                    compute_cap: g.compute_cap.clone(),
+                })
+                .collect(),
+        ),
+        other => HostGpus::Unknown(other.label().to_string()),
+    }
+}
+
+pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
+    let paths = match &args.manifest {
+        Some(path) => vec![path.clone()],
+        None => {
+            let archive = global.archive_dir();
+            let dirs = crate::doctor::stacks_in(&archive).map_err(Failure::input)?;
+            if dirs.is_empty() {
+                return Err(Failure::input(anyhow!(
+                    "no stacks under {}: run `stackpin fetch MANIFEST` first, or pass --archive",
+                    archive.display()
+                )));
+            }
+            dirs.into_iter()
+                .map(|d| StackDir::at(d).manifest_path())
+                .collect()
+        }
+    };
+    let mut results = Vec::new();
+    // The host is probed once per OS the stacks are for, not once per stack.
+    let mut probed: HashMap<Os, HostGpus> = HashMap::new();
+    for path in paths {
+        let m = manifest::read(&path).map_err(Failure::input)?;
+        let gpus = probed.entry(m.os).or_insert_with(|| host_gpus(m.os));
+        results.push((path, outdated::outdated(&m, gpus)));
+    }
+    let any = results.iter().any(|(_, o)| !o.newer.is_empty());
+    if global.json {
+        print_json(&OutdatedJson {
+            data: dataset::data_ref(),
+            outdated: any,
+            stacks: results
+                .iter()
+                .map(|(p, o)| StackJson {
+                    manifest: p.display().to_string(),
+                    outdated: o,
+                })
+                .collect(),
+        })?;
+    } else {
+        print_human(&results, global.quiet);
+    }
+    Ok(if any { Exit::Problem } else { Exit::Ok })
+}
+
+fn print_human(results: &[(PathBuf, Outdated)], quiet: bool) {
+    let in_use = dataset::in_use();
+    for (i, (path, o)) in results.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        let what = if o.newer.is_empty() {
+            "nothing newer".to_string()
+        } else {
+            format!("{} newer", o.newer.len())
+        };
+        println!(
+            "{} ({}): {what} in the {} release data of {}",
+            o.stack,
+            path.display(),
+            in_use.source_word(),
+            in_use.set.read_on
+        );
+        for n in &o.newer {
+            println!(
+                "  {:<8} {} → {}  {}",
+                n.layer.as_str(),
+                n.pinned,
+                n.newer,
+                n.meaning
+            );
+        }
+        if !quiet {
+            for note in &o.notes {
+                println!("  note: {note}");
+            }
+        }
+    }
+    if !quiet && let Some(why) = &in_use.ignored {
+        println!("note: {why}");
+    }
+}
