@@ -497,14 +497,14 @@ mod tests {
     fn an_extra_table_is_carried_and_may_date_the_set() {
         let mut tables = built_in().tables.clone();
         tables.insert(
-            "gpus.yaml".into(),
-            "read_on: \"2099-01-02\"\nsources: [https://example.test/gpus]\ngenerations: [{name: ada}]\n"
+            "extra.yaml".into(),
+            "read_on: \"2099-01-02\"\nsources: [https://example.test/extra]\ngenerations: [{name: ada}]\n"
                 .into(),
         );
         let set = DataSet::from_tables("x", SCHEMA, tables).expect("valid");
         assert_eq!(set.read_on, "2099-01-02");
-        assert_eq!(set.details().tables["gpus.yaml"].rows, 1);
-        assert!(set.table("gpus.yaml").is_some());
+        assert_eq!(set.details().tables["extra.yaml"].rows, 1);
+        assert!(set.table("extra.yaml").is_some());
     }
 
     #[test]

@@ -534,7 +534,7 @@ fn no_newer_branch_is_offered_past_the_last_one_for_the_card() {
     assert!(out.stdout.contains("nothing newer"), "{}", out.stdout);
     assert!(
         out.stdout
-            .contains("R580 is the last branch for NVIDIA GeForce GTX 1080 (pascal)"),
+            .contains("R580 is the last branch for NVIDIA GeForce GTX 1080 (Pascal)"),
         "{}",
         out.stdout
     );
