@@ -185,6 +185,7 @@ struct Knowledge {
     tensorflow: TensorflowData,
     onnxruntime: OnnxRuntimeData,
     drivers: DriverData,
+    libraries: crate::library::LibraryTable,
 }
 
 fn knowledge() -> &'static Knowledge {
@@ -201,6 +202,10 @@ fn knowledge() -> &'static Knowledge {
             include_str!("../data/onnxruntime.yaml"),
         ),
         drivers: parse_table("data/drivers.yaml", include_str!("../data/drivers.yaml")),
+        libraries: parse_table(
+            "data/libraries.yaml",
+            include_str!("../data/libraries.yaml"),
+        ),
     })
 }
 
@@ -211,6 +216,11 @@ fn parse_table<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> T {
         Ok(value) => value,
         Err(e) => panic!("stackpin's built-in release table {name} is malformed: {e}"),
     }
+}
+
+/// `data/libraries.yaml`: how to talk to each library (see [`crate::library`]).
+pub fn library_table() -> &'static crate::library::LibraryTable {
+    &knowledge().libraries
 }
 
 /// The date the release tables were read, shown in warnings about unknown releases.
@@ -725,7 +735,7 @@ mod tests {
 
     #[test]
     fn onnxruntime_gpu_1_20_runs_on_any_cuda_12_line_with_cudnn_9() {
-        let LibraryLookup::Known(r) = library_release("onnxruntime-gpu", &v("1.20.1"), Os::Linux)
+        let LibraryLookup::Known(r) = library_release("onnxruntime-gpu", &v("1.20.2"), Os::Linux)
         else {
             panic!("1.20 is in the table");
         };
@@ -733,8 +743,8 @@ mod tests {
         assert_eq!(r.cuda_support(&v("11.8")), CudaSupport::Unsupported);
         assert_eq!(r.cudnn.get("12.4").map(String::as_str), Some("9.x"));
         assert!(!r.python.contains(&v("3.9")), "1.20 dropped Python 3.9");
-        let reqs = r.requirements(&v("1.20.1"));
-        assert_eq!(reqs[0], "onnxruntime-gpu==1.20.1");
+        let reqs = r.requirements(&v("1.20.2"));
+        assert_eq!(reqs[0], "onnxruntime-gpu==1.20.2");
         assert!(reqs.iter().any(|q| q.starts_with("onnx==")), "{reqs:?}");
     }
 
@@ -750,7 +760,30 @@ mod tests {
             library_release("onnxruntime-gpu", &v("1.9.0"), Os::Linux),
             LibraryLookup::UnknownRelease { .. }
         ));
-        assert_eq!(known_releases("onnxruntime-gpu", Os::Linux)[0], v("1.20.1"));
+        assert_eq!(known_releases("onnxruntime-gpu", Os::Linux)[0], v("1.31.1"));
+    }
+
+    #[test]
+    fn onnxruntime_gpu_moved_to_cuda_13_with_1_27_and_1_20_1_is_not_on_the_index() {
+        let LibraryLookup::Known(r) = library_release("onnxruntime-gpu", &v("1.27.0"), Os::Linux)
+        else {
+            panic!("1.27 is in the table");
+        };
+        assert_eq!(r.cuda_support(&v("13.0")), CudaSupport::Stable);
+        assert_eq!(r.cuda_support(&v("12.9")), CudaSupport::Unsupported);
+        assert!(
+            !r.python.contains(&v("3.10")),
+            "no cp310 wheels from 1.24 on"
+        );
+        let LibraryLookup::Known(r) = library_release("onnxruntime-gpu", &v("1.20.2"), Os::Linux)
+        else {
+            panic!("1.20 is in the table");
+        };
+        assert!(r.versions.contains(&v("1.20.2")));
+        assert!(
+            !r.versions.contains(&v("1.20.1")),
+            "never published as a GPU wheel"
+        );
     }
 
     #[test]

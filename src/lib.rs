@@ -16,6 +16,7 @@ pub mod examples;
 pub mod fsutil;
 pub mod host;
 pub mod install;
+pub mod library;
 pub mod manifest;
 pub mod pin;
 pub mod prove;

@@ -15,11 +15,12 @@ pub const EXAMPLES: &str = "\
 Examples:
   stackpin pin --library torch==2.5.1 --os linux
   stackpin pin --library torch==2.5.1 --os windows --python 3.11 -o torch-win.yaml
-  stackpin pin --library tensorflow==2.17.0 --os linux --driver 570.133.20";
+  stackpin pin --library tensorflow==2.17.0 --os linux --driver 570.133.20
+  stackpin pin --library onnxruntime-gpu==1.20.2 --os linux --toolkit 12.4";
 
 #[derive(Debug, clap::Args)]
 pub struct PinArgs {
-    /// The library release, `NAME==VERSION` (torch, tensorflow).
+    /// The library release, `NAME==VERSION` (torch, tensorflow, onnxruntime-gpu).
     #[arg(long, value_name = "NAME==VERSION")]
     pub library: String,
     /// The operating system of the workstation.

@@ -219,11 +219,7 @@ fn probe_host(m: &Manifest, gpu: Option<u32>) -> Result<HostReport, ProveError> 
         // A `library.verify:` override is the layer's proof (no Python to import the library
         // from, as under Wine); the record then keeps the manifest's pins for the library.
         python: m.library.verify.is_none().then(|| library_python(m)),
-        library: if m.library.name == "tensorflow" {
-            host::LibraryKind::Tensorflow
-        } else {
-            host::LibraryKind::Torch
-        },
+        library: m.library.name.clone(),
         toolkit_roots: vec![PathBuf::from(&m.toolkit.root)],
         ..ProbeOptions::default()
     };

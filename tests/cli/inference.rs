@@ -188,7 +188,7 @@ fn pin_onnxruntime_gpu_writes_an_inference_manifest_that_checks_clean() {
         .stackpin([
             "pin",
             "--library",
-            "onnxruntime-gpu==1.20.1",
+            "onnxruntime-gpu==1.20.2",
             "--os",
             "linux",
             "-o",
@@ -201,7 +201,7 @@ fn pin_onnxruntime_gpu_writes_an_inference_manifest_that_checks_clean() {
     assert!(yaml.contains("role: inference"), "{yaml}");
     assert!(yaml.contains("infer_ort.py"), "{yaml}");
     assert!(yaml.contains("cycle_time_ms:"), "{yaml}");
-    assert!(yaml.contains("\"onnxruntime-gpu==1.20.1\""), "{yaml}");
+    assert!(yaml.contains("\"onnxruntime-gpu==1.20.2\""), "{yaml}");
     let check = host
         .stackpin(["check", out_path.to_str().expect("utf-8")])
         .output()
@@ -214,20 +214,20 @@ fn check_refuses_an_onnxruntime_build_on_the_wrong_cuda_major() {
     let host = FakeHost::new();
     let shipped = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("manifests/onnxruntime-gpu-1.20.1-cu124-linux.yaml"),
+            .join("manifests/onnxruntime-gpu-1.20.2-cu129-linux.yaml"),
     )
     .expect("shipped inference manifest");
     let ok = host
         .stackpin(["check"])
         .arg(
             Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("manifests/onnxruntime-gpu-1.20.1-cu124-linux.yaml"),
+                .join("manifests/onnxruntime-gpu-1.20.2-cu129-linux.yaml"),
         )
         .output()
         .expect("stackpin runs");
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
     let wrong = host.root().join("wrong.yaml");
-    std::fs::write(&wrong, shipped.replace("cuda: \"12.4\"", "cuda: \"11.8\"")).expect("write");
+    std::fs::write(&wrong, shipped.replace("cuda: \"12.9\"", "cuda: \"11.8\"")).expect("write");
     let out = host
         .stackpin(["check"])
         .arg(&wrong)
