@@ -20,8 +20,7 @@ Examples:
 
 #[derive(Debug, clap::Args)]
 pub struct PinArgs {
-    /// The library release, `NAME==VERSION` (torch, tensorflow, onnxruntime-gpu).
-    #[arg(long, value_name = "NAME==VERSION")]
+    #[arg(long, value_name = "NAME==VERSION", help = library_help())]
     pub library: String,
     /// The operating system of the workstation.
     #[arg(long, value_enum)]
@@ -41,6 +40,14 @@ pub struct PinArgs {
     /// Overwrite an existing output file.
     #[arg(long)]
     pub force: bool,
+}
+
+/// `--library`'s help: every library data/libraries.yaml describes.
+fn library_help() -> String {
+    format!(
+        "The library release, `NAME==VERSION` ({})",
+        crate::library::names().join(", ")
+    )
 }
 
 #[derive(Serialize)]

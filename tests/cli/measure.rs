@@ -263,27 +263,16 @@ fn baseline_that_measured_nothing_fails_instead_of_printing_zero() {
     );
 }
 
-/// A fake `onnxruntime` as the GPU wheel behaves: the CUDA provider is compiled in, and a
-/// session asked for it gets it only when the driver answers; otherwise ONNX Runtime warns on
-/// stderr and falls back to the CPU provider without an error.
-pub(crate) fn fake_onnxruntime(context: &str, mib: u64) -> String {
-    format!(
-        "import subprocess, sys\n__version__ = '1.20.2'\n{context}\
-         def get_available_providers():\n    return ['CUDAExecutionProvider', 'CPUExecutionProvider']\n\
-         def get_device():\n    return 'GPU'\n\
-         def _driver_answers():\n    try:\n        out = subprocess.run(['nvidia-smi', '--query-gpu=name', '--format=csv,noheader'], capture_output=True, text=True)\n    except OSError:\n        return False\n    return out.returncode == 0 and out.stdout.strip() != ''\n\
-         class InferenceSession:\n    def __init__(self, model, providers=None):\n        asked = list(providers or ['CPUExecutionProvider'])\n        if 'CUDAExecutionProvider' in asked and not _driver_answers():\n            print('[W:onnxruntime] Failed to create CUDAExecutionProvider. Require cuDNN 9.* and CUDA 12.*', file=sys.stderr)\n            asked = [p for p in asked if p != 'CUDAExecutionProvider'] or ['CPUExecutionProvider']\n        elif 'CUDAExecutionProvider' in asked:\n            _open_context({mib})\n        self._providers = asked\n    def get_providers(self):\n        return self._providers\n    def run(self, names, feeds):\n        return [feeds]\n"
-    )
-}
-
 #[test]
 fn baseline_for_onnxruntime_is_a_one_node_session_on_the_cuda_provider() {
     let host = host();
-    let ctx = format!(
-        "def _open_context(mib):\n    import os\n    with open({apps:?}, 'a') as f:\n        f.write('%d, %d\\n' % (os.getpid(), mib))\n",
-        apps = host.nvidia().join("apps.csv").display().to_string()
-    );
-    host.write_package("onnxruntime", &fake_onnxruntime(&ctx, 296));
+    for (path, text) in
+        crate::inference::fake_onnxruntime_files(&host.nvidia().join("apps.csv"), 296)
+    {
+        let file = host.python_path().join(path);
+        std::fs::create_dir_all(file.parent().expect("folder")).expect("package folder");
+        std::fs::write(file, text).expect("fake onnxruntime");
+    }
     host.write_package(
         "numpy",
         "float32 = 'float32'\ndef zeros(shape, dtype=None):\n    return [0.0] * shape[0]\n",
