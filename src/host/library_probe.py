@@ -106,8 +106,10 @@ def one_node_model():
 
 
 def _onnxruntime_cuda_build(ort):
-    """The CUDA the wheel was built with: build_and_package_info (1.21+ always, GPU builds
-    before that), else the validation module's copy of it."""
+    """The CUDA the wheel was built with: `capi.build_and_package_info.cuda_version` (1.21+),
+    else the CUDA major the CUDA provider library links (1.20.2's wheel records no version:
+    `libonnxruntime_providers_cuda.so` needs `libcudart.so.12`). The needed-library names sit in
+    the ELF's dynamic string table near the start of the file, so the first MiB is read."""
     for name in ("build_and_package_info", "onnxruntime_validation"):
         try:
             info = importlib.import_module(ort.__name__ + ".capi." + name)
@@ -116,6 +118,20 @@ def _onnxruntime_cuda_build(ort):
         cuda = getattr(info, "cuda_version", None)
         if cuda:
             return str(cuda)
+    import glob
+    import os
+    import re
+
+    capi = os.path.join(os.path.dirname(ort.__file__), "capi")
+    for path in sorted(glob.glob(os.path.join(capi, "*onnxruntime_providers_cuda*"))):
+        try:
+            with open(path, "rb") as f:
+                head = f.read(1 << 20)
+        except OSError:
+            continue
+        found = re.search(rb"libcudart\.so\.(\d+)|cudart64_(\d+)\.dll", head)
+        if found:
+            return (found.group(1) or found.group(2)).decode()
     return None
 
 
