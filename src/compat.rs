@@ -579,7 +579,7 @@ fn tensorflow_release(version: &Version, os: Os) -> LibraryLookup {
 /// Whether a library is a deployment runtime (an inference stack's library) rather than a
 /// training library.
 pub fn is_inference_runtime(library: &str) -> bool {
-    matches!(library, "onnxruntime-gpu" | "onnxruntime")
+    crate::library::describe(library).is_some_and(|d| d.is_inference())
 }
 
 /// ONNX Runtime is keyed by `major.minor`; every CUDA line of a row is stable (the docs' table

@@ -109,16 +109,6 @@ pub fn probe(
     library: &str,
     timeout: Duration,
 ) -> Result<LibraryProbe, HostError> {
-    probe_named(system, python, library, timeout)
-}
-
-/// The same as [`probe`] (the name callers outside `host` use).
-pub fn probe_named(
-    system: &dyn System,
-    python: &Path,
-    library: &str,
-    timeout: Duration,
-) -> Result<LibraryProbe, HostError> {
     let args = probe_args(library);
     let out = system.run(python, &args, timeout)?;
     let line = out

@@ -1,6 +1,7 @@
 //! Inference stacks end to end on a fake host: `prove` checks the example's p99 against the
-//! cycle time, `record export` carries the model's sha256 and the proven driver, and the
-//! ONNX Runtime release data pins and checks.
+//! cycle time, `record export` carries the model's sha256 and the proven driver, the ONNX
+//! Runtime release data pins and checks, and a fake `onnxruntime-gpu` wheel (module
+//! `onnxruntime`) goes through real pip from a loopback index to a proven stack.
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
