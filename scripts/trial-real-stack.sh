@@ -25,7 +25,9 @@
 #
 # It prints one line of figures at the end (files, size, seconds per step). STACKPIN points at the
 # binary (default: target/release/stackpin, built if missing); PYTHON at the interpreter
-# (default python3). Set KEEP=1 to keep the trial folder (default: the wheels and venv are
+# (default python3). TRIAL_INDEX=default drops the manifest's `index_url` so pip's default index
+# serves the wheels (for a machine that reaches only the package registry: there torch 2.5.1's
+# Linux wheel is the CUDA 12.4 build, with its CUDA libraries as `nvidia-*` wheels). Set KEEP=1 to keep the trial folder (default: the wheels and venv are
 # removed at the end, the log and figures are kept).
 set -euo pipefail
 
@@ -101,6 +103,10 @@ sed -e "s|https://[^ ]*/$driver_file|http://127.0.0.1:$port/$driver_file|" \
     -e "s|^  root: .*|  root: \"$root\"|" \
     -e "s|^  venv: .*|  venv: \"$work/venv\"|" \
     -e "s|^name: .*|name: trial|" pinned.yaml > stack.yaml
+if [ "${TRIAL_INDEX:-}" = default ]; then
+  sed -i '/^    index_url: /d' stack.yaml
+  echo "note: index_url removed (TRIAL_INDEX=default): pip's default index serves the wheels" | tee -a "$log"
+fi
 export STACKPIN_ARCHIVE=$work/installers PATH="$work/fake/bin:$PATH"
 
 # 2. fetch
