@@ -278,10 +278,14 @@ fn render(m: &CommandMemory, baseline: Option<&BaselineLines>) -> String {
     }
     if let Some(b) = baseline {
         out.push_str(&format!(
-            "\n{} context + runtime, measured with one tensor: {} MiB. Paste into the budget file\n\
+            "\n{} context + runtime, measured with {}: {} MiB. Paste into the budget file\n\
              (top level or per process; the split is not visible from outside, budget adds them):\n\
              context_mib: {}\nruntime_mib: {}\n",
-            b.library, b.context_mib, b.context_mib, b.runtime_mib
+            b.library,
+            crate::library::describe(&b.library).map_or("one tensor", |d| d.baseline.as_str()),
+            b.context_mib,
+            b.context_mib,
+            b.runtime_mib
         ));
     }
     out.push_str(&format!("log: {}\n", m.log.display()));
