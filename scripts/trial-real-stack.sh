@@ -25,7 +25,8 @@
 #
 # It prints one line of figures at the end (files, size, seconds per step). STACKPIN points at the
 # binary (default: target/release/stackpin, built if missing); PYTHON at the interpreter
-# (default python3). TRIAL_INDEX=default drops the manifest's `index_url` so pip's default index
+# (default python3); TRIAL_REPO at the checkout whose scripts/ hold the examples (default: this
+# script's). TRIAL_INDEX=default drops the manifest's `index_url` so pip's default index
 # serves the wheels (for a machine that reaches only the package registry: there torch 2.5.1's
 # Linux wheel is the CUDA 12.4 build, with its CUDA libraries as `nvidia-*` wheels). Set KEEP=1 to keep the trial folder (default: the wheels and venv are
 # removed at the end, the log and figures are kept).
@@ -34,7 +35,7 @@ set -euo pipefail
 spec=${1:?usage: trial-real-stack.sh LIBRARY==VERSION (e.g. torch==2.5.1)}
 library=${spec%%==*}
 version=${spec##*==}
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=${TRIAL_REPO:-$(cd "$(dirname "$0")/.." && pwd)}
 stackpin=${STACKPIN:-$repo/target/release/stackpin}
 python=${PYTHON:-python3}
 work=${TRIAL_DIR:-/tmp/trials/$library-$version}
