@@ -215,6 +215,8 @@ pub struct Budget {
     pub levers: Levers,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu: Option<CardCheck>,
+    /// Fixed costs that make the budget doubtful: a zero, or none given at all.
+    pub warnings: Vec<String>,
 }
 
 /// One process's cost.
@@ -228,6 +230,8 @@ pub struct ProcessBudget {
     pub workspace_mib: f64,
     /// Which of the three fixed costs are stackpin's defaults rather than given values.
     pub defaults_used: Vec<&'static str>,
+    /// Which were given in the file (measured, or typed by hand).
+    pub given: Vec<&'static str>,
     pub total_mib: f64,
     pub models: Vec<ModelBudget>,
 }
@@ -337,7 +341,9 @@ pub fn compute(spec: &BudgetFile, file: &Path) -> Result<Budget, BudgetError> {
         fits: total_mib <= gpu_mib,
         meets_recommendation: gpu_mib >= recommended_gpu_mib,
     });
+    let warnings = fixed_cost_warnings(&processes);
     Ok(Budget {
+        warnings,
         total_mib,
         one_process_total_mib,
         saving_mib: total_mib - one_process_total_mib,
@@ -347,6 +353,38 @@ pub fn compute(spec: &BudgetFile, file: &Path) -> Result<Budget, BudgetError> {
         gpu,
         processes,
     })
+}
+
+/// A zero context + runtime is what a baseline that measured nothing (or ran on the CPU) hands
+/// out; no process runs CUDA for free. No given context at all means the budget rests on
+/// stackpin's published-figure estimates. Both are said, neither refused: the file is the user's.
+fn fixed_cost_warnings(processes: &[ProcessBudget]) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in processes {
+        if p.context_mib + p.runtime_mib <= 0.0 {
+            out.push(format!(
+                "{}: context_mib + runtime_mib is 0 MiB, but every process that touches CUDA pays a context (256-300 MiB measured with lazy loading); \
+                 a 0 comes from a baseline that ran on the CPU or measured nothing. Measure again with `stackpin measure --baseline --manifest M` on the GPU, \
+                 or remove the zeros to use the defaults",
+                p.name
+            ));
+        } else if p.fixed_mib <= 0.0 {
+            out.push(format!("{}: the fixed cost is 0 MiB", p.name));
+        }
+    }
+    let guessed: Vec<&str> = processes
+        .iter()
+        .filter(|p| p.defaults_used.contains(&"context_mib"))
+        .map(|p| p.name.as_str())
+        .collect();
+    if !guessed.is_empty() {
+        out.push(format!(
+            "no measured context_mib for {}: the fixed cost there is stackpin's default estimate; \
+             measure it with `stackpin measure --baseline --manifest M` and put the figure in the file",
+            guessed.join(", ")
+        ));
+    }
+    out
 }
 
 fn process_budget(
@@ -362,12 +400,18 @@ fn process_budget(
         });
     }
     let mut defaults_used = Vec::new();
-    let mut pick = |own: Option<Mib>, all: Option<Mib>, default: f64, name: &'static str| {
-        own.or(all).map(|m| m.0).unwrap_or_else(|| {
-            defaults_used.push(name);
-            default
-        })
-    };
+    let mut given = Vec::new();
+    let mut pick =
+        |own: Option<Mib>, all: Option<Mib>, default: f64, name: &'static str| match own.or(all) {
+            Some(Mib(value)) => {
+                given.push(name);
+                value
+            }
+            None => {
+                defaults_used.push(name);
+                default
+            }
+        };
     let context_mib = pick(
         process.context_mib,
         shared.context_mib,
@@ -405,6 +449,7 @@ fn process_budget(
         runtime_mib,
         workspace_mib,
         defaults_used,
+        given,
         total_mib,
         models,
     })
@@ -512,6 +557,36 @@ mod tests {
         assert_eq!(second.context_mib, 1024.0);
         // Merged, the one process pays the larger fixed cost.
         assert_eq!(b.one_process_total_mib, second.fixed_mib + 30.0);
+    }
+
+    #[test]
+    fn a_zero_context_and_runtime_is_warned_about_not_taken_silently() {
+        let b = budget(
+            "context_mib: 0\nruntime_mib: 0\nprocesses:\n  - name: cam\n    models:\n      \
+             - {name: m, weights_mib: 10, activations_mib: 5}\n",
+        );
+        let p = &b.processes[0];
+        assert_eq!(p.given, vec!["context_mib", "runtime_mib"]);
+        assert_eq!(p.defaults_used, vec!["workspace_mib"]);
+        assert_eq!(b.warnings.len(), 1, "{:?}", b.warnings);
+        assert!(b.warnings[0].starts_with("cam: context_mib + runtime_mib is 0 MiB"));
+        assert!(b.warnings[0].contains("measure --baseline"));
+    }
+
+    #[test]
+    fn a_missing_context_is_named_as_a_default_estimate_and_a_measured_one_is_not() {
+        let b = budget(TWO_CAMERAS);
+        assert_eq!(b.warnings.len(), 1, "{:?}", b.warnings);
+        assert!(
+            b.warnings[0].contains("no measured context_mib for camera-1, camera-2"),
+            "{:?}",
+            b.warnings
+        );
+        let measured = budget(
+            "context_mib: 412\nruntime_mib: 0\nprocesses:\n  - name: cam\n    models:\n      \
+             - {name: m, weights_mib: 10, activations_mib: 5}\n",
+        );
+        assert!(measured.warnings.is_empty(), "{:?}", measured.warnings);
     }
 
     #[test]

@@ -247,6 +247,7 @@ struct Knowledge {
     onnxruntime: OnnxRuntimeData,
     drivers: DriverData,
     gpus: GpuData,
+    libraries: crate::library::LibraryTable,
 }
 
 fn knowledge() -> &'static Knowledge {
@@ -265,6 +266,7 @@ impl Knowledge {
             onnxruntime: parse_table("onnxruntime.yaml", table)?,
             drivers: parse_table("drivers.yaml", table)?,
             gpus: parse_table("gpus.yaml", table)?,
+            libraries: parse_table("libraries.yaml", table)?,
         })
     }
 }
@@ -304,6 +306,11 @@ fn parse_table<'t, T: serde::de::DeserializeOwned>(
         name: name.into(),
         reason: e.to_string(),
     })
+}
+
+/// `data/libraries.yaml`: how to talk to each library (see [`crate::library`]).
+pub fn library_table() -> &'static crate::library::LibraryTable {
+    &knowledge().libraries
 }
 
 /// The date of the release data in use (the newest of its tables'), shown in notes and
@@ -986,7 +993,7 @@ fn tensorflow_release(version: &Version, os: Os) -> LibraryLookup {
 /// Whether a library is a deployment runtime (an inference stack's library) rather than a
 /// training library.
 pub fn is_inference_runtime(library: &str) -> bool {
-    matches!(library, "onnxruntime-gpu" | "onnxruntime")
+    crate::library::describe(library).is_some_and(|d| d.is_inference())
 }
 
 /// ONNX Runtime is keyed by `major.minor`; every CUDA line of a row is stable (the docs' table
@@ -1143,7 +1150,7 @@ mod tests {
 
     #[test]
     fn onnxruntime_gpu_1_20_runs_on_any_cuda_12_line_with_cudnn_9() {
-        let LibraryLookup::Known(r) = library_release("onnxruntime-gpu", &v("1.20.1"), Os::Linux)
+        let LibraryLookup::Known(r) = library_release("onnxruntime-gpu", &v("1.20.2"), Os::Linux)
         else {
             panic!("1.20 is in the table");
         };
@@ -1151,8 +1158,8 @@ mod tests {
         assert_eq!(r.cuda_support(&v("11.8")), CudaSupport::Unsupported);
         assert_eq!(r.cudnn.get("12.4").map(String::as_str), Some("9.x"));
         assert!(!r.python.contains(&v("3.9")), "1.20 dropped Python 3.9");
-        let reqs = r.requirements(&v("1.20.1"));
-        assert_eq!(reqs[0], "onnxruntime-gpu==1.20.1");
+        let reqs = r.requirements(&v("1.20.2"));
+        assert_eq!(reqs[0], "onnxruntime-gpu==1.20.2");
         assert!(reqs.iter().any(|q| q.starts_with("onnx==")), "{reqs:?}");
     }
 
@@ -1168,7 +1175,30 @@ mod tests {
             library_release("onnxruntime-gpu", &v("1.9.0"), Os::Linux),
             LibraryLookup::UnknownRelease { .. }
         ));
-        assert_eq!(known_releases("onnxruntime-gpu", Os::Linux)[0], v("1.20.1"));
+        assert_eq!(known_releases("onnxruntime-gpu", Os::Linux)[0], v("1.31.1"));
+    }
+
+    #[test]
+    fn onnxruntime_gpu_moved_to_cuda_13_with_1_27_and_1_20_1_is_not_on_the_index() {
+        let LibraryLookup::Known(r) = library_release("onnxruntime-gpu", &v("1.27.0"), Os::Linux)
+        else {
+            panic!("1.27 is in the table");
+        };
+        assert_eq!(r.cuda_support(&v("13.0")), CudaSupport::Stable);
+        assert_eq!(r.cuda_support(&v("12.9")), CudaSupport::Unsupported);
+        assert!(
+            !r.python.contains(&v("3.10")),
+            "no cp310 wheels from 1.24 on"
+        );
+        let LibraryLookup::Known(r) = library_release("onnxruntime-gpu", &v("1.20.2"), Os::Linux)
+        else {
+            panic!("1.20 is in the table");
+        };
+        assert!(r.versions.contains(&v("1.20.2")));
+        assert!(
+            !r.versions.contains(&v("1.20.1")),
+            "never published as a GPU wheel"
+        );
     }
 
     #[test]

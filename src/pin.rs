@@ -734,39 +734,28 @@ fn build(
             format!(r"C:\stackpin\{name}"),
         ),
     };
-    let inference = compat::is_inference_runtime(&release.library);
+    let described = crate::library::describe(&release.library);
+    let inference = described.is_some_and(|d| d.is_inference());
+    // The library's bundled example, as data/libraries.yaml names it.
+    let run = described.map_or_else(
+        || {
+            crate::library::describe("torch")
+                .map(|d| d.example_run())
+                .unwrap_or_default()
+        },
+        |d| d.example_run(),
+    );
     let example = if inference {
-        // The deployment runtime alone: the bundled ONNX Runtime script, timed per request.
+        // The deployment runtime alone: one request at a time, timed against a cycle time.
         Example {
-            run: [
-                "{python}",
-                "{examples}/infer_ort.py",
-                "--batch-size",
-                "{batch}",
-                "--iterations",
-                "200",
-            ]
-            .map(String::from)
-            .to_vec(),
+            run,
             batch: 1,
             timeout: Some(crate::manifest::DEFAULT_EXAMPLE_TIMEOUT),
             cycle_time_ms: Some(PINNED_CYCLE_TIME_MS),
         }
     } else {
-        let script = if release.library == "tensorflow" {
-            "classify_tf.py"
-        } else {
-            "classify.py"
-        };
         Example {
-            run: vec![
-                "{python}".into(),
-                format!("{{examples}}/{script}"),
-                "--batch-size".into(),
-                "{batch}".into(),
-                "--steps".into(),
-                "30".into(),
-            ],
+            run,
             batch: crate::manifest::DEFAULT_BATCH,
             timeout: Some(crate::manifest::DEFAULT_EXAMPLE_TIMEOUT),
             cycle_time_ms: None,

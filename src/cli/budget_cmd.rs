@@ -74,20 +74,45 @@ pub fn render(budget: &Budget) -> String {
     ));
     out.push_str(&levers(budget));
     out.push_str(&card(budget));
-    let defaults: Vec<&str> = budget
-        .processes
-        .iter()
-        .flat_map(|p| p.defaults_used.iter().copied())
-        .collect();
-    if !defaults.is_empty() {
-        out.push_str(&format!(
-            "\nDefaults used for {} (context {}, runtime {}, workspace {}; sources in \
-             `stackpin budget --help`); set measured values in the file to replace them.\n",
-            unique(&defaults).join(", "),
-            mib(budget::DEFAULT_CONTEXT_MIB),
-            mib(budget::DEFAULT_RUNTIME_MIB),
-            mib(budget::DEFAULT_WORKSPACE_MIB),
-        ));
+    out.push_str(&fixed_cost_sources(budget));
+    for warning in &budget.warnings {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
+    out
+}
+
+/// Where each fixed cost came from: the file (measured or typed), or stackpin's default.
+fn fixed_cost_sources(budget: &Budget) -> String {
+    let mut out = String::from("\nFixed costs per process:\n");
+    for name in ["context_mib", "runtime_mib", "workspace_mib"] {
+        // (value, default?) → processes, in order of first appearance.
+        let mut groups: Vec<((String, bool), Vec<&str>)> = Vec::new();
+        for p in &budget.processes {
+            let value = match name {
+                "context_mib" => p.context_mib,
+                "runtime_mib" => p.runtime_mib,
+                _ => p.workspace_mib,
+            };
+            let key = (mib(value), p.defaults_used.contains(&name));
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, names)) => names.push(&p.name),
+                None => groups.push((key, vec![&p.name])),
+            }
+        }
+        let several = groups.len() > 1;
+        for ((value, default), names) in &groups {
+            let source = if *default {
+                "stackpin's default, not measured (sources in `stackpin budget --help`)"
+            } else {
+                "from the file"
+            };
+            let whom = if several {
+                format!(" ({})", names.join(", "))
+            } else {
+                String::new()
+            };
+            out.push_str(&format!("  {name:<14} {value:>10}  {source}{whom}\n"));
+        }
     }
     out
 }
@@ -218,16 +243,6 @@ fn precision_name(precision: Precision) -> &'static str {
 fn trim(value: f64) -> String {
     let text = format!("{value:.4}");
     text.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-fn unique<'a>(names: &[&'a str]) -> Vec<&'a str> {
-    let mut out: Vec<&str> = Vec::new();
-    for name in names {
-        if !out.contains(name) {
-            out.push(name);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

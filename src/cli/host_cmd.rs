@@ -6,14 +6,16 @@ use std::time::Duration;
 
 use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::host::{
-    self, DriverState, HostReport, LibraryKind, LibraryProbe, ProbeOptions, RealSystem, ToolkitInfo,
+    self, DriverState, HostReport, LibraryProbe, ProbeOptions, RealSystem, ToolkitInfo,
 };
+use crate::library;
 
 pub const EXAMPLES: &str = "\
 Examples:
   stackpin host
   stackpin host --gpu 1 --json
   stackpin host --python /opt/stackpin/torch-2.5.1-cu124-linux/bin/python --library torch
+  stackpin host --python /opt/stackpin/onnxruntime-gpu-1.20.2-cu129-linux/bin/python --library onnxruntime-gpu
 
 Exit 0 whatever the host has (no GPU included), 2 when --gpu names no GPU or --python cannot run.
 STACKPIN_NVIDIA_SMI_TIMEOUT (seconds, default 30) bounds each nvidia-smi call;
@@ -29,16 +31,29 @@ pub struct HostArgs {
     /// An interpreter to probe the training library with (e.g. the stack's venv python).
     #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
-    /// The library to probe through --python.
-    #[arg(long, value_enum, default_value = "torch", requires = "python")]
-    pub library: LibraryKind,
+    /// The library to probe through --python (any name data/libraries.yaml describes).
+    #[arg(long, default_value = "torch", requires = "python", value_parser = library_names())]
+    pub library: String,
+}
+
+/// The libraries `--library` accepts: every described library under each of its names.
+fn library_names() -> clap::builder::PossibleValuesParser {
+    let values = library::all().iter().map(|l| {
+        clap::builder::PossibleValue::new(l.name.as_str()).aliases(
+            l.distributions
+                .iter()
+                .filter(|d| **d != l.name)
+                .map(String::as_str),
+        )
+    });
+    clap::builder::PossibleValuesParser::new(values)
 }
 
 pub fn run(args: &HostArgs, global: &GlobalArgs) -> CmdResult {
     let mut options = ProbeOptions {
         gpu: args.gpu,
         python: args.python.clone(),
-        library: args.library,
+        library: args.library.clone(),
         ..ProbeOptions::default()
     };
     if let Ok(text) = std::env::var(SMI_TIMEOUT_VAR) {
@@ -232,10 +247,23 @@ fn print_library(probe: &LibraryProbe) {
                 };
                 println!("{:<10}sees {} GPU(s){device}", "", info.device_count);
             } else {
-                println!("{:<10}sees no GPU (torch.cuda.is_available() is False)", "");
+                let words = library::describe(&info.library)
+                    .map_or("sees no GPU".to_string(), |d| d.no_gpu_words());
+                println!("{:<10}{words}", "");
             }
             if !info.arch_list.is_empty() {
                 println!("{:<10}compiled for {}", "", info.arch_list.join(" "));
+            }
+            if !info.providers.is_empty() {
+                println!(
+                    "{:<10}providers {}{}",
+                    "",
+                    info.providers.join(" "),
+                    info.device
+                        .as_deref()
+                        .map(|d| format!(", device {d}"))
+                        .unwrap_or_default()
+                );
             }
         }
         LibraryProbe::ImportFailed { library, error, .. } => {

@@ -1,6 +1,7 @@
 //! `stackpin measure -- CMD ARGS…`: any command's GPU memory per process, peak and after warm-up;
 //! `--baseline --manifest M` measures the stack's context + runtime alone and prints the budget
-//! lines to paste.
+//! lines to paste, or refuses (exit 1) when the library put its tensor on the CPU or nothing was
+//! measured.
 //!
 //! Finding nvidia-smi, the GPU and the log path, and printing, happen here; running and
 //! summarising are [`crate::prove::measure`]'s.
@@ -15,8 +16,10 @@ use super::check_cmd::require_valid;
 use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
 use crate::host::RealSystem;
+use crate::host::library_probe::PROBE_SCRIPT;
 use crate::host::nvidia_smi;
 use crate::install::runner::{self, StepStatus};
+use crate::library::LibraryDescription;
 use crate::manifest::duration_text;
 use crate::prove::measure::{self, CommandMemory, MeasureRequest};
 use crate::prove::run::stack_env;
@@ -29,9 +32,10 @@ Examples:
 
 Reports the peak of the command's processes (summed at each moment) and each process's own peak,
 and the level held after warm-up: the median of the last half of the samples. --baseline runs a
-one-tensor script with the stack's Python and prints the context_mib / runtime_mib lines for
-`stackpin budget`. Exit 0 when the command succeeded, 3 when it failed or GPU memory could not be
-sampled, 2 on bad input.";
+one-tensor script with the stack's Python (torch, tensorflow, onnxruntime-gpu: a one-node session
+on the CUDA provider) and prints the context_mib / runtime_mib lines for `stackpin budget`.
+Exit 0 when the command succeeded, 3 when it failed or GPU memory could not be sampled, 2 on bad
+input; --baseline exits 1 with the reason when the library ran on the CPU or nothing was measured.";
 
 /// A command that never exits on its own is given a week; `--for` sets a real limit.
 const NO_LIMIT: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -63,10 +67,13 @@ struct Report<'a> {
     memory: &'a CommandMemory,
     #[serde(skip_serializing_if = "Option::is_none")]
     baseline: Option<BaselineLines>,
+    /// Why a `--baseline` run gives no budget lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline_refused: Option<String>,
 }
 
 /// What `--baseline` feeds into `budget`.
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 struct BaselineLines {
     library: String,
     /// Context and runtime as one figure: from outside the split cannot be seen, and `budget`
@@ -88,17 +95,18 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
                 .join(", ")
         ))
     })?;
-    let (argv, mut env, log, library) = if args.baseline {
+    let (argv, mut env, log, library): (_, _, _, Option<&LibraryDescription>) = if args.baseline {
         let path = args
             .manifest
             .as_ref()
             .ok_or_else(|| Failure::input(anyhow!("--baseline needs --manifest MANIFEST")))?;
         let m = require_valid(path)?;
-        let argv = measure::baseline_argv(&m)?;
+        let argv = measure::baseline_argv(&m).map_err(Failure::input)?;
+        let library = measure::baseline_library(&m).map_err(Failure::input)?;
         let log = StackDir::new(&global.archive_dir(), &m.name)
             .logs_dir()
             .join(runner::log_name("baseline"));
-        (argv, stack_env(&m), log, Some(m.library.name.clone()))
+        (argv, stack_env(&m), log, Some(library))
     } else {
         if args.command.is_empty() {
             return Err(Failure::input(anyhow!(
@@ -122,24 +130,78 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
     if !global.quiet && !global.json {
         eprintln!(
             "→ measuring on GPU {gpu_index}: {}",
-            runner::shell_words(&request.argv)
+            runner::shell_words(&shown(&request.argv))
         );
     }
-    let memory = measure::measure(&request, &mut |_, _| {})?;
-    let baseline = library.map(|library| BaselineLines {
-        library,
-        context_mib: memory.peak_mib.unwrap_or(0),
-        runtime_mib: 0,
-    });
+    let mut memory = measure::measure(&request, &mut |_, _| {}).map_err(Failure::external)?;
+    memory.argv = shown(&memory.argv);
+    let Some(library) = library else {
+        print_report(&memory, None, None, global)?;
+        return outcome(&memory, args.run_for.is_some());
+    };
+    // A baseline that failed is reported like any failed command (exit 3); one that ran is
+    // judged: a tensor on the CPU or nothing measured is refused (exit 1), never a zero budget.
+    if !ended_well(&memory, false) {
+        print_report(&memory, None, None, global)?;
+        return outcome(&memory, false);
+    }
+    let output = std::fs::read_to_string(&memory.log).unwrap_or_default();
+    let report = measure::baseline_report(&output);
+    match measure::judge_baseline(library, &memory, report.as_ref()) {
+        Ok(mib) => {
+            let lines = BaselineLines {
+                library: library.name.clone(),
+                context_mib: mib,
+                runtime_mib: 0,
+            };
+            print_report(&memory, Some(&lines), None, global)?;
+            Ok(Exit::Ok)
+        }
+        Err(refusal) => {
+            print_report(&memory, None, Some(refusal.to_string()), global)?;
+            Err(Failure::problem(anyhow!(refusal)))
+        }
+    }
+}
+
+fn print_report(
+    memory: &CommandMemory,
+    baseline: Option<&BaselineLines>,
+    refused: Option<String>,
+    global: &GlobalArgs,
+) -> Result<(), Failure> {
     if global.json {
         print_json(&Report {
-            memory: &memory,
-            baseline,
+            memory,
+            baseline: baseline.cloned(),
+            baseline_refused: refused,
         })?;
     } else {
-        print!("{}", render(&memory, baseline.as_ref()));
+        print!("{}", render(memory, baseline));
     }
-    outcome(&memory, args.run_for.is_some())
+    Ok(())
+}
+
+/// The command as printed: the embedded probe script (a page of Python) by name only.
+fn shown(argv: &[String]) -> Vec<String> {
+    argv.iter()
+        .map(|a| {
+            if a == PROBE_SCRIPT {
+                "<stackpin's library_probe.py>".to_string()
+            } else {
+                a.clone()
+            }
+        })
+        .collect()
+}
+
+/// Whether the command ended well (or was stopped by `--for` on purpose).
+fn ended_well(memory: &CommandMemory, stopped_on_purpose: bool) -> bool {
+    match memory.status {
+        StepStatus::Succeeded => true,
+        StepStatus::TimedOut => stopped_on_purpose,
+        StepStatus::RebootRequired | StepStatus::Failed | StepStatus::Interrupted => false,
+    }
 }
 
 /// The first index in CUDA_VISIBLE_DEVICES when it is a number (the GPU the command will use),
@@ -153,12 +215,7 @@ fn default_gpu() -> u32 {
 
 /// Exit 0 when the command ended well (or was stopped by `--for`) and memory was measured.
 fn outcome(memory: &CommandMemory, stopped_on_purpose: bool) -> CmdResult {
-    let ended_well = match memory.status {
-        StepStatus::Succeeded => true,
-        StepStatus::TimedOut => stopped_on_purpose,
-        StepStatus::RebootRequired | StepStatus::Failed | StepStatus::Interrupted => false,
-    };
-    if !ended_well {
+    if !ended_well(memory, stopped_on_purpose) {
         return Err(Failure::external(anyhow!(
             "the command {}; the figures above cover the run up to then; its output is in {}",
             match memory.exit_code {
@@ -222,10 +279,14 @@ fn render(m: &CommandMemory, baseline: Option<&BaselineLines>) -> String {
     }
     if let Some(b) = baseline {
         out.push_str(&format!(
-            "\n{} context + runtime, measured with one tensor: {} MiB. Paste into the budget file\n\
+            "\n{} context + runtime, measured with {}: {} MiB. Paste into the budget file\n\
              (top level or per process; the split is not visible from outside, budget adds them):\n\
              context_mib: {}\nruntime_mib: {}\n",
-            b.library, b.context_mib, b.context_mib, b.runtime_mib
+            b.library,
+            crate::library::describe(&b.library).map_or("one tensor", |d| d.baseline.as_str()),
+            b.context_mib,
+            b.context_mib,
+            b.runtime_mib
         ));
     }
     out.push_str(&format!("log: {}\n", m.log.display()));

@@ -20,6 +20,7 @@ Examples:
   stackpin pin --library tensorflow==2.17.0 --os linux --driver 570.133.20
   stackpin pin --library torch==2.9.1 --os linux --gpu-arch 6.1 --gpu-arch 8.9
   stackpin pin --library torch==2.5.9 --os linux --unknown-release --with torchvision==0.20.9
+  stackpin pin --library onnxruntime-gpu==1.20.2 --os linux --toolkit 12.4
 
 Pinning for the OS stackpin runs on takes python_version from the manifest's interpreter on this
 host (python3 / python) and the target GPUs from nvidia-smi; --python and --gpu-arch override.
@@ -29,8 +30,7 @@ check's warnings about the pinned manifest are printed as `warning:` lines.";
 
 #[derive(Debug, clap::Args)]
 pub struct PinArgs {
-    /// The library release, `NAME==VERSION` (torch, tensorflow).
-    #[arg(long, value_name = "NAME==VERSION")]
+    #[arg(long, value_name = "NAME==VERSION", help = library_help())]
     pub library: String,
     /// The operating system of the workstation.
     #[arg(long, value_enum)]
@@ -68,6 +68,14 @@ pub struct PinArgs {
     /// named like the data's companion replaces it.
     #[arg(long = "with", value_name = "NAME==VERSION")]
     pub with: Vec<String>,
+}
+
+/// `--library`'s help: every library data/libraries.yaml describes.
+fn library_help() -> String {
+    format!(
+        "The library release, `NAME==VERSION` ({})",
+        crate::library::names().join(", ")
+    )
 }
 
 #[derive(Serialize)]

@@ -1,8 +1,10 @@
-//! The training library as the interpreter sees it: an embedded Python script, run as
-//! `{python} -c SCRIPT torch|tensorflow`, prints one JSON line with the library's version, the
-//! CUDA and cuDNN it was built for, whether it sees a GPU, its compiled architecture list and
-//! the device's capability. An import failure is a typed result carrying Python's error text;
-//! explaining it is left to the diagnose module.
+//! The library as the interpreter sees it: an embedded Python script, run as
+//! `{python} -c SCRIPT probe PROBE MODULE DISTRIBUTION`, prints one JSON line with the library's
+//! version, the CUDA and cuDNN it was built for, whether it sees a GPU, what it carries (compiled
+//! architectures; ONNX Runtime's providers and device) and the device's capability. Which probe
+//! function and module a library uses is data ([`crate::library`]); a library without a
+//! description gets the generic probe (version only). An import failure is a typed result
+//! carrying Python's error text; explaining it is left to the diagnose module.
 
 use std::path::Path;
 use std::time::Duration;
@@ -19,24 +21,6 @@ pub const PROBE_SCRIPT: &str = include_str!("library_probe.py");
 
 /// Importing torch with CUDA can take a while on a cold disk; a hang is still a hang.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(180);
-
-/// The libraries the probe knows how to ask.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum LibraryKind {
-    Torch,
-    Tensorflow,
-}
-
-impl LibraryKind {
-    /// The import name passed to the script.
-    pub fn name(self) -> &'static str {
-        match self {
-            LibraryKind::Torch => "torch",
-            LibraryKind::Tensorflow => "tensorflow",
-        }
-    }
-}
 
 /// What the library reported about itself.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -56,6 +40,12 @@ pub struct LibraryInfo {
     /// Compute capability of device 0 as the library sees it, e.g. `8.9`.
     pub device_capability: Option<String>,
     pub device_name: Option<String>,
+    /// Execution providers the build carries (ONNX Runtime's `get_available_providers()`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<String>,
+    /// The build's device kind (ONNX Runtime's `get_device()`: `GPU` or `CPU`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// The interpreter's version.
     pub python: Option<String>,
 }
@@ -64,7 +54,8 @@ pub struct LibraryInfo {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum LibraryProbe {
-    Found(LibraryInfo),
+    /// Boxed: the report is large and the import failure small.
+    Found(Box<LibraryInfo>),
     /// `import` raised; `error` is Python's `Type: message`.
     ImportFailed {
         library: String,
@@ -91,31 +82,34 @@ struct ProbeLine {
     arch_list: Vec<String>,
     device_capability: Option<String>,
     device_name: Option<String>,
+    #[serde(default)]
+    providers: Vec<String>,
+    device: Option<String>,
 }
 
-/// Runs the probe with `python`. `Err` when the interpreter cannot run or prints no JSON.
+/// The interpreter's arguments that probe `library` (a manifest's `library.name`).
+pub fn probe_args(library: &str) -> Vec<String> {
+    let target = crate::library::probe_target(library);
+    vec![
+        "-c".to_string(),
+        PROBE_SCRIPT.to_string(),
+        "probe".to_string(),
+        target.probe,
+        target.module,
+        target.distribution,
+    ]
+}
+
+/// Runs the probe for `library` with `python`: a described library reports its CUDA build and
+/// GPU; any other reports its version only (`__version__` or its distribution's). `Err` when the
+/// interpreter cannot run or prints no JSON.
 pub fn probe(
-    system: &dyn System,
-    python: &Path,
-    library: LibraryKind,
-    timeout: Duration,
-) -> Result<LibraryProbe, HostError> {
-    probe_named(system, python, library.name(), timeout)
-}
-
-/// Like [`probe`] for any importable library: torch and tensorflow report their CUDA build and
-/// GPU; any other module reports its version only (`__version__` or its distribution's).
-pub fn probe_named(
     system: &dyn System,
     python: &Path,
     library: &str,
     timeout: Duration,
 ) -> Result<LibraryProbe, HostError> {
-    let args = [
-        "-c".to_string(),
-        PROBE_SCRIPT.to_string(),
-        library.to_string(),
-    ];
+    let args = probe_args(library);
     let out = system.run(python, &args, timeout)?;
     let line = out
         .stdout
@@ -157,7 +151,7 @@ pub fn parse_line(line: &str) -> Result<LibraryProbe, String> {
     let version = Version::parse(&text)
         .map_err(|e| format!("{} version: {e}", p.library))?
         .public();
-    Ok(LibraryProbe::Found(LibraryInfo {
+    Ok(LibraryProbe::Found(Box::new(LibraryInfo {
         library: p.library,
         version,
         version_text: text,
@@ -168,8 +162,10 @@ pub fn parse_line(line: &str) -> Result<LibraryProbe, String> {
         arch_list: p.arch_list,
         device_capability: p.device_capability,
         device_name: p.device_name,
+        providers: p.providers,
+        device: p.device,
         python: p.python,
-    }))
+    })))
 }
 
 #[cfg(test)]
@@ -211,16 +207,11 @@ mod tests {
         let stdout = format!("a warning printed by torch\n{TORCH_LINE}\n");
         sys.answer(
             "/venv/bin/python",
-            &["-c", PROBE_SCRIPT, "torch"],
+            &["-c", PROBE_SCRIPT, "probe", "torch", "torch", "torch"],
             0,
             &stdout,
         );
-        let result = probe(
-            &sys,
-            Path::new("/venv/bin/python"),
-            LibraryKind::Torch,
-            PROBE_TIMEOUT,
-        );
+        let result = probe(&sys, Path::new("/venv/bin/python"), "torch", PROBE_TIMEOUT);
         assert!(matches!(result, Ok(LibraryProbe::Found(_))), "{result:?}");
     }
 
@@ -228,13 +219,8 @@ mod tests {
     fn an_interpreter_that_prints_no_json_is_an_error_naming_it() {
         let mut sys = FakeSystem::new(Os::Linux);
         sys.answer("/venv/bin/python", &[], 1, "");
-        let err = probe(
-            &sys,
-            Path::new("/venv/bin/python"),
-            LibraryKind::Torch,
-            PROBE_TIMEOUT,
-        )
-        .expect_err("no JSON");
+        let err = probe(&sys, Path::new("/venv/bin/python"), "torch", PROBE_TIMEOUT)
+            .expect_err("no JSON");
         assert!(err.to_string().contains("/venv/bin/python"), "{err}");
     }
 
@@ -246,7 +232,7 @@ mod tests {
             return; // no interpreter on this machine; the CLI tests cover the real run
         };
         let sys = RealSystem;
-        let result = probe(&sys, &python, LibraryKind::Tensorflow, PROBE_TIMEOUT);
+        let result = probe(&sys, &python, "tensorflow", PROBE_TIMEOUT);
         // Either outcome is a well-formed answer; a crash or unparsable output is the bug.
         assert!(result.is_ok(), "{result:?}");
     }

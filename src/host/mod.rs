@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use gpu_select::GpuChoice;
-pub use library_probe::{LibraryInfo, LibraryKind, LibraryProbe};
+pub use library_probe::{LibraryInfo, LibraryProbe};
 pub use nvidia_smi::{DriverProbe, DriverState, Gpu};
 pub use os_info::OsInfo;
 pub use system::{RealSystem, RunOutput, System};
@@ -66,7 +66,8 @@ pub struct ProbeOptions {
     pub gpu: Option<u32>,
     /// The interpreter for the library probe; `None` skips it.
     pub python: Option<PathBuf>,
-    pub library: LibraryKind,
+    /// The library to probe, as a manifest names it (`torch`, `onnxruntime-gpu`).
+    pub library: String,
     /// Toolkit folders to look at besides the usual places (a manifest's `toolkit.root`).
     pub toolkit_roots: Vec<PathBuf>,
     pub smi_timeout: Duration,
@@ -78,7 +79,7 @@ impl Default for ProbeOptions {
         Self {
             gpu: None,
             python: None,
-            library: LibraryKind::Torch,
+            library: "torch".to_string(),
             toolkit_roots: vec![],
             smi_timeout: nvidia_smi::DEFAULT_TIMEOUT,
             library_timeout: library_probe::PROBE_TIMEOUT,
@@ -118,7 +119,7 @@ pub fn probe(system: &dyn System, options: &ProbeOptions) -> Result<HostReport, 
         Some(python) => Some(library_probe::probe(
             system,
             python,
-            options.library,
+            &options.library,
             options.library_timeout,
         )?),
         None => None,

@@ -92,7 +92,7 @@ impl HostView for LiveHost {
         if !self.system.exists(python) && python.components().count() > 1 {
             return LibrarySeen::NoInterpreter;
         }
-        match host::library_probe::probe_named(
+        match host::library_probe::probe(
             &self.system,
             python,
             library,

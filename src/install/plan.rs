@@ -369,9 +369,9 @@ fn explain(m: &Manifest, driver: &super::proof::DriverSeen, host: &dyn HostView)
             ),
         },
     );
-    out.push(format!(
-        "{} built for CUDA {}: the runtime the library bundles or loads; it must not be newer than the driver's CUDA",
-        m.library.name, m.library.cuda
+    out.push(crate::library::cuda_build_words(
+        &m.library.name,
+        &m.library.cuda,
     ));
     out
 }

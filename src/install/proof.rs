@@ -248,9 +248,8 @@ pub fn library_proof(m: &Manifest, seen: &LibrarySeen) -> Proof {
             ..
         } => {
             let version_ok = version.same_release(&lib.version.public());
-            // Only the libraries stackpin has release data for report their CUDA build and GPU.
-            let knows_cuda = crate::compat::KNOWN_LIBRARIES.contains(&lib.name.as_str());
-            if !knows_cuda {
+            // Only the libraries stackpin describes report their CUDA build and GPU.
+            let Some(described) = crate::library::describe(&lib.name) else {
                 return Proof {
                     layer: Layer::Library,
                     holds: version_ok,
@@ -260,17 +259,17 @@ pub fn library_proof(m: &Manifest, seen: &LibrarySeen) -> Proof {
                     ),
                     reboot_pending: false,
                 };
-            }
+            };
             let cuda_ok = cuda
                 .as_ref()
-                .is_some_and(|c| c.major_minor() == lib.cuda.major_minor());
+                .is_some_and(|c| described.cuda_match.accepts(c, &lib.cuda));
             let cuda_text = cuda
                 .as_ref()
                 .map_or("no CUDA".to_string(), |c| format!("CUDA {c}"));
             let gpu_text = if *gpu_visible {
-                "sees the GPU"
+                "sees the GPU".to_string()
             } else {
-                "sees no GPU"
+                described.no_gpu_words()
             };
             (
                 version_ok && cuda_ok && *gpu_visible,

@@ -7,19 +7,25 @@
 //! and ignores both the climb and a single spike. A run too short to have a plateau reports the
 //! median of what there is, which is why the sample count is reported beside it.
 //!
-//! `--baseline` runs a one-tensor script for a stack's library, so the figure is the CUDA context
-//! plus the framework runtime alone: the fixed per-process cost `budget` plans with. This module
+//! `--baseline` runs a one-tensor script for a stack's library (the `baseline_<probe>()` function
+//! of the library probe script, chosen by `data/libraries.yaml`), so the figure is the CUDA
+//! context plus the framework runtime alone: the fixed per-process cost `budget` plans with. The
+//! script says where its tensor landed (`STACKPIN_BASELINE {"gpu": …, "device": …}`); a tensor on
+//! the CPU (TensorFlow and ONNX Runtime fall back without an error) or a run in which nothing was
+//! measured is refused rather than handed out as a zero budget ([`judge_baseline`]). This module
 //! runs and summarises; picking the GPU and printing are the CLI's, sampling is `sampler`'s.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::sampler::{MemorySource, ProcessSeries, Sampler, SamplerError, host_tree};
+use crate::host::library_probe::PROBE_SCRIPT;
 use crate::install::proof::library_python;
 use crate::install::runner::{RunnerError, Step, StepStatus, start_step};
+use crate::library::{self, LibraryDescription};
 use crate::manifest::Manifest;
 
 /// How long the baseline script holds its one tensor: long enough for the sampler (100 ms
@@ -34,10 +40,93 @@ pub enum MeasureError {
     #[error("cannot sample GPU memory")]
     Sampler(#[from] SamplerError),
     #[error(
-        "library `{library}`: stackpin has no one-tensor baseline script for it (it has one for torch and tensorflow); \
+        "library `{library}`: stackpin has no one-tensor baseline for it (it has one for {known}: the libraries data/libraries.yaml describes); \
          run `stackpin measure -- YOUR-SERVICE` instead, or measure a script that only initialises the runtime"
     )]
-    NoBaselineScript { library: String },
+    NoBaselineScript { library: String, known: String },
+}
+
+/// The line the baseline script prints before it holds its tensor.
+pub const BASELINE_PREFIX: &str = "STACKPIN_BASELINE";
+
+/// Where the baseline script's tensor landed, as the library itself said.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct BaselineReport {
+    /// True when the library put the tensor (or session) on the GPU.
+    pub gpu: bool,
+    /// The library's own words: `cuda:0`, `/job:localhost/…/device:CPU:0`, `CPUExecutionProvider`.
+    pub device: String,
+}
+
+/// The last `STACKPIN_BASELINE {json}` line of the script's output, if it printed one.
+pub fn baseline_report(output: &str) -> Option<BaselineReport> {
+    output.lines().rev().find_map(|line| {
+        let json = line.trim().strip_prefix(BASELINE_PREFIX)?;
+        serde_json::from_str(json.trim()).ok()
+    })
+}
+
+/// Why a baseline run gives no figure to budget with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BaselineRefusal {
+    #[error(
+        "the one-tensor baseline ran on the CPU ({device}): {title} placed its tensor there without an error, \
+         so there is no GPU figure to put in a budget. Ask the stack's Python what `{gpus}` says \
+         (`stackpin host --python PY --library {library}`): the driver, the toolkit's libraries or a CPU-only build"
+    )]
+    OnCpu {
+        title: String,
+        library: String,
+        device: String,
+        gpus: String,
+    },
+    #[error(
+        "the one-tensor baseline measured nothing on GPU {gpu_index} ({detail}); a zero is not a budget. \
+         Check that the script runs on that GPU (--gpu N) and that nvidia-smi lists its process"
+    )]
+    NothingMeasured { gpu_index: u32, detail: String },
+    #[error(
+        "the one-tensor baseline printed no {BASELINE_PREFIX} line, so where its tensor landed is unknown; its output is in {}",
+        log.display()
+    )]
+    NoReport { log: PathBuf },
+}
+
+/// The fixed per-process cost a baseline run measured, or why it is refused: a tensor the library
+/// put on the CPU first (whatever was measured), then a run with no GPU memory at all, then a
+/// script that never said where its tensor went.
+pub fn judge_baseline(
+    description: &LibraryDescription,
+    memory: &CommandMemory,
+    report: Option<&BaselineReport>,
+) -> Result<u64, BaselineRefusal> {
+    if let Some(r) = report.filter(|r| !r.gpu) {
+        return Err(BaselineRefusal::OnCpu {
+            title: description.title.clone(),
+            library: description.name.clone(),
+            device: r.device.clone(),
+            gpus: description.asks.gpus.clone(),
+        });
+    }
+    let peak = memory.peak_mib.filter(|&mib| mib > 0);
+    let Some(peak) = peak else {
+        return Err(BaselineRefusal::NothingMeasured {
+            gpu_index: memory.gpu_index,
+            detail: match memory.peak_mib {
+                Some(_) => "its processes held 0 MiB".to_string(),
+                None if memory.notes.is_empty() => {
+                    "nvidia-smi listed none of its processes".to_string()
+                }
+                None => memory.notes.join("; "),
+            },
+        });
+    };
+    if report.is_none() {
+        return Err(BaselineRefusal::NoReport {
+            log: memory.log.clone(),
+        });
+    }
+    Ok(peak)
 }
 
 /// What to run and where to watch it.
@@ -169,26 +258,27 @@ fn rows(series: &[ProcessSeries], root_pid: u32) -> Vec<ProcessMemory> {
     rows
 }
 
+/// The library a baseline is for, from the manifest's `library.name`.
+pub fn baseline_library(m: &Manifest) -> Result<&'static LibraryDescription, MeasureError> {
+    library::describe(&m.library.name).ok_or_else(|| MeasureError::NoBaselineScript {
+        library: m.library.name.clone(),
+        known: library::names().join(", "),
+    })
+}
+
 /// The one-tensor script for the stack's library, run with the stack's Python: it initialises
-/// CUDA and the framework, holds one tiny tensor for [`BASELINE_HOLD_S`] seconds and exits.
+/// CUDA and the framework, puts one tiny tensor (ONNX Runtime: a one-node session) on the GPU,
+/// says where it landed, holds it for [`BASELINE_HOLD_S`] seconds and exits.
 pub fn baseline_argv(m: &Manifest) -> Result<Vec<String>, MeasureError> {
-    let script = match m.library.name.as_str() {
-        "torch" | "pytorch" => format!(
-            "import time, torch; x = torch.zeros(1, device='cuda'); torch.cuda.synchronize(); time.sleep({BASELINE_HOLD_S})"
-        ),
-        "tensorflow" | "tensorflow-gpu" => format!(
-            "import time, tensorflow as tf\nwith tf.device('/GPU:0'):\n    x = tf.zeros([1])\n_ = x.numpy(); time.sleep({BASELINE_HOLD_S})"
-        ),
-        other => {
-            return Err(MeasureError::NoBaselineScript {
-                library: other.to_string(),
-            });
-        }
-    };
+    let description = baseline_library(m)?;
     Ok(vec![
         library_python(m).display().to_string(),
         "-c".to_string(),
-        script,
+        PROBE_SCRIPT.to_string(),
+        "baseline".to_string(),
+        description.probe.clone(),
+        description.module.clone(),
+        BASELINE_HOLD_S.to_string(),
     ])
 }
 
@@ -215,6 +305,77 @@ mod tests {
         assert_eq!(after_warmup(&series(&[1, 2, 500, 700])), Some(500));
         assert_eq!(after_warmup(&series(&[42])), Some(42));
         assert_eq!(after_warmup(&[]), None);
+    }
+
+    fn memory(peak_mib: Option<u64>) -> CommandMemory {
+        CommandMemory {
+            argv: vec!["python".into()],
+            gpu_index: 0,
+            source: MemorySource::PerProcess,
+            peak_mib,
+            reserved_after_warmup_mib: peak_mib,
+            card_baseline_mib: Some(300),
+            processes: vec![],
+            exit_code: Some(0),
+            status: StepStatus::Succeeded,
+            duration_s: 2.5,
+            log: PathBuf::from("/logs/baseline.log"),
+            notes: vec![],
+        }
+    }
+
+    fn tensorflow() -> &'static LibraryDescription {
+        library::describe("tensorflow").expect("described")
+    }
+
+    #[test]
+    fn a_baseline_report_is_read_from_the_last_line_that_carries_it() {
+        let out = "warning: something\nSTACKPIN_BASELINE {\"gpu\": true, \"device\": \"cuda:0\"}\n";
+        assert_eq!(
+            baseline_report(out),
+            Some(BaselineReport {
+                gpu: true,
+                device: "cuda:0".into()
+            })
+        );
+        assert_eq!(baseline_report("no line here"), None);
+    }
+
+    #[test]
+    fn a_tensor_on_the_cpu_is_refused_even_when_memory_was_seen() {
+        let cpu = BaselineReport {
+            gpu: false,
+            device: "/job:localhost/replica:0/task:0/device:CPU:0".into(),
+        };
+        let err =
+            judge_baseline(tensorflow(), &memory(Some(250)), Some(&cpu)).expect_err("refused");
+        let text = err.to_string();
+        assert!(text.contains("ran on the CPU"), "{text}");
+        assert!(text.contains("list_physical_devices"), "{text}");
+        assert!(!text.contains("torch"), "TensorFlow's own words: {text}");
+    }
+
+    #[test]
+    fn a_baseline_that_measured_nothing_or_zero_is_refused() {
+        let gpu = BaselineReport {
+            gpu: true,
+            device: "cuda:0".into(),
+        };
+        for peak in [None, Some(0)] {
+            let err = judge_baseline(tensorflow(), &memory(peak), Some(&gpu)).expect_err("zero");
+            assert!(
+                matches!(err, BaselineRefusal::NothingMeasured { .. }),
+                "{err}"
+            );
+        }
+        assert_eq!(
+            judge_baseline(tensorflow(), &memory(Some(480)), Some(&gpu)),
+            Ok(480)
+        );
+        assert!(matches!(
+            judge_baseline(tensorflow(), &memory(Some(480)), None),
+            Err(BaselineRefusal::NoReport { .. })
+        ));
     }
 
     #[test]

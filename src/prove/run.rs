@@ -267,11 +267,7 @@ fn probe_host(m: &Manifest, gpu: Option<u32>) -> Result<HostReport, ProveError> 
         // A `library.verify:` override is the layer's proof (no Python to import the library
         // from, as under Wine); the record then keeps the manifest's pins for the library.
         python: m.library.verify.is_none().then(|| library_python(m)),
-        library: if m.library.name == "tensorflow" {
-            host::LibraryKind::Tensorflow
-        } else {
-            host::LibraryKind::Torch
-        },
+        library: m.library.name.clone(),
         toolkit_roots: vec![PathBuf::from(&m.toolkit.root)],
         ..ProbeOptions::default()
     };
@@ -638,7 +634,7 @@ fn assemble(
             per_sample_mib: f.per_sample_mib,
             points: runs.iter().map(|r| (r.batch, r.peak.mib)).collect(),
         });
-    let environment = collect_env(m, report, gpu, &library, main, probe);
+    let environment = collect_env(m, report, gpu, &library, main, probe.map(|p| &**p));
     ProvenStack {
         record: crate::record::RECORD_SCHEMA,
         stack: m.name.clone(),

@@ -90,6 +90,42 @@ fn measured_context_overrides_the_default() {
 }
 
 #[test]
+fn a_zero_baseline_is_warned_about_and_the_report_says_which_values_are_defaults() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(
+        &dir,
+        "context_mib: 0\nruntime_mib: 0\nprocesses:\n  - name: cam\n    \
+         models: [{name: m, weights_mib: 10, activations_mib: 6}]\n",
+    );
+    let out = run(stackpin().arg("budget").arg(&path));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let line = |name: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("a {name} line: {}", out.stdout))
+            .to_string()
+    };
+    assert!(
+        line("context_mib").contains("from the file"),
+        "{}",
+        out.stdout
+    );
+    assert!(line("workspace_mib").contains("default"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("warning: cam: context_mib + runtime_mib is 0 MiB"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !line("context_mib").contains("default"),
+        "a given zero is not called a default: {}",
+        out.stdout
+    );
+}
+
+#[test]
 fn a_misspelled_field_names_the_file_line_and_field() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = write(&dir, "processes:\n  - name: a\n    modles: []\n");

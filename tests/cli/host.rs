@@ -338,3 +338,66 @@ fn tensorflow_is_probed_through_its_build_info() {
     assert_eq!(library["arch_list"][1], "sm_90");
     assert_eq!(library["device_capability"], "8.9");
 }
+
+#[test]
+fn a_tensorflow_without_a_gpu_is_reported_in_tensorflows_words_not_torchs() {
+    let host = FakeHost::new();
+    host.write_package(
+        "tensorflow",
+        "import types\n__version__ = '2.17.0'\n\
+         sysconfig = types.SimpleNamespace(get_build_info=lambda: {'cuda_version': '12.3', \
+         'cudnn_version': '8', 'cuda_compute_capabilities': ['sm_60', 'sm_90']})\n\
+         config = types.SimpleNamespace(list_physical_devices=lambda kind: [])\n",
+    );
+    let python = python3();
+    let out = run(
+        &host,
+        &[
+            "host",
+            "--python",
+            python.to_str().expect("utf-8 path"),
+            "--library",
+            "tensorflow",
+        ],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        text.contains("sees no GPU (`tf.config.list_physical_devices('GPU')` found none)"),
+        "{text}"
+    );
+    assert!(!text.contains("torch.cuda"), "{text}");
+}
+
+#[test]
+fn host_and_pin_list_every_library_the_data_describes() {
+    let host = FakeHost::new();
+    for command in ["host", "pin"] {
+        let out = run(&host, &[command, "--help"]);
+        let text = stdout(&out);
+        for library in ["torch", "tensorflow", "onnxruntime-gpu"] {
+            assert!(
+                text.contains(library),
+                "`{command} --help` names {library}: {text}"
+            );
+        }
+    }
+    // Every name of a described library is accepted, including the import-name alias.
+    let python = python3();
+    let out = run(
+        &host,
+        &[
+            "host",
+            "--python",
+            python.to_str().expect("utf-8 path"),
+            "--library",
+            "onnxruntime",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("onnxruntime-gpu cannot be imported"),
+        "{}",
+        stdout(&out)
+    );
+}

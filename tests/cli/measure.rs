@@ -125,32 +125,30 @@ fn measure_without_a_command_is_an_input_error() {
     assert!(text(&out).contains("after `--`"), "{}", text(&out));
 }
 
-#[test]
-fn baseline_runs_the_stacks_python_and_prints_budget_lines() {
-    let host = host();
-    // The stack's "python": records what it was asked to run, then holds 412 MiB like a
-    // context plus runtime would.
+/// A stack from a shipped manifest whose venv python is the real `python3` (with the fake
+/// host's packages on `PYTHONPATH`); returns the manifest's path.
+fn baseline_stack(host: &FakeHost, shipped: &str) -> PathBuf {
     let venv = host.root().join("venv");
     let python = venv.join("bin/python");
     std::fs::create_dir_all(venv.join("bin")).expect("venv folder");
     std::fs::write(
         &python,
         format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$2\" > '{root}/asked.txt'\n\
-             printf '%s, 412\\n' $$ > '{nv}/apps.csv'; sleep 0.8; printf '' > '{nv}/apps.csv'\n",
-            root = host.root().display(),
-            nv = host.nvidia().display()
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{root}/asked.txt'\nexec python3 \"$@\"\n",
+            root = host.root().display()
         ),
     )
-    .expect("fake python");
+    .expect("venv python");
     std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
-    let shipped = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("manifests/torch-2.7.1-cu118-linux.yaml"),
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("manifests")
+            .join(shipped),
     )
     .expect("shipped manifest");
     // Point the stack's venv at the fake interpreter's folder.
-    let manifest: String = shipped
+    let manifest: String = text
         .lines()
         .map(|l| {
             if l.trim_start().starts_with("venv:") {
@@ -163,15 +161,130 @@ fn baseline_runs_the_stacks_python_and_prints_budget_lines() {
         .join("\n");
     let path = host.root().join("stack.yaml");
     std::fs::write(&path, manifest).expect("manifest");
-    let out = host
-        .stackpin(["measure", "--baseline", "--manifest"])
-        .arg(&path)
-        .env("STACKPIN_ARCHIVE", host.root().join("installers"))
-        .output()
-        .expect("stackpin runs");
+    path
+}
+
+/// Python that lists the calling process in the fake nvidia-smi with `mib` MiB, as a CUDA
+/// context appears in the real one when a library first touches the GPU.
+fn open_context(host: &FakeHost, mib: u64) -> String {
+    format!(
+        "def _open_context():\n    import os\n    with open({apps:?}, 'a') as f:\n        f.write('%d, {mib}\\n' % os.getpid())\n",
+        apps = host.nvidia().join("apps.csv").display().to_string()
+    )
+}
+
+fn baseline(host: &FakeHost, manifest: &PathBuf, json: bool) -> Output {
+    let mut cmd = host.stackpin(["measure", "--baseline", "--manifest"]);
+    cmd.arg(manifest)
+        .env("STACKPIN_ARCHIVE", host.root().join("installers"));
+    if json {
+        cmd.arg("--json");
+    }
+    cmd.output().expect("stackpin runs")
+}
+
+#[test]
+fn baseline_runs_the_stacks_python_and_prints_budget_lines() {
+    let host = host();
+    host.write_package(
+        "torch",
+        &format!(
+            "{ctx}class _Device:\n    def __init__(self, text):\n        self.type = text.split(':')[0]\n        self.text = text\n    def __str__(self):\n        return self.text\n\
+             class _Tensor:\n    def __init__(self, device):\n        self.device = _Device(device)\n\
+             def zeros(n, device='cpu'):\n    if device.startswith('cuda'):\n        _open_context()\n        device = 'cuda:0'\n    return _Tensor(device)\n\
+             class cuda:\n    @staticmethod\n    def synchronize():\n        pass\n",
+            ctx = open_context(&host, 412)
+        ),
+    );
+    let manifest = baseline_stack(&host, "torch-2.7.1-cu118-linux.yaml");
+    let out = baseline(&host, &manifest, false);
     let all = text(&out);
     assert_eq!(out.status.code(), Some(0), "{all}");
     assert!(all.contains("context_mib: 412\nruntime_mib: 0"), "{all}");
     let asked = std::fs::read_to_string(host.root().join("asked.txt")).expect("python ran");
-    assert!(asked.contains("torch.zeros(1, device='cuda')"), "{asked}");
+    assert!(asked.contains("baseline\ntorch\ntorch\n"), "{asked}");
+}
+
+#[test]
+fn baseline_of_a_library_that_put_its_tensor_on_the_cpu_fails_with_the_reason() {
+    let host = host();
+    // TensorFlow without a usable GPU: tf.device('/GPU:0') places the tensor on the CPU and
+    // raises nothing; the process never appears in nvidia-smi.
+    host.write_package(
+        "tensorflow",
+        "import contextlib\n__version__ = '2.17.0'\n\
+         class _Tensor:\n    device = '/job:localhost/replica:0/task:0/device:CPU:0'\n    def numpy(self):\n        return [0.0]\n\
+         def zeros(shape):\n    return _Tensor()\n\
+         @contextlib.contextmanager\ndef device(name):\n    yield\n",
+    );
+    let manifest = baseline_stack(&host, "tensorflow-2.17.0-cu123-linux.yaml");
+    let out = baseline(&host, &manifest, false);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("ran on the CPU"), "{all}");
+    assert!(
+        all.contains("device:CPU:0"),
+        "the library's own words: {all}"
+    );
+    assert!(all.contains("list_physical_devices"), "{all}");
+    assert!(
+        !all.contains("context_mib: 0"),
+        "no zero budget handed out: {all}"
+    );
+    assert!(
+        !all.contains("torch"),
+        "TensorFlow's words, not torch's: {all}"
+    );
+}
+
+#[test]
+fn baseline_that_measured_nothing_fails_instead_of_printing_zero() {
+    let host = host();
+    // A library that says its tensor is on the GPU, but nvidia-smi never lists the process.
+    host.write_package(
+        "torch",
+        "class _Device:\n    type = 'cuda'\n    def __str__(self):\n        return 'cuda:0'\n\
+         class _Tensor:\n    device = _Device()\n\
+         def zeros(n, device='cpu'):\n    return _Tensor()\n\
+         class cuda:\n    @staticmethod\n    def synchronize():\n        pass\n",
+    );
+    let manifest = baseline_stack(&host, "torch-2.7.1-cu118-linux.yaml");
+    let out = baseline(&host, &manifest, true);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("measured nothing"), "{all}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert!(doc.get("baseline").is_none(), "no budget lines: {doc}");
+    assert!(
+        doc["baseline_refused"]
+            .as_str()
+            .is_some_and(|r| r.contains("measured nothing")),
+        "{doc}"
+    );
+}
+
+#[test]
+fn baseline_for_onnxruntime_is_a_one_node_session_on_the_cuda_provider() {
+    let host = host();
+    for (path, text) in
+        crate::inference::fake_onnxruntime_files(&host.nvidia().join("apps.csv"), 296)
+    {
+        let file = host.python_path().join(path);
+        std::fs::create_dir_all(file.parent().expect("folder")).expect("package folder");
+        std::fs::write(file, text).expect("fake onnxruntime");
+    }
+    host.write_package(
+        "numpy",
+        "float32 = 'float32'\ndef zeros(shape, dtype=None):\n    return [0.0] * shape[0]\n",
+    );
+    let manifest = baseline_stack(&host, "onnxruntime-gpu-1.20.2-cu129-linux.yaml");
+    let out = baseline(&host, &manifest, false);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("context_mib: 296"), "{all}");
+    let asked = std::fs::read_to_string(host.root().join("asked.txt")).expect("python ran");
+    assert!(
+        asked.contains("baseline\nonnxruntime\nonnxruntime\n"),
+        "{asked}"
+    );
 }
