@@ -2,10 +2,7 @@
 //! archive default in `--help`), consent before anything is installed, and `pin` refusing a
 //! release its data does not know.
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
-
-use crate::common::{run, stackpin, text};
+use crate::common::{run, stackpin};
 
 #[test]
 fn completions_bash_prints_a_completion_script() {
@@ -156,7 +153,11 @@ fn pin_args(library: &str) -> [&str; 9] {
 
 #[cfg(unix)]
 mod consent {
+    use std::path::{Path, PathBuf};
+    use std::process::Output;
+
     use super::*;
+    use crate::common::text;
     use crate::fakes::{DriverMode, FakeHost};
     use crate::install::{driver_script, library_script, order_log, toolkit_script};
     use crate::server::TestServer;

@@ -137,6 +137,7 @@ fn step(argv: Vec<String>, log: PathBuf) -> Step {
     Step {
         argv,
         env: vec![],
+        env_remove: vec![],
         log,
         timeout: Duration::from_secs(60),
     }
