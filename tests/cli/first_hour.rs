@@ -156,7 +156,6 @@ mod consent {
     use std::path::{Path, PathBuf};
     use std::process::Output;
 
-    use super::*;
     use crate::common::text;
     use crate::fakes::{DriverMode, FakeHost};
     use crate::install::{driver_script, library_script, order_log, toolkit_script};
