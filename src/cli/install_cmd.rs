@@ -295,7 +295,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
     // The error knows its exit status: refused 1, not admin or an unreadable lock/state 2.
     let report = install::install(&m, &stack, &host, &options, &interrupted, &reporter)?;
     if args.reboot && matches!(report.end, ChainEnd::RebootRequired { .. }) {
-        reboot_now(&m, args, &stack.state_path())?;
+        reboot_now(&m, args, &stack.state_path(), &global.archive_dir())?;
     }
     Ok(report)
 }
@@ -346,21 +346,17 @@ fn reboot_now(
     m: &crate::manifest::Manifest,
     args: &InstallArgs,
     state_path: &std::path::Path,
+    archive: &std::path::Path,
 ) -> Result<(), Failure> {
     use crate::install::reboot;
     let exe = std::env::current_exe().map_err(Failure::external)?;
-    let manifest = std::fs::canonicalize(&args.manifest).map_err(Failure::external)?;
     let workdir = std::env::current_dir().map_err(Failure::external)?;
-    let mut argv = vec![
-        exe.display().to_string(),
-        "install".into(),
-        manifest.display().to_string(),
-        "--yes".into(),
-    ];
-    if let Some(archive) = std::env::var_os("STACKPIN_ARCHIVE") {
-        argv.push("--archive".into());
-        argv.push(archive.to_string_lossy().into_owned());
-    }
+    // What the user ran (`up` resumes `up`; `--gpu`, `--archive` and the rest survive).
+    let ran: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let argv = reboot::resume_argv(&exe.display().to_string(), &ran, archive);
     if m.os == crate::compat::Os::Linux {
         crate::fsutil::write_atomic(
             &reboot::unit_path(),

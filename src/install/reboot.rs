@@ -27,6 +27,29 @@ pub enum WindowsResume {
     RunOnce,
 }
 
+/// The command the resume runs after the reboot: the one the user ran (`install` or `up`, with
+/// its manifest, `--gpu` and the rest), as `exe`, plus `--yes` (nobody is there to answer) and the
+/// archive as an absolute `--archive` unless the command named one. The working directory is kept
+/// by the unit or task, so relative paths in `ran` resolve as they did.
+pub fn resume_argv(exe: &str, ran: &[String], archive: &Path) -> Vec<String> {
+    let mut argv = vec![exe.to_string()];
+    argv.extend(ran.iter().cloned());
+    let has = |long: &str, short: Option<&str>| {
+        ran.iter().any(|a| {
+            a == long || short.is_some_and(|s| a == s) || a.starts_with(&format!("{long}="))
+        })
+    };
+    if !has("--yes", Some("-y")) {
+        argv.push("--yes".into());
+    }
+    if !has("--archive", None) {
+        let archive = std::path::absolute(archive).unwrap_or_else(|_| archive.to_path_buf());
+        argv.push("--archive".into());
+        argv.push(archive.display().to_string());
+    }
+    argv
+}
+
 /// Why the resume's argv file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ResumeError {
@@ -269,6 +292,37 @@ pub fn register_and_reboot(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_resume_runs_what_was_run_with_yes_and_the_archive() {
+        let ran: Vec<String> = ["up", "torch.yaml", "--reboot", "--gpu", "1"]
+            .map(String::from)
+            .to_vec();
+        let argv = resume_argv(
+            "/usr/local/bin/stackpin",
+            &ran,
+            Path::new("/srv/lab/installers"),
+        );
+        assert_eq!(
+            argv,
+            [
+                "/usr/local/bin/stackpin",
+                "up",
+                "torch.yaml",
+                "--reboot",
+                "--gpu",
+                "1",
+                "--yes",
+                "--archive",
+                "/srv/lab/installers"
+            ]
+        );
+        let given: Vec<String> = ["install", "t.yaml", "-y", "--archive=/a"]
+            .map(String::from)
+            .to_vec();
+        let argv = resume_argv("stackpin", &given, Path::new("/ignored"));
+        assert_eq!(argv[1..], given[..], "nothing added twice");
+    }
+
     use super::*;
 
     #[test]
