@@ -234,6 +234,11 @@ fn own_tree(wrap: &mut CommandWrap) {
 
 #[cfg(windows)]
 fn own_tree(wrap: &mut CommandWrap) {
+    // A console process group of its own: Ctrl-C reaches stackpin alone, which waits for the
+    // child on the first and ends its tree (the Job Object) on the second.
+    wrap.wrap(process_wrap::std::CreationFlags(
+        windows::Win32::System::Threading::CREATE_NEW_PROCESS_GROUP,
+    ));
     wrap.wrap(process_wrap::std::JobObject);
 }
 

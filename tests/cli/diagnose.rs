@@ -361,6 +361,8 @@ fn fake_root(files: &[&str], kernel: Option<&str>) -> tempfile::TempDir {
     root
 }
 
+// A Linux host's context (container, WSL, kernel): the Windows build probes none of it.
+#[cfg(unix)]
 #[test]
 fn in_a_container_an_nvml_failure_gets_the_container_fix_and_host_none_turns_it_off() {
     let root = fake_root(&["/.dockerenv"], None);
@@ -386,6 +388,8 @@ fn in_a_container_an_nvml_failure_gets_the_container_fix_and_host_none_turns_it_
     assert!(v["context"].is_null(), "{v}");
 }
 
+// A Linux host's context (container, WSL, kernel): the Windows build probes none of it.
+#[cfg(unix)]
 #[test]
 fn under_wsl_a_driver_failure_never_says_install_the_linux_driver() {
     let root = fake_root(
@@ -405,6 +409,8 @@ fn under_wsl_a_driver_failure_never_says_install_the_linux_driver() {
     assert_eq!(v["context"], "WSL (/dev/dxg exists)");
 }
 
+// A Linux host's context (container, WSL, kernel): the Windows build probes none of it.
+#[cfg(unix)]
 #[test]
 fn a_kernel_newer_than_the_drivers_module_gets_the_rebuild_or_newer_driver_fix() {
     let root = fake_root(
