@@ -297,25 +297,24 @@ mod tests {
         let ran: Vec<String> = ["up", "torch.yaml", "--reboot", "--gpu", "1"]
             .map(String::from)
             .to_vec();
-        let argv = resume_argv(
+        let archive = Path::new("/srv/lab/installers");
+        let argv = resume_argv("/usr/local/bin/stackpin", &ran, archive);
+        // Absolute as the OS spells it (`Z:\\srv\\lab\\installers` under Wine).
+        let absolute = std::path::absolute(archive).expect("absolute");
+        let mut want: Vec<String> = [
             "/usr/local/bin/stackpin",
-            &ran,
-            Path::new("/srv/lab/installers"),
-        );
-        assert_eq!(
-            argv,
-            [
-                "/usr/local/bin/stackpin",
-                "up",
-                "torch.yaml",
-                "--reboot",
-                "--gpu",
-                "1",
-                "--yes",
-                "--archive",
-                "/srv/lab/installers"
-            ]
-        );
+            "up",
+            "torch.yaml",
+            "--reboot",
+            "--gpu",
+            "1",
+            "--yes",
+            "--archive",
+        ]
+        .map(String::from)
+        .to_vec();
+        want.push(absolute.display().to_string());
+        assert_eq!(argv, want);
         let given: Vec<String> = ["install", "t.yaml", "-y", "--archive=/a"]
             .map(String::from)
             .to_vec();
