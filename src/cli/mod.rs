@@ -219,10 +219,34 @@ pub enum Command {
     Outdated(outdated_cmd::OutdatedArgs),
 }
 
+impl Command {
+    /// `--gpu N`, for the commands that take it.
+    fn gpu(&self) -> Option<u32> {
+        match self {
+            Command::Host(a) => a.gpu,
+            Command::Measure(a) => a.gpu,
+            Command::Plan(a) => a.gpu,
+            Command::Install(a) => a.gpu,
+            Command::Prove(a) => a.options.gpu,
+            Command::Up(a) => a.prove.gpu,
+            Command::Doctor(a) => a.gpu,
+            Command::Repair(a) => a.gpu,
+            _ => None,
+        }
+    }
+}
+
+/// One contract for `--gpu` (issue 20): a GPU that is not there is an input error (exit 2) in
+/// every command, before the command reads or runs anything.
+fn require_gpu_flag(command: &Command) -> Result<(), Failure> {
+    crate::host::require_gpu(&crate::host::RealSystem, command.gpu())?;
+    Ok(())
+}
+
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
 pub fn main() -> ExitCode {
     let cli = parse_cli();
-    let result = match &cli.command {
+    let result = require_gpu_flag(&cli.command).and_then(|()| match &cli.command {
         Command::Check(args) => check_cmd::run(args, &cli.global),
         Command::Pin(args) => pin_cmd::run(args, &cli.global),
         Command::Host(args) => host_cmd::run(args, &cli.global),
@@ -247,7 +271,7 @@ pub fn main() -> ExitCode {
         Command::Man(args) => completions_cmd::run_man(args),
         Command::Data(args) => data_cmd::run(args, &cli.global),
         Command::Outdated(args) => outdated_cmd::run(args, &cli.global),
-    };
+    });
     let exit = match &result {
         Ok(exit) => *exit,
         Err(failure) => {

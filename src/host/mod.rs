@@ -107,6 +107,27 @@ impl HostReport {
     }
 }
 
+/// How long each nvidia-smi call may take: `STACKPIN_NVIDIA_SMI_TIMEOUT` seconds, else the default.
+pub fn smi_timeout(system: &dyn System) -> Duration {
+    system
+        .env("STACKPIN_NVIDIA_SMI_TIMEOUT")
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(nvidia_smi::DEFAULT_TIMEOUT)
+}
+
+/// `--gpu N` must name a GPU nvidia-smi lists: the one contract of every command that takes the
+/// flag, checked before the command does anything ([`HostError::NoSuchGpu`], exit 2, naming the
+/// GPUs there are). `None` always passes.
+pub fn require_gpu(system: &dyn System, requested: Option<u32>) -> Result<(), HostError> {
+    let Some(n) = requested else {
+        return Ok(());
+    };
+    let wsl = os_info::probe(system).wsl;
+    let driver = nvidia_smi::probe(system, wsl, smi_timeout(system));
+    gpu_select::choose(&driver.gpus, Some(n), None).map(|_| ())
+}
+
 /// Probes the whole host. Driver trouble is a [`DriverState`], never an error; errors are for
 /// what the caller asked wrongly: a GPU that does not exist, an interpreter that cannot run.
 pub fn probe(system: &dyn System, options: &ProbeOptions) -> Result<HostReport, HostError> {

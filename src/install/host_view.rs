@@ -25,11 +25,7 @@ impl LiveHost {
     pub fn new(gpu: Option<u32>, _m: &Manifest) -> Self {
         let system = RealSystem;
         let wsl = host::os_info::probe(&system).wsl;
-        let smi_timeout = system
-            .env("STACKPIN_NVIDIA_SMI_TIMEOUT")
-            .and_then(|s| s.parse::<u64>().ok())
-            .map(Duration::from_secs)
-            .unwrap_or(host::nvidia_smi::DEFAULT_TIMEOUT);
+        let smi_timeout = host::smi_timeout(&system);
         Self {
             system,
             gpu,

@@ -280,3 +280,59 @@ mod consent {
         assert!(lab.nothing_ran());
     }
 }
+
+/// `--gpu` means the same in every command that takes it: a GPU that is not there is exit 2,
+/// named with the GPUs that are, before anything is read or run (a marker proves `measure` ran
+/// nothing; the manifest need not even exist).
+#[cfg(unix)]
+#[test]
+fn gpu_1_on_a_one_gpu_host_is_exit_2_for_every_command_that_takes_it() {
+    use crate::fakes::FakeHost;
+    let host = FakeHost::new()
+        .gpu("NVIDIA L4", 23034, "8.9")
+        .driver("570.133.20", "12.8");
+    let marker = host.root().join("measured-command-ran");
+    let touch = format!("touch {}", marker.display());
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["host", "--gpu", "1"],
+        vec!["plan", "stack.yaml", "--gpu", "1"],
+        vec!["prove", "stack.yaml", "--gpu", "1"],
+        vec!["doctor", "stack.yaml", "--gpu", "1"],
+        vec!["measure", "--gpu", "1", "--", "sh", "-c", &touch],
+        vec!["install", "stack.yaml", "--yes", "--gpu", "1"],
+        vec!["repair", "stack.yaml", "--yes", "--gpu", "1"],
+    ];
+    for args in cases {
+        let out = host.stackpin(&args).output().expect("stackpin runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("GPU 1") || stderr.contains("--gpu 1"),
+            "{args:?} names the GPU asked for: {stderr}"
+        );
+        assert!(
+            stderr.contains("GPU 0"),
+            "{args:?} names the GPU there is: {stderr}"
+        );
+        // Before the subcommand: after measure's `--` it would be the command's own argument.
+        let mut json_args = vec!["--json"];
+        json_args.extend(args.iter().copied());
+        let out = host.stackpin(&json_args).output().expect("stackpin runs");
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("one JSON document");
+        assert_eq!(doc["exit_code"], 2, "{args:?}: {doc}");
+    }
+    assert!(
+        !marker.exists(),
+        "measure ran its command for a GPU that is not there"
+    );
+    let ok = host
+        .stackpin(["host", "--gpu", "0"])
+        .output()
+        .expect("stackpin runs");
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "the GPU that is there is accepted"
+    );
+}
