@@ -246,7 +246,13 @@ pub fn stack_status(stack: &StackDir, manifest: Option<&Manifest>, threads: usiz
 fn stack_dirs(archive_dir: &Path) -> Result<Vec<StackDir>, Failure> {
     let entries = match std::fs::read_dir(archive_dir) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        // A mistyped --archive is an input error, as in `audit`, never "ok, no stacks".
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Failure::input(anyhow!(
+                "the archive {} does not exist; pass the archive folder with --archive DIR (or STACKPIN_ARCHIVE), or run `stackpin fetch MANIFEST` to start one there",
+                archive_dir.display()
+            )));
+        }
         Err(e) => {
             return Err(Failure::input(anyhow::Error::new(e).context(format!(
                 "listing the archive {}; pass --archive DIR or set STACKPIN_ARCHIVE",

@@ -336,3 +336,21 @@ fn gpu_1_on_a_one_gpu_host_is_exit_2_for_every_command_that_takes_it() {
         "the GPU that is there is accepted"
     );
 }
+
+/// A mistyped archive folder is an input error for every command that reads the archive, never
+/// "ok, no stacks".
+#[test]
+fn a_missing_archive_folder_is_exit_2_for_status_audit_and_doctor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("instalers");
+    let missing = missing.to_str().expect("utf-8");
+    for command in ["status", "audit", "doctor"] {
+        let out = run(stackpin().args([command, "--all", "--archive", missing]));
+        assert_eq!(out.code, 2, "{command}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("instalers"),
+            "{command}: {}",
+            out.stderr
+        );
+    }
+}

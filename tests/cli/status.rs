@@ -136,6 +136,8 @@ fn text(out: &Output) -> String {
 #[test]
 fn status_of_an_archive_with_no_stack_is_an_empty_list() {
     let station = Station::new();
+    // An archive folder that exists and is empty (a missing one is an input error, exit 2).
+    std::fs::create_dir_all(station.host.root().join("installers")).expect("archive folder");
     let out = station.run(&["status", "--all", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("json");
