@@ -221,6 +221,10 @@ pub fn unbundle(
     }
     let name = stack_name.ok_or_else(|| bad("holds no stack".into()))?;
     let target = StackDir::new(archive, &name);
+    if let Some(same) = already_unpacked(&mut zip, &plan, &target, progress)? {
+        // The same stack, intact, is already there: unbundling it again changes nothing.
+        return Ok((target, same));
+    }
     if target.lock_path().exists() {
         return Err(bad(format!(
             "{} already holds this stack; run `stackpin audit` on it, or move it away and unbundle again",
@@ -288,6 +292,37 @@ pub fn unbundle(
         ..report
     };
     Ok((target, report))
+}
+
+/// The audit of the stack already at `target` when it is this bundle's stack, unchanged: its
+/// `stack.lock` is byte for byte the bundle's and every file still passes the audit against the
+/// lock and the manifest's pins. `None` when anything differs (then unbundle refuses as before).
+fn already_unpacked<R: Read + std::io::Seek>(
+    zip: &mut zip::ZipArchive<R>,
+    plan: &[(usize, PathBuf)],
+    target: &StackDir,
+    progress: &dyn Progress,
+) -> Result<Option<AuditReport>, ArchiveError> {
+    let Ok(existing) = std::fs::read(target.lock_path()) else {
+        return Ok(None);
+    };
+    let Some((index, _)) = plan.iter().find(|(_, rel)| rel == Path::new("stack.lock")) else {
+        return Ok(None);
+    };
+    let mut bundled = Vec::new();
+    let read = zip
+        .by_index(*index)
+        .map_err(std::io::Error::other)
+        .and_then(|mut entry| entry.read_to_end(&mut bundled));
+    if read.is_err() || bundled != existing {
+        return Ok(None);
+    }
+    let Ok(manifest) = bundled_manifest(target) else {
+        return Ok(None);
+    };
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let report = audit_stack(target, manifest.as_ref(), threads, progress)?;
+    Ok(report.ok().then_some(report))
 }
 
 /// The bundle's `manifest.yaml`, when it has one (bundles always do; a hand-made zip may not).

@@ -47,7 +47,8 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn with(exit: Exit, error: impl Into<anyhow::Error>) -> Self {
+    /// An error with the exit status it was given (a wrapped command's own status).
+    pub fn with(exit: Exit, error: impl Into<anyhow::Error>) -> Self {
         Self {
             exit,
             error: error.into(),

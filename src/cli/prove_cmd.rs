@@ -335,9 +335,11 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
     }
     let fetched = super::fetch_cmd::run(&args.fetch, &quiet)?;
     if fetched != Exit::Ok {
-        return Err(Failure::problem(anyhow!(
-            "fetch did not archive every installer; nothing was installed"
-        )));
+        // The code `fetch` alone would have exited with: the same failure, the same status.
+        return Err(Failure::with(
+            fetched,
+            anyhow!("fetch did not archive every installer; nothing was installed"),
+        ));
     }
     let install = InstallArgs {
         manifest: args.fetch.manifest.clone(),

@@ -704,6 +704,33 @@ fn bundle_then_unbundle_elsewhere_audits_clean() {
         elsewhere.to_str().expect("utf-8"),
     ])
     .expect_code(0);
+    // The same bundle again over the same intact stack changes nothing and succeeds.
+    let again = ctx.run(&[
+        "unbundle",
+        zip.to_str().expect("utf-8"),
+        "--archive",
+        elsewhere.to_str().expect("utf-8"),
+    ]);
+    again.expect_code(0);
+    // Over a stack whose installer was changed since, it refuses (never overwrites silently).
+    let driver = unpacked.join("driver").join(DRIVER);
+    let mut perms = std::fs::metadata(&driver).expect("driver").permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&driver, perms).expect("writable");
+    std::fs::write(&driver, b"changed").expect("change it");
+    let changed = ctx.run(&[
+        "unbundle",
+        zip.to_str().expect("utf-8"),
+        "--archive",
+        elsewhere.to_str().expect("utf-8"),
+    ]);
+    changed.expect_code(1);
+    assert!(
+        changed.stderr().contains("already holds"),
+        "{}",
+        changed.stderr()
+    );
     // Installers are stored, not deflated.
     let mut archive = zip::ZipArchive::new(std::fs::File::open(&zip).expect("zip")).expect("zip");
     let entry = archive
