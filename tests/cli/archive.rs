@@ -366,6 +366,10 @@ fn not_found_is_a_clear_error_and_leaves_no_file() {
     run.expect_code(3);
     assert!(run.stderr().contains("404"), "{}", run.stderr());
     assert!(run.stderr().contains(&missing), "{}", run.stderr());
+    // `up` wraps fetch: the same failure exits with the same code.
+    let up = ctx.run(&["up", manifest.to_str().expect("utf-8"), "--yes"]);
+    up.expect_code(3);
+    assert!(up.stderr().contains("404"), "{}", up.stderr());
     assert!(
         run.stderr().contains("after 1 attempt(s)"),
         "404 is not retried: {}",
