@@ -299,12 +299,39 @@ pub fn main() -> ExitCode {
 /// reported (kept by [`print_json`]) with `ok`, `exit_code` and, on failure, `error` beside it.
 static DOCUMENT: std::sync::Mutex<Option<serde_json::Value>> = std::sync::Mutex::new(None);
 
+/// The version of the `--json` documents' shape; a change that renames or removes a field
+/// bumps it, so scripts (the Ansible role) can tell.
+pub const JSON_SCHEMA_VERSION: u32 = 1;
+
+/// Rounds every non-integer number to 3 decimals: `19660.800000000003` is arithmetic noise, not
+/// a fact (MiB, seconds and shares need no more).
+fn round_floats(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Number(n) if !(n.is_i64() || n.is_u64()) => {
+            if let Some(rounded) = n
+                .as_f64()
+                .map(|f| (f * 1000.0).round() / 1000.0)
+                .and_then(serde_json::Number::from_f64)
+            {
+                *n = rounded;
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(round_floats),
+        serde_json::Value::Object(map) => map.values_mut().for_each(round_floats),
+        _ => {}
+    }
+}
+
 /// Builds the final document from the command's report (if any) and how the run ended.
 pub fn envelope(
     report: Option<serde_json::Value>,
     exit: Exit,
     failure: Option<&Failure>,
 ) -> serde_json::Value {
+    let mut report = report;
+    if let Some(value) = report.as_mut() {
+        round_floats(value);
+    }
     let mut doc = match report {
         Some(serde_json::Value::Object(map)) => map,
         Some(other) => {
@@ -314,6 +341,10 @@ pub fn envelope(
         }
         None => serde_json::Map::new(),
     };
+    doc.insert(
+        "schema_version".to_string(),
+        serde_json::Value::from(JSON_SCHEMA_VERSION),
+    );
     doc.insert("ok".to_string(), serde_json::Value::Bool(exit == Exit::Ok));
     doc.insert(
         "exit_code".to_string(),
@@ -405,4 +436,23 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(value);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_document_carries_its_schema_version_and_no_float_noise() {
+        let report = serde_json::json!({
+            "line_mib": 19660.800000000003,
+            "batches": [{"peak_gib": 2.4999999999999996, "batch": 64}],
+        });
+        let doc = envelope(Some(report), Exit::Ok, None);
+        assert_eq!(doc["schema_version"], JSON_SCHEMA_VERSION);
+        assert_eq!(doc["line_mib"], 19660.8);
+        assert_eq!(doc["batches"][0]["peak_gib"], 2.5);
+        assert_eq!(doc["batches"][0]["batch"], 64, "integers stay integers");
+        assert_eq!(doc["ok"], true);
+    }
 }
