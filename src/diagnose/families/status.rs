@@ -115,7 +115,7 @@ const THC_SENTENCES: &[(&str, &str)] = &[
 ];
 
 /// The library prefix and the status name on a line, if it carries one.
-fn status_on<'a>(lower: &'a str) -> Option<(&'static str, &'a str)> {
+fn status_on(lower: &str) -> Option<(&'static str, &str)> {
     if let Some(found) = PREFIXES.iter().find_map(|p| {
         let at = lower.find(p)?;
         Some((*p, &lower[at + p.len()..]))
