@@ -245,6 +245,23 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_device_node_in_a_container_gets_the_container_fix_and_on_a_host_the_module() {
+        let log = "no NVIDIA GPU device is present: /dev/nvidia0 does not exist";
+        let mut sys = FakeSystem::new(Os::Linux);
+        sys.file("/.dockerenv", "");
+        let d = diagnose_in(log, Some(&probe(&sys))).expect("a hit");
+        assert_eq!(d.layer, FailureLayer::Driver);
+        assert!(
+            d.fix
+                .contains("Never install a driver inside the container"),
+            "{}",
+            d.fix
+        );
+        let d = diagnose(log).expect("a hit");
+        assert!(d.fix.contains("modprobe nvidia"), "{}", d.fix);
+    }
+
+    #[test]
     fn a_driver_build_failure_in_a_container_sends_the_install_to_the_host() {
         let mut sys = FakeSystem::new(Os::Linux);
         sys.file("/proc/1/cgroup", "12:devices:/docker/0123abcd\n");

@@ -563,7 +563,9 @@ const ROUND7_FLOOR: usize = 20;
 #[test]
 fn holdout_round8_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // Drawn after the changes made for round 7 (68d7a8a) by the rule in the fixture's header
-    // and measured once: 17/23 acceptable, 6 unknown, 0 wrong (README.md). Not tuned on.
+    // and measured once: 17/23 acceptable, 6 unknown, 0 wrong (README.md). The families were
+    // then extended for its kinds of miss (29317bc), so it is tuned on now: 22/23, only the bare
+    // title r8-03 unknown.
     let (right, total, wrong) = score_acceptable("holdout-round8.yaml");
     assert_eq!(total, 23);
     assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
@@ -573,8 +575,37 @@ fn holdout_round8_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     );
 }
 
-/// Round 8's first and only measurement: 17/23 (74%) on an acceptable layer.
-const ROUND8_FLOOR: usize = 17;
+/// Round 8 after the families were extended for its misses (tuned on): 22/23. Its first and
+/// only unseen measurement was 17/23 (74%).
+const ROUND8_FLOOR: usize = 22;
+
+#[test]
+fn holdout_round9_keeps_its_measured_accuracy_and_no_new_wrong_layer() {
+    // Drawn after the family extension for round 8 (29317bc) by the rule in the fixture's header
+    // and measured once: 11/20 acceptable, 6 unknown, 3 wrong (r9-09, r9-15, r9-16: catalogue
+    // entries said with confidence; README.md). Not tuned on: the floor and the three known
+    // wrong layers are pinned, and any other wrong layer fails.
+    let (right, total, wrong) = score_acceptable("holdout-round9.yaml");
+    assert_eq!(total, 20);
+    assert!(
+        right >= ROUND9_FLOOR,
+        "only {right}/{total} on an acceptable layer"
+    );
+    let new_wrong: Vec<&String> = wrong
+        .iter()
+        .filter(|id| !ROUND9_MEASURED_WRONG.contains(&id.as_str()))
+        .collect();
+    assert!(
+        new_wrong.is_empty(),
+        "new wrong layers named for {new_wrong:?}"
+    );
+}
+
+/// Round 9's first and only measurement: 11/20 (55%) on an acceptable layer.
+const ROUND9_FLOOR: usize = 11;
+
+/// The wrong layers round 9's measurement found; none may be added.
+const ROUND9_MEASURED_WRONG: &[&str] = &["r9-09", "r9-15", "r9-16"];
 
 #[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {

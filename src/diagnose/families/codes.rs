@@ -266,6 +266,11 @@ const AT_INIT: &[&str] = &[
     "is_available",
     "cudasetdevice",
     "device_count",
+    // THC's and torch's start-up: `THCGeneral.c(pp)` holds THCudaInit; `_cuda_init` and
+    // `_lazy_init` are torch's first CUDA call.
+    "thcgeneral",
+    "_cuda_init",
+    "lazy_init",
 ];
 
 /// One Xid row: the numbers, their layer, and why.
@@ -341,7 +346,14 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
         let number = lower
             .contains("cuda")
             .then(|| error_number(lower))
-            .flatten();
+            .flatten()
+            .map(|n| {
+                if is_legacy(lower) {
+                    current_number(n)
+                } else {
+                    n
+                }
+            });
         let row = CUDA_CODES.iter().find(|c| {
             c.words.iter().any(|w| lower.contains(w))
                 || number.is_some_and(|n| c.numbers.contains(&n))
@@ -396,6 +408,28 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
         }
     }
     found
+}
+
+/// Old PyTorch/Torch (THC) printed CUDA errors as `THCudaCheck FAIL file=… error=N : …` or
+/// `cuda runtime error (N) : …`, with numbers from before CUDA 10.1 renumbered the enum.
+fn is_legacy(lower: &str) -> bool {
+    lower.contains("thcudacheck") || lower.contains("cuda runtime error (")
+}
+
+/// Today's number for a pre-CUDA-10.1 code (the ones the tables know; others unchanged):
+/// 4 launch failure, 6 launch timeout, 8 invalid device function, 30 unknown, 38 no device,
+/// 48 no kernel image. None of these numbers is used by the renumbered enum for another
+/// error the tables know.
+fn current_number(legacy: u32) -> u32 {
+    match legacy {
+        4 => 719,
+        6 => 702,
+        8 => 98,
+        30 => 999,
+        38 => 100,
+        48 => 209,
+        n => n,
+    }
 }
 
 /// A CUDA error number on the line: `error 35`, `error: 35`, `code=100`, `error code 30`,
@@ -519,6 +553,45 @@ mod tests {
             assert!(f.fix.contains("nvidia_uvm"), "{}", f.fix);
         }
         assert_eq!(first("RuntimeError: CUDA error: unknown error"), None);
+    }
+
+    #[test]
+    fn legacy_thc_numbers_are_read_through_todays_table() {
+        for (log, id) in [
+            (
+                "THCudaCheck FAIL file=torch/extra/cutorch/lib/THC/THCGeneral.c line=70 error=30 : unknown error",
+                "drv-code-unknown-at-init",
+            ),
+            (
+                "RuntimeError: cuda runtime error (30) : unknown error at /pytorch/aten/src/THC/THCGeneral.cpp:51",
+                "drv-code-unknown-at-init",
+            ),
+            (
+                "RuntimeError: cuda runtime error (38) : no CUDA-capable device is detected at /pytorch/aten/src/THC/THCGeneral.cpp:51",
+                "drv-code-no-device",
+            ),
+            (
+                "THCudaCheck FAIL file=/pytorch/aten/src/THC/generic/THCTensorMath.cu line=35 error=48 : no kernel image is available for execution on the device",
+                "lib-code-no-kernel-image",
+            ),
+            (
+                "RuntimeError: cuda runtime error (8) : invalid device function at /opt/conda/conda-bld/pytorch_1524586445097/work/aten/src/THC/THCTensorCopy.cu:204",
+                "lib-code-no-kernel-image",
+            ),
+            (
+                "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCCachingHostAllocator.cpp line=265 error=4 : unspecified launch failure",
+                "hw-code-launch-failure",
+            ),
+        ] {
+            assert_eq!(first(log).map(|f| f.id), Some(id), "{log}");
+        }
+        // A legacy unknown error away from start-up still names nothing.
+        assert_eq!(
+            first(
+                "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCReduceAll.cuh line=317 error=30 : unknown error"
+            ),
+            None
+        );
     }
 
     #[test]

@@ -5,7 +5,12 @@
 //!   symbol`, `Could not load library X`, Windows error 126/127), judged by *which* library it is
 //!   and *where it lives* (a pip CUDA wheel in site-packages, the toolkit's folder, the driver's
 //!   `libcuda`/`nvml`), and by the CUDA version its name carries against the one the log shows.
-//! - [`codes`]: the CUDA runtime's error codes and names, and the driver's Xid numbers, as tables.
+//! - [`codes`]: the CUDA runtime's error codes and names (legacy THC `error=N` and `cuda runtime
+//!   error (N)` numbers translated to today's), and the driver's Xid numbers, as tables.
+//! - [`status`]: the CUDA math libraries' status codes (cuBLAS, cuSOLVER, cuSPARSE, cuFFT), as a
+//!   table of what each status points at.
+//! - [`kernel_log`]: the driver's device nodes (`/dev/nvidia*` missing) and its NVRM kernel-log
+//!   lines other than Xid (assertions, RmInitAdapter, fallen off the bus).
 //! - [`messages`]: execution-provider and device lists the libraries print, version pairs
 //!   (torch vs torchvision, cuDNN compiled vs loaded), allocator failures worded by ONNX Runtime
 //!   or TensorFlow, and the installers' own log lines (the `modpost` line, `cl.exe`, CMake's
@@ -20,9 +25,11 @@
 //! rules. This module reads text only; the host context is applied by [`super::context_fix`].
 
 pub mod codes;
+pub mod kernel_log;
 pub mod loader;
 pub mod messages;
 pub mod own;
+pub mod status;
 pub mod symbols;
 
 use super::FailureLayer;
@@ -69,6 +76,8 @@ pub fn best(text: &str) -> Option<Finding> {
     found.extend(loader::find(text, &segments));
     found.extend(codes::find(&segments));
     found.extend(messages::find(&segments));
+    found.extend(status::find(&segments));
+    found.extend(kernel_log::find(&segments));
     found
         .into_iter()
         .enumerate()

@@ -1,0 +1,187 @@
+//! The driver's footprint in the operating system: its device nodes (`/dev/nvidia0`,
+//! `/dev/nvidiactl`, `/dev/nvidia-uvm`) and its `NVRM` lines in the kernel log.
+//!
+//! - A missing or unopenable device node means the driver's kernel module is not loaded (or did
+//!   not create its nodes), or, in a container, that the container was started without the GPU's
+//!   devices: the mechanism is [`Mechanism::DriverAccess`], so the host context picks the fix.
+//! - NVRM lines other than Xid (those are [`super::codes`]): an assertion inside the driver
+//!   (`nvAssertFailed`, `Assertion failed`) is a driver bug or a card the driver cannot handle;
+//!   `RmInitAdapter failed` and a failed probe are the driver failing to bring the card up (an
+//!   unsupported GPU, firmware, or a dead card); "fallen off the bus" is the card leaving the
+//!   PCIe bus (hardware, the driver second). Each carries a second layer: a kernel log alone
+//!   rarely decides between the driver and the card.
+
+use super::{Finding, Mechanism, at};
+use crate::diagnose::FailureLayer::{Driver, Hardware};
+use crate::diagnose::matcher::Segment;
+
+const NODE_FIX: &str = "The NVIDIA kernel module is not loaded or did not create its device \
+nodes: check `lsmod | grep nvidia` and `dmesg | grep NVRM`, load it (`sudo modprobe nvidia`, \
+`sudo nvidia-modprobe -u -c=0` creates /dev/nvidia-uvm and /dev/nvidia0), and if it will not \
+load reinstall the pinned driver (`stackpin repair MANIFEST`) and reboot. In a container, the \
+container was started without the GPU: run it with `--gpus all` (NVIDIA Container Toolkit).";
+
+const ASSERT_FIX: &str = "The driver hit an internal assertion: note the driver version and \
+the NVRM lines, update to the newest release of the pinned driver branch (or the release the \
+driver's issue tracker names as fixed) and reboot; if the same card keeps failing under \
+another driver, check it as hardware (`nvidia-smi -q`, dmesg Xid lines).";
+
+const INIT_FIX: &str = "The driver could not bring the GPU up: check that the installed driver \
+supports this card (newer GPUs need a newer branch; some need the open kernel module, older \
+ones the proprietary one), that nouveau is blacklisted, and reinstall the pinned driver \
+(`stackpin repair MANIFEST`); if RmInitAdapter keeps failing on a driver that supports the card, \
+reseat it and check its power cables: the card may be failing.";
+
+const BUS_FIX: &str = "The GPU left the PCIe bus: check power (PSU capacity, cables), \
+cooling, the slot and any riser; disable PCIe ASPM (`pcie_aspm=off`) if it happens when idle; \
+reboot. If it recurs on a good power supply, replace the card.";
+
+/// Words for a device node that cannot be used.
+const NODE_FAILED: &[&str] = &[
+    "does not exist",
+    "no such file",
+    "could not open",
+    "couldn't open",
+    "cannot open",
+    "failed to open",
+    "not found",
+    "permission denied",
+    "operation not permitted",
+];
+
+pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
+    segments.iter().filter_map(on_line).collect()
+}
+
+fn on_line(seg: &Segment<'_>) -> Option<Finding> {
+    let lower = &seg.lower;
+    if lower.contains("/dev/nvidia") && NODE_FAILED.iter().any(|w| lower.contains(w)) {
+        return Some(at(
+            seg,
+            "drv-device-node-missing",
+            Driver,
+            None,
+            "A GPU device node (/dev/nvidia*) is missing or cannot be opened: the NVIDIA kernel module is not loaded, or a container was started without the GPU's devices.",
+            NODE_FIX,
+            Mechanism::DriverAccess,
+            false,
+        ));
+    }
+    if !lower.contains("nvrm") || lower.contains("xid") {
+        return None;
+    }
+    if lower.contains("fallen off the bus") {
+        return Some(at(
+            seg,
+            "hw-nvrm-off-the-bus",
+            Hardware,
+            Some(Driver),
+            "The driver reports that the GPU has fallen off the PCIe bus (power, heat, the slot or riser, or the card).",
+            BUS_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+    }
+    if lower.contains("assert") {
+        return Some(at(
+            seg,
+            "drv-nvrm-assertion",
+            Driver,
+            Some(Hardware),
+            "The NVIDIA driver hit an internal assertion (NVRM): a driver bug, or a card state the driver cannot handle.",
+            ASSERT_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+    }
+    let init = [
+        "rminitadapter failed",
+        "probe routine failed",
+        "no nvidia devices probed",
+        "rm_init_adapter failed",
+    ];
+    init.iter().any(|w| lower.contains(w)).then(|| {
+        at(
+            seg,
+            "drv-nvrm-init-failed",
+            Driver,
+            Some(Hardware),
+            "The NVIDIA driver could not initialise the GPU (NVRM): a driver that does not support the card, a firmware or module problem, or a failing card.",
+            INIT_FIX,
+            Mechanism::Plain,
+            false,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::FailureLayer;
+    use crate::diagnose::matcher;
+
+    fn first(text: &str) -> Option<Finding> {
+        let segments: Vec<_> = matcher::segments(text).collect();
+        find(&segments).into_iter().next()
+    }
+
+    #[test]
+    fn a_missing_device_node_is_driver_access_so_the_context_picks_the_fix() {
+        for log in [
+            "no NVIDIA GPU device is present: /dev/nvidia0 does not exist",
+            "NVIDIA: could not open the device file /dev/nvidiactl (No such file or directory).",
+            "docker: Error response from daemon: error gathering device information while adding custom device \"/dev/nvidia-uvm\": no such file or directory.",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(f.id, "drv-device-node-missing", "{log}");
+            assert_eq!(f.mechanism, Mechanism::DriverAccess);
+        }
+        assert_eq!(first("crw-rw-rw- 1 root root 195, 0 /dev/nvidia0"), None);
+    }
+
+    #[test]
+    fn nvrm_assertions_are_the_driver_with_the_card_second() {
+        for log in [
+            "NVRM nvAssertOkFailedNoLog: Assertion failed: Generic operating system error [NV_ERR_OPERATING_SYSTEM] (0x00000059) returned from osGetCurrentProcessGfid(&gfid) @ vgpu_util.c:49",
+            "kernel: NVRM: nvAssertFailedNoLog: Assertion failed: 0 @ gpu_user_shared_data.c:152",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer, f.second),
+                ("drv-nvrm-assertion", Driver, Some(Hardware)),
+                "{log}"
+            );
+        }
+    }
+
+    #[test]
+    fn nvrm_init_failures_and_the_bus_are_placed_with_a_second_layer() {
+        for (log, layer) in [
+            (
+                "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x26:0xffff:1340)",
+                Driver,
+            ),
+            (
+                "NVRM: The NVIDIA probe routine failed for 1 device(s).",
+                Driver,
+            ),
+            (
+                "NVRM: GPU at PCI:0000:01:00: GPU-2c4f34c2-f8ea-2a96-f5a8-d0ef9f1c5e3c\nNVRM: GPU 0000:01:00.0: GPU has fallen off the bus.",
+                Hardware,
+            ),
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(f.layer, layer, "{log}");
+            assert!(f.second.is_some(), "{log}");
+        }
+        // Xid lines belong to the code table.
+        assert_eq!(
+            first("NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus."),
+            None
+        );
+        assert_eq!(
+            first("NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.14").map(|f| f.layer),
+            None::<FailureLayer>
+        );
+    }
+}
