@@ -469,9 +469,12 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_archive_lists_no_stack() {
+    fn a_missing_archive_is_an_input_error_and_an_empty_one_lists_no_stack() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let stacks = stack_dirs(&dir.path().join("nowhere")).expect("empty");
+        let err = stack_dirs(&dir.path().join("nowhere")).expect_err("missing");
+        assert_eq!(err.exit, Exit::Input);
+        assert!(err.error.to_string().contains("nowhere"), "{}", err.error);
+        let stacks = stack_dirs(dir.path()).expect("an empty archive");
         assert!(stacks.is_empty());
     }
 }

@@ -34,7 +34,11 @@ fn two_cameras_save_one_fixed_cost_when_merged() {
     assert_eq!(b["saving_mib"].as_f64(), Some(fixed));
     let total = b["total_mib"].as_f64().expect("total");
     let one = b["one_process_total_mib"].as_f64().expect("one process");
-    assert_eq!(total - one, fixed);
+    // The document's numbers are rounded to 3 decimals; their difference is compared as such.
+    assert!(
+        (total - one - fixed).abs() < 0.002,
+        "{total} - {one} != {fixed}"
+    );
     let models = 2.0 * weights + 80.0 + 20.0;
     let recommended = b["recommended_gpu_mib"].as_f64().expect("recommended");
     assert!(
