@@ -216,6 +216,11 @@ impl InstallReporter for CliReporter {
             );
         }
     }
+
+    fn warning(&self, text: &str) {
+        // `text` starts with "warning: " already (it is also the step log's line).
+        eprintln!("  {text}");
+    }
 }
 
 /// Takes the stack's lock (the one `fetch` takes), so two installs, repairs or `up`s of one

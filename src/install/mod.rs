@@ -80,6 +80,9 @@ pub trait InstallReporter {
     fn layer_in_place(&self, proof: &Proof);
     fn step_started(&self, layer: Layer, argv: &[String]);
     fn step_finished(&self, layer: Layer, outcome: &StepOutcome);
+    /// A step's outcome was judged other than its exit code says (a passing check after an
+    /// unexpected code): said right after the step, which looked failed.
+    fn warning(&self, _text: &str) {}
 }
 
 /// A reporter that shows nothing.
@@ -311,6 +314,7 @@ pub fn install(
             after.holds && !before.holds,
         ) {
             exit_codes::note_in_log(result.log.as_deref(), &warning);
+            reporter.warning(&warning);
             result.status = StepStatus::Succeeded;
         }
         let (action, status, mut end) = judge(layer, &result, &after);

@@ -43,7 +43,8 @@ pub(crate) fn toolkit_script(host: &FakeHost) -> String {
     format!(
         "#!/bin/sh\necho toolkit >> '{log}'\n[ -e '{root}/fail-toolkit' ] && {{ echo 'Installation failed. See log at /var/log/cuda-installer.log for details.' >&2; exit 1; }}\n\
          for a in \"$@\"; do case \"$a\" in --toolkitpath=*) dir=\"${{a#--toolkitpath=}}\";; esac; done\n\
-         [ -e '{root}/slow-toolkit' ] && sleep 2\nmkdir -p \"$dir/bin\"\nprintf '{{\"cuda\": {{\"name\": \"CUDA SDK\", \"version\": \"12.4.1\"}}}}' > \"$dir/version.json\"\n",
+         [ -e '{root}/slow-toolkit' ] && sleep 2\nmkdir -p \"$dir/bin\"\nprintf '{{\"cuda\": {{\"name\": \"CUDA SDK\", \"version\": \"12.4.1\"}}}}' > \"$dir/version.json\"\n\
+         [ -e '{root}/exit5-toolkit' ] && exit 5\nexit 0\n",
         log = order_log(host).display(),
         root = host.root().display(),
     )
@@ -209,6 +210,36 @@ fn full_chain_in_order_with_a_reboot_after_the_driver() {
     assert_eq!(third.status.code(), Some(0), "{}", text(&third));
     assert!(lab.order().is_empty(), "a complete host runs nothing");
     assert!(text(&third).contains("already in place"));
+}
+
+/// An installer that exits with a code nobody listed, but whose layer's check then holds, is
+/// accepted with a warning on screen and in its log; the chain goes on.
+#[test]
+fn an_unexpected_exit_code_with_the_layer_in_place_is_accepted_with_a_warning() {
+    let lab = Lab::new();
+    std::fs::write(lab.host.root().join("exit5-toolkit"), "").expect("marker");
+    lab.run(&["install", "--yes"]);
+    lab.reboot();
+    let out = lab.run(&["install", "--yes"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("warning: the toolkit installer exited with code 5"),
+        "{all}"
+    );
+    assert!(
+        lab.order().contains(&"library".to_string()),
+        "the chain went on: {all}"
+    );
+    let logs = lab.host.root().join("installers/fake-torch-stack/logs");
+    let logged = std::fs::read_dir(&logs)
+        .expect("logs")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("toolkit-"))
+        .any(|e| {
+            std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("the step is accepted"))
+        });
+    assert!(logged, "the step's log says why it was accepted");
 }
 
 #[test]
