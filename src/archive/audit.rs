@@ -156,7 +156,14 @@ fn hash_all(
     threads: usize,
     progress: &dyn Progress,
 ) -> Vec<FileAudit> {
-    let queue = Mutex::new(jobs.into_iter().enumerate().collect::<VecDeque<_>>());
+    // Largest first: the threads then finish together instead of one hashing the biggest wheel
+    // alone at the end (results are put back in lock order below).
+    let mut jobs: Vec<(usize, &Job)> = jobs.into_iter().enumerate().collect();
+    jobs.sort_by_key(|(_, job)| {
+        let size = std::fs::metadata(stack.file_path(job.layer, &job.file)).map_or(0, |m| m.len());
+        std::cmp::Reverse(size)
+    });
+    let queue = Mutex::new(jobs.into_iter().collect::<VecDeque<_>>());
     let done = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
