@@ -558,15 +558,13 @@ fn write_pip_requirements(
     let mut lines = vec![
         "# Written by stackpin from stack.lock: every archived wheel, pinned by hash.".to_string(),
     ];
-    for (entry, path) in archive::layer_files(stack, lock, Layer::Library) {
-        if archive::is_installer_entry(&entry) {
-            // uv's own wheel installs the library; it is not part of it.
-            continue;
-        }
-        archive::verify_pinned(stack, m, &entry).map_err(|source| InstallError::Refused {
-            layer: Layer::Library,
-            source,
-        })?;
+    // uv's own wheel installs the library; it is not part of it.
+    let wheels: Vec<_> = archive::layer_files(stack, lock, Layer::Library)
+        .into_iter()
+        .filter(|(entry, _)| !archive::is_installer_entry(entry))
+        .collect();
+    verify_wheels(m, stack, wheels.iter().map(|(entry, _)| entry).collect())?;
+    for (entry, path) in &wheels {
         if let Some((name, version)) = wheel_name_version(&entry.file) {
             lines.push(format!("{name}=={version} --hash=sha256:{}", entry.sha256));
         } else {
@@ -577,6 +575,43 @@ fn write_pip_requirements(
     let path = plan::pip_requirements_path(stack.root());
     crate::fsutil::write_atomic(&path, (lines.join("\n") + "\n").as_bytes())
         .map_err(|source| InstallError::Requirements { path, source })
+}
+
+/// Re-hashes every wheel against the lock and the manifest's pins before the installer sees
+/// one, on every core and largest first: a torch set is ~3 GB, and this is most of the library
+/// step's own time. The first refusal wins; nothing is installed after one.
+fn verify_wheels(
+    m: &Manifest,
+    stack: &StackDir,
+    mut wheels: Vec<&archive::LockEntry>,
+) -> Result<(), InstallError> {
+    wheels.sort_by_key(|entry| std::cmp::Reverse(entry.size));
+    let queue = std::sync::Mutex::new(wheels.into_iter());
+    let refused = std::sync::Mutex::new(None);
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let next = queue.lock().ok().and_then(|mut q| q.next());
+                    let Some(entry) = next else { break };
+                    if let Err(source) = archive::verify_pinned(stack, m, entry) {
+                        if let Ok(mut first) = refused.lock() {
+                            first.get_or_insert(source);
+                        }
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    match refused.into_inner() {
+        Ok(Some(source)) => Err(InstallError::Refused {
+            layer: Layer::Library,
+            source,
+        }),
+        _ => Ok(()),
+    }
 }
 
 pub use archive::wheel_name_version;
