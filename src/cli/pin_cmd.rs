@@ -216,14 +216,7 @@ fn target_gpus(
         return Ok(vec![]);
     }
     let wsl = host::os_info::probe(system).wsl;
-    let timeout = system
-        .env("STACKPIN_NVIDIA_SMI_TIMEOUT")
-        .and_then(|s| s.parse::<u64>().ok())
-        .map_or(
-            host::nvidia_smi::DEFAULT_TIMEOUT,
-            std::time::Duration::from_secs,
-        );
-    let probe = host::nvidia_smi::probe(system, wsl, timeout);
+    let probe = host::nvidia_smi::probe(system, wsl, host::smi_timeout(system));
     let gpus: Vec<TargetGpu> = probe
         .gpus
         .iter()
