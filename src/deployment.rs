@@ -47,9 +47,10 @@ pub enum DeploymentError {
 
 /// Where the versions in a model stack record come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum VersionSource {
     /// The proven-stack record: what `prove` found on the host.
+    #[serde(alias = "proven-stack")]
     ProvenStack,
     /// The manifest's pins: the stack was never proven, so nothing was seen on a host.
     Manifest,

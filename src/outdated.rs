@@ -14,7 +14,7 @@ use crate::version::Version;
 
 /// What kind of newer release was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// A newer driver of the pinned driver's branch (its first number).
     DriverSameBranch,

@@ -247,11 +247,128 @@ pub const COLLECT_ENV_LABELS: &[&str] = &[
 ];
 
 /// The facts `torch.utils.collect_env` gathers, under its own labels, where stackpin knows them.
+/// Written (YAML and `--json`) under snake_case keys (`cuda_used_to_build_pytorch`); records
+/// written before that, under the prose labels, still read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct CollectEnv {
     /// collect_env label → value; only the facts stackpin knows.
-    #[serde(flatten)]
+    #[serde(
+        serialize_with = "env_keys::serialize",
+        deserialize_with = "env_keys::deserialize"
+    )]
     pub facts: BTreeMap<String, String>,
+}
+
+/// collect_env's prose labels ↔ the snake_case keys the record and `--json` carry.
+mod env_keys {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::COLLECT_ENV_LABELS;
+
+    /// The frameworks whose name `prove` writes into a label (`CUDA used to build PyTorch`).
+    const FRAMEWORKS: &[&str] = &["PyTorch", "TensorFlow"];
+
+    /// `CUDA used to build PyTorch` → `cuda_used_to_build_pytorch`.
+    pub fn key(label: &str) -> String {
+        let mut key = String::with_capacity(label.len());
+        for c in label.chars() {
+            if c.is_ascii_alphanumeric() {
+                key.push(c.to_ascii_lowercase());
+            } else if !key.is_empty() && !key.ends_with('_') {
+                key.push('_');
+            }
+        }
+        key.trim_end_matches('_').to_string()
+    }
+
+    /// The prose label of a key: collect_env's own where it has one; a label from an older
+    /// record (prose already) is kept as it is.
+    pub fn label(key_or_label: &str) -> String {
+        if key_or_label != key(key_or_label) {
+            return key_or_label.to_string();
+        }
+        let mut known = COLLECT_ENV_LABELS.iter().map(|l| l.to_string()).chain(
+            FRAMEWORKS
+                .iter()
+                .flat_map(|f| [format!("{f} version"), format!("CUDA used to build {f}")]),
+        );
+        if let Some(found) = known.find(|l| key(l) == key_or_label) {
+            return found;
+        }
+        if let Some(name) = key_or_label.strip_prefix("cuda_used_to_build_") {
+            return format!("CUDA used to build {name}");
+        }
+        if let Some(name) = key_or_label.strip_suffix("_version") {
+            return format!("{name} version");
+        }
+        let mut words = key_or_label.replace('_', " ");
+        if let Some(first) = words.get(..1) {
+            words.replace_range(..1, &first.to_ascii_uppercase());
+        }
+        words
+    }
+
+    pub fn serialize<S: Serializer>(
+        facts: &BTreeMap<String, String>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        facts
+            .iter()
+            .map(|(label, value)| (key(label), value))
+            .collect::<BTreeMap<_, _>>()
+            .serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<BTreeMap<String, String>, D::Error> {
+        let read = BTreeMap::<String, String>::deserialize(deserializer)?;
+        Ok(read.into_iter().map(|(k, v)| (label(&k), v)).collect())
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn every_label_round_trips_through_its_snake_case_key() {
+            for l in COLLECT_ENV_LABELS.iter().copied().chain([
+                "TensorFlow version",
+                "CUDA used to build TensorFlow",
+                "onnxruntime version",
+                "Extra fact",
+            ]) {
+                let k = key(l);
+                assert!(
+                    k.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                    "{l} -> {k}"
+                );
+                assert_eq!(label(&k), l, "{k}");
+            }
+            assert_eq!(
+                key("CUDA used to build PyTorch"),
+                "cuda_used_to_build_pytorch"
+            );
+            assert_eq!(
+                key("CUDA_MODULE_LOADING set to"),
+                "cuda_module_loading_set_to"
+            );
+        }
+
+        #[test]
+        fn a_record_written_under_prose_labels_still_reads() {
+            let old = "PyTorch version: 2.5.1\nIs CUDA available: 'True'\n";
+            let env: super::super::CollectEnv = serde_saphyr::from_str(old).expect("old record");
+            assert_eq!(env.facts["Is CUDA available"], "True");
+            let json = serde_json::to_value(&env).expect("json");
+            assert_eq!(json["pytorch_version"], "2.5.1");
+            assert_eq!(json["is_cuda_available"], "True");
+        }
+    }
 }
 
 impl CollectEnv {
@@ -541,7 +658,7 @@ mod tests {
             "per_sample_mib: 40",
             "largest_safe_batch: 96",
             "fixed_mib: 300",
-            "PyTorch version: 2.5.1+cu124",
+            "pytorch_version: 2.5.1+cu124",
         ] {
             assert!(yaml.contains(key), "missing `{key}` in\n{yaml}");
         }

@@ -46,7 +46,7 @@ impl Default for FetchConfig {
 
 /// How a file came to be in the archive this time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum FileOutcome {
     /// It was there and matched the lock: nothing downloaded.
     AlreadyArchived,

@@ -40,7 +40,7 @@ pub struct StatusArgs {
 
 /// How far a stack has come, the one word a fleet report shows per host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum Stage {
     /// The stack's folder holds nothing stackpin wrote yet.
     Empty,

@@ -50,7 +50,7 @@ impl Status {
 
 /// One of the guide's checks before training.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum CheckId {
     /// Driver version recorded, and still the one on the host.
     Driver,

@@ -107,7 +107,7 @@ pub struct LayerResult {
 
 /// The action taken on a layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum LayerAction {
     AlreadyInPlace,
     WouldInstall,
@@ -118,7 +118,7 @@ pub enum LayerAction {
 
 /// How the chain ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "end", rename_all = "kebab-case")]
+#[serde(tag = "end", rename_all = "snake_case")]
 pub enum ChainEnd {
     Complete,
     DryRun,

@@ -57,7 +57,7 @@ pub struct PlannedCommand {
 
 /// What happens to a layer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "verdict", rename_all = "kebab-case")]
+#[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
     InPlace,
     ToInstall { reason: String },

@@ -38,7 +38,7 @@ pub struct ToolkitSeen {
 
 /// The library as its interpreter reports it.
 #[derive(Debug, Clone, Serialize)]
-#[serde(tag = "state", rename_all = "kebab-case")]
+#[serde(tag = "state", rename_all = "snake_case")]
 pub enum LibrarySeen {
     Present {
         version: Version,

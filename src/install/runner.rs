@@ -52,12 +52,14 @@ pub enum RunnerError {
 
 /// What an exit code means for the chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum StepStatus {
     Succeeded,
     /// Succeeded, and the change takes effect after a reboot.
+    #[serde(alias = "reboot-required")]
     RebootRequired,
     Failed,
+    #[serde(alias = "timed-out")]
     TimedOut,
     /// Ctrl-C was pressed twice and the step's process tree was ended.
     Interrupted,

@@ -30,11 +30,12 @@ pub enum StateError {
 
 /// Where one layer stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "snake_case")]
 pub enum LayerStatus {
     /// Installed and proven on the host.
     Done,
     /// Installed; proof waits for a reboot.
+    #[serde(alias = "reboot-pending")]
     RebootPending,
     /// The installer or its proof failed; the next run retries from here.
     Failed,

@@ -210,7 +210,7 @@ fn an_updated_set_from_loopback_is_used_by_pin_show_and_outdated_until_reset() {
     let doc: Value = serde_json::from_str(&json.stdout).expect("outdated JSON");
     assert_eq!(doc["data"]["read_on"], NEW_DATE);
     assert_eq!(doc["stacks"][0]["newer"][0]["newer"], NEW_DRIVER);
-    assert_eq!(doc["stacks"][0]["newer"][0]["kind"], "driver-same-branch");
+    assert_eq!(doc["stacks"][0]["newer"][0]["kind"], "driver_same_branch");
 
     let reset = lab.run(&["data", "reset"]);
     assert_eq!(reset.code, 0, "{reset:?}");
@@ -512,7 +512,7 @@ fn a_newer_branch_is_offered_for_a_card_it_still_drives() {
         .as_array()
         .expect("list")
         .iter()
-        .find(|n| n["kind"] == "driver-newer-branch")
+        .find(|n| n["kind"] == "driver_newer_branch")
         .expect("a newer branch");
     assert_eq!(branch["newer"], "595.71.05");
     assert!(

@@ -133,7 +133,7 @@ fn export_round_trips_the_model_hash_and_the_proven_driver() {
             .expect("parses");
     assert_eq!(doc["model"]["sha256"], sha256_of(&model), "{doc}");
     assert_eq!(doc["driver"], DRIVER);
-    assert_eq!(doc["versions_from"], "proven-stack");
+    assert_eq!(doc["versions_from"], "proven_stack");
     assert_eq!(
         doc["library"]["version"], "2.5.1+cu124",
         "what the host had"

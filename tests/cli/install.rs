@@ -337,7 +337,7 @@ fn plan_json_has_every_layer_with_a_verdict() {
     let layers = doc["layers"].as_array().expect("layers");
     let names: Vec<&str> = layers.iter().filter_map(|l| l["layer"].as_str()).collect();
     assert_eq!(names, ["driver", "toolkit", "library"]);
-    assert!(layers.iter().all(|l| l["verdict"] == "to-install"), "{doc}");
+    assert!(layers.iter().all(|l| l["verdict"] == "to_install"), "{doc}");
 }
 
 /// The real thing for pip libraries: `fetch` downloads a small real wheel through pip, then
@@ -431,7 +431,7 @@ fn a_layer_verify_command_overrides_the_default_proof() {
     let out = lab.run(&["plan", "--json", "--probe"]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let toolkit = &doc["layers"][1];
-    assert_eq!(toolkit["verdict"], "in-place", "{doc}");
+    assert_eq!(toolkit["verdict"], "in_place", "{doc}");
     assert!(
         toolkit["proof"]["seen"]
             .as_str()

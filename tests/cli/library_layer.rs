@@ -425,7 +425,7 @@ fn one_corrupt_wheel_is_fetched_again_alone() {
     assert_eq!(outcome(&helper.file), Some("repaired".into()), "{doc}");
     assert_eq!(
         outcome(&fakelib.file),
-        Some("already-archived".into()),
+        Some("already_archived".into()),
         "{doc}"
     );
     assert_eq!(good.downloads(&helper.file), 2, "helper fetched again");

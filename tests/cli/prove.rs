@@ -313,9 +313,9 @@ fn a_container_run_on_the_gpu_is_proven_by_the_card_delta_with_the_fallback_name
     assert!(notes.contains("never listed a process"), "{notes}");
     // Facts from the example's report, not fixed strings.
     assert_eq!(record["library"]["cudnn"], "90100", "{record}");
-    assert_eq!(record["environment"]["Python version"], "3.12.3");
+    assert_eq!(record["environment"]["python_version"], "3.12.3");
     assert!(
-        record["environment"]["Is CUDA available"]
+        record["environment"]["is_cuda_available"]
             .as_str()
             .is_some_and(|a| a.contains("cuda:0")),
         "{record}"

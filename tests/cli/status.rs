@@ -156,12 +156,12 @@ fn status_follows_up_from_the_pending_reboot_to_the_proven_record() {
 
     let (code, stack) = station.status();
     assert_eq!(code, Some(0), "a pending reboot is not a problem: {stack}");
-    assert_eq!(stack["stage"], "reboot-pending", "{stack}");
+    assert_eq!(stack["stage"], "reboot_pending", "{stack}");
     assert_eq!(stack["lock"], true);
     assert_eq!(stack["audit"]["ok"], 3, "{stack}");
     assert_eq!(
         stack["install"]["layers"]["driver"]["status"],
-        "reboot-pending"
+        "reboot_pending"
     );
     assert_eq!(stack["proven"], Value::Null);
 

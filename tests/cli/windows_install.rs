@@ -160,7 +160,7 @@ fn a_driver_setup_exiting_1_stops_for_the_reboot_as_nvidias_installer_means_it()
             .join("state.yaml"),
     )
     .expect("state.yaml");
-    assert!(state.contains("reboot-pending"), "{state}");
+    assert!(state.contains("reboot_pending"), "{state}");
 }
 
 #[test]
