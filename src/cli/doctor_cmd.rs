@@ -87,8 +87,11 @@ fn examine(m: &Manifest, text: &str, archive: &Path, gpu: Option<u32>) -> Examin
     doctor::judge(&facts)
 }
 
+/// `doctor --json`, one shape for MANIFEST and `--all` (as `status`): a single stack is the list
+/// with one entry.
 #[derive(Serialize)]
-struct AllJson<'a> {
+struct DoctorJson<'a> {
+    archive: &'a Path,
     ok: bool,
     stacks: &'a [Examination],
 }
@@ -126,10 +129,11 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
     }
     let ok = exams.iter().all(|e| e.ok) && interrupted.is_empty();
     if global.json {
-        match (args.all, exams.first()) {
-            (false, Some(one)) => print_json(one)?,
-            _ => print_json(&AllJson { ok, stacks: &exams })?,
-        }
+        print_json(&DoctorJson {
+            archive: &archive,
+            ok,
+            stacks: &exams,
+        })?;
     } else {
         for (i, exam) in exams.iter().enumerate() {
             if i > 0 {
@@ -235,6 +239,8 @@ struct RepairJson<'a> {
     report: &'a RepairReport,
     guard: &'a Guard,
     guard_applied: bool,
+    /// The driver was reinstalled and waits for a reboot before the stack can be proven.
+    reboot_required: bool,
 }
 
 pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
@@ -286,6 +292,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
             report: &report,
             guard: &guard,
             guard_applied,
+            reboot_required: report.reboot_required(),
         })?;
     } else {
         print_repair(&report, &guard, guard_applied, m.os);

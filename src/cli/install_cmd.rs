@@ -440,10 +440,22 @@ pub fn run_resume(args: &ResumeArgs) -> CmdResult {
     }
 }
 
+/// `install --json`: the chain's report and, as in `up` and `repair`, whether it stopped for a
+/// reboot.
+#[derive(serde::Serialize)]
+struct InstallJson<'a> {
+    #[serde(flatten)]
+    report: &'a InstallReport,
+    reboot_required: bool,
+}
+
 /// Prints the chain's report and maps its end to an exit code.
 pub fn finish(report: &InstallReport, global: &GlobalArgs) -> CmdResult {
     if global.json {
-        print_json(report)?;
+        print_json(&InstallJson {
+            report,
+            reboot_required: matches!(report.end, ChainEnd::RebootRequired { .. }),
+        })?;
     } else {
         print_report(report, global.quiet);
     }

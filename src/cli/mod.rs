@@ -221,6 +221,15 @@ pub enum Command {
 }
 
 impl Command {
+    /// The commands that can stop for a reboot: their `--json` document always carries
+    /// `reboot_required`, on failure paths too (false there).
+    fn can_stop_for_reboot(&self) -> bool {
+        matches!(
+            self,
+            Command::Install(_) | Command::Up(_) | Command::Repair(_)
+        )
+    }
+
     /// `--gpu N`, for the commands that take it.
     fn gpu(&self) -> Option<u32> {
         match self {
@@ -290,7 +299,11 @@ pub fn main() -> ExitCode {
                 failing_status_message(exit)
             );
         }
-        print_document(exit, result.as_ref().err());
+        print_document(
+            exit,
+            result.as_ref().err(),
+            cli.command.can_stop_for_reboot(),
+        );
     }
     exit.into()
 }
@@ -387,12 +400,18 @@ fn failing_status_message(exit: Exit) -> &'static str {
     }
 }
 
-fn print_document(exit: Exit, failure: Option<&Failure>) {
+fn print_document(exit: Exit, failure: Option<&Failure>, can_stop_for_reboot: bool) {
     let report = DOCUMENT
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .take();
-    let doc = envelope(report, exit, failure);
+    let mut doc = envelope(report, exit, failure);
+    if can_stop_for_reboot && let serde_json::Value::Object(map) = &mut doc {
+        // A run that ended before the chain reported (bad input, a failed download) did not
+        // stop for a reboot; scripts read the key without checking that it is there.
+        map.entry("reboot_required")
+            .or_insert(serde_json::Value::Bool(false));
+    }
     let text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".to_string());
     // `writeln!` instead of `println!`: a closed pipe (`| head`) is not worth a panic.
     let _ = writeln!(std::io::stdout().lock(), "{text}");

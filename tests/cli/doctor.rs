@@ -145,6 +145,8 @@ fn a_proven_host_passes_every_check_and_json_lists_all_eight() {
     let out = clinic.run(&["doctor", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    // One shape for MANIFEST and --all: the stack is the list's one entry.
+    let doc = doc["stacks"][0].clone();
     let checks: Vec<(&str, &str)> = doc["checks"]
         .as_array()
         .expect("checks")
@@ -272,6 +274,8 @@ fn a_corrupted_archive_fails_the_archive_check_and_repair_refuses_it() {
     let out = clinic.run(&["doctor", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    // One shape for MANIFEST and --all: the stack is the list's one entry.
+    let doc = doc["stacks"][0].clone();
     let archive = doc["checks"]
         .as_array()
         .expect("checks")
@@ -348,6 +352,8 @@ fn doctor_fails_when_the_library_no_longer_imports() {
     let out = clinic.run(&["doctor", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    // One shape for MANIFEST and --all: the stack is the list's one entry.
+    let doc = doc["stacks"][0].clone();
     let library = check_of(&doc, "library");
     assert_eq!(library["status"], "fail", "{doc}");
     assert!(
@@ -369,6 +375,8 @@ fn doctor_fails_when_the_library_sees_no_gpu_and_points_at_the_driver() {
     let out = clinic.run(&["doctor", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    // One shape for MANIFEST and --all: the stack is the list's one entry.
+    let doc = doc["stacks"][0].clone();
     let library = check_of(&doc, "library");
     assert_eq!(library["status"], "fail", "{doc}");
     assert!(
@@ -394,6 +402,8 @@ fn doctor_fails_when_state_yaml_says_a_layer_failed() {
     let out = clinic.run(&["doctor", "--json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    // One shape for MANIFEST and --all: the stack is the list's one entry.
+    let doc = doc["stacks"][0].clone();
     let install = check_of(&doc, "install");
     assert_eq!(install["status"], "fail", "{doc}");
     let found = install["found"].as_str().unwrap_or_default();
@@ -412,6 +422,8 @@ fn a_bare_host_names_the_missing_driver_first() {
         .expect("stackpin runs");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    // One shape for MANIFEST and --all: the stack is the list's one entry.
+    let doc = doc["stacks"][0].clone();
     let first = &doc["checks"][0];
     assert_eq!(first["check"], "driver", "{doc}");
     assert_eq!(first["status"], "fail", "{doc}");
@@ -436,6 +448,8 @@ fn the_archive_count_is_the_locks_not_the_folders() {
     std::fs::write(driver_dir.join("stray.txt"), "not an installer").expect("stray file");
     let out = clinic.run(&["doctor", "--json"]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    // One shape for MANIFEST and --all: the stack is the list's one entry.
+    let doc = doc["stacks"][0].clone();
     let archive = check_of(&doc, "archive");
     assert!(
         archive["found"]

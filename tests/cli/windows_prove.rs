@@ -250,6 +250,8 @@ fn a_swapped_driver_on_windows_fails_doctor_with_both_versions_and_an_unknown_pr
     let out = cmd.output().expect("stackpin runs");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    // One shape for MANIFEST and --all: the stack is the list's one entry.
+    let doc = doc["stacks"][0].clone();
     assert_eq!(
         doc["drift"],
         serde_json::json!([{"layer": "driver", "recorded": DRIVER, "now": SWAPPED}]),
