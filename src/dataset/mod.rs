@@ -373,8 +373,14 @@ fn choose(
 pub struct DataRef {
     pub read_on: String,
     pub sha256: String,
-    /// `built-in` or `updated`.
+    /// `built-in` or `updated` (`built_in` in JSON, which spells its words in snake_case).
+    #[serde(serialize_with = "snake_word")]
     pub source: &'static str,
+}
+
+/// A word of human output as a JSON enum value: `built-in` → `built_in`.
+fn snake_word<S: serde::Serializer>(word: &&'static str, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&word.replace('-', "_"))
 }
 
 /// The set in use, as `--json` outputs name it.

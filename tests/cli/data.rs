@@ -137,7 +137,7 @@ const OLD_DRIVER_STACK: &str = "manifests/torch-2.5.1-cu124-linux.yaml";
 fn an_updated_set_from_loopback_is_used_by_pin_show_and_outdated_until_reset() {
     let lab = Lab::new();
     let built_in = lab.show();
-    assert_eq!(built_in["data"]["source"], "built-in");
+    assert_eq!(built_in["data"]["source"], "built_in");
     let old_date = built_in["data"]["read_on"]
         .as_str()
         .expect("date")
@@ -215,7 +215,7 @@ fn an_updated_set_from_loopback_is_used_by_pin_show_and_outdated_until_reset() {
     let reset = lab.run(&["data", "reset"]);
     assert_eq!(reset.code, 0, "{reset:?}");
     let back = lab.show();
-    assert_eq!(back["data"]["source"], "built-in");
+    assert_eq!(back["data"]["source"], "built_in");
     assert_eq!(back["data"]["read_on"], old_date.as_str());
     assert_eq!(back["data"]["sha256"], built_in["data"]["sha256"]);
     assert!(pin_torch(&lab).stdout.contains("version: \"595.71.05\""));
@@ -374,7 +374,7 @@ fn an_older_set_is_refused_unless_allowed() {
         "{}",
         refused.stderr
     );
-    assert_eq!(lab.show()["data"]["source"], "built-in");
+    assert_eq!(lab.show()["data"]["source"], "built_in");
     let allowed = lab.run(&["data", "update", "--from", &file, "--allow-older"]);
     assert_eq!(allowed.code, 0, "{allowed:?}");
     assert_eq!(lab.show()["data"]["read_on"], "2020-01-01");
@@ -441,7 +441,7 @@ fn a_download_that_fails_is_an_external_error_and_installs_nothing() {
     let server = TestServer::start();
     let out = lab.run(&["data", "update", "--from", &server.url("/missing.json")]);
     assert_eq!(out.code, 3, "{out:?}");
-    assert_eq!(lab.show()["data"]["source"], "built-in");
+    assert_eq!(lab.show()["data"]["source"], "built_in");
 }
 
 #[test]
@@ -465,7 +465,7 @@ fn json_outputs_and_version_name_the_set_in_use() {
     ]);
     let doc: Value = serde_json::from_str(&check.stdout).expect("check JSON");
     assert_eq!(doc["data"]["read_on"], date.as_str());
-    assert_eq!(doc["data"]["source"], "built-in");
+    assert_eq!(doc["data"]["source"], "built_in");
     let pin = lab.run(&[
         "pin",
         "--library",

@@ -70,5 +70,5 @@ fn data_update_from_a_file_installs_under_localappdata_and_pin_uses_it() {
     assert!(!installed.exists());
     let show = with_local_app_data(&local, &["data", "show", "--json"]);
     let doc: Value = serde_json::from_str(&show.stdout).expect("show JSON");
-    assert_eq!(doc["data"]["source"], "built-in");
+    assert_eq!(doc["data"]["source"], "built_in");
 }
