@@ -608,6 +608,8 @@ fn every_command_speaks_snake_case_in_one_envelope() {
     std::fs::write(lab.host.root().join("model.onnx"), "weights").expect("model");
     let budget = crate::common::repo("examples/budget-two-cameras.yaml");
     let budget = budget.to_str().expect("utf-8");
+    let data = crate::common::repo("data");
+    let data = data.to_str().expect("utf-8");
     let reboot = |args: &[&str]| matches!(args[0], "install" | "up" | "repair");
 
     // (arguments, the exit code expected, reboot_required expected where the command has it)
@@ -626,6 +628,8 @@ fn every_command_speaks_snake_case_in_one_envelope() {
         ),
         (vec!["budget", budget], 0, None),
         (vec!["data", "show"], 0, None),
+        (vec!["data", "pack", data, "-o", "set.json"], 0, None),
+        (vec!["data", "reset"], 0, None),
         (vec!["diagnose", "train.log"], 0, None),
         (vec!["measure", "--", "true"], EXTERNAL, None),
         (vec!["status", "--all"], INPUT, None),
@@ -798,4 +802,41 @@ fn state_and_record_written_in_the_old_spelling_still_read() {
     assert_eq!(doc["stacks"][0]["stage"], "proven", "{doc}");
     let (code, doc) = lab.json(&["doctor", m.as_str()]);
     assert_eq!(code, 0, "doctor reads the old record: {doc}");
+}
+
+/// A model stack record `record export` wrote before the casing changed (`proven-stack`) still
+/// reads, and is written back in snake_case.
+#[test]
+fn a_model_stack_record_in_the_old_spelling_still_reads() {
+    let lab = Lab::new();
+    let m = lab.m();
+    for args in [
+        &["fetch", m.as_str()][..],
+        &["install", m.as_str(), "--yes"],
+    ] {
+        let (code, doc) = lab.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc}");
+    }
+    lab.host
+        .set_driver_state(DriverMode::Ok, LAB_DRIVER, "12.8");
+    let (code, doc) = lab.json(&["up", m.as_str(), "--yes"]);
+    assert_eq!(code, 0, "{doc}");
+    let model = lab.host.root().join("det.onnx");
+    std::fs::write(&model, "weights").expect("model");
+    let (code, doc) = lab.json(&["record", "export", m.as_str(), "--model", "det.onnx"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["record"]["versions_from"], "proven_stack", "{doc}");
+    let path = lab.host.root().join("det.onnx.stack.yaml");
+    let text = std::fs::read_to_string(&path).expect("record");
+    assert!(text.contains("versions_from: proven_stack"), "{text}");
+    std::fs::write(
+        &path,
+        text.replace("versions_from: proven_stack", "versions_from: proven-stack"),
+    )
+    .expect("old record");
+    let read = stackpin::deployment::ModelStack::read(&path).expect("the old spelling reads");
+    assert_eq!(
+        read.versions_from,
+        stackpin::deployment::VersionSource::ProvenStack
+    );
 }
