@@ -194,3 +194,25 @@ impl ArchiveError {
         )
     }
 }
+
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for ArchiveError {
+    fn exit(&self) -> Exit {
+        match self {
+            // An archived file or lock that is not what was pinned: refused, never run.
+            e if e.is_problem() && !matches!(e, ArchiveError::BadLock { .. }) => Exit::Problem,
+            // A bundle whose content is wrong: a corrupt bundle, refused.
+            ArchiveError::Bundle { .. } => Exit::Problem,
+            // An unreadable or invalid file the user handed over (a lock, a bundle).
+            ArchiveError::BadLock { .. }
+            | ArchiveError::NoLock { .. }
+            | ArchiveError::BundleUnreadable { .. } => Exit::Input,
+            ArchiveError::Io { action, .. } if matches!(*action, "reading" | "opening") => {
+                Exit::Input
+            }
+            _ => Exit::External,
+        }
+    }
+}

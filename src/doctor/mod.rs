@@ -269,3 +269,12 @@ fn proven_inference_stack(archive_root: &Path, this: &str) -> Option<String> {
         (m.role == Role::Inference).then_some(name)
     })
 }
+
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for DoctorError {
+    fn exit(&self) -> Exit {
+        Exit::Input
+    }
+}
