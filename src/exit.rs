@@ -23,6 +23,33 @@ impl Exit {
     pub fn code(self) -> u8 {
         self as u8
     }
+
+    /// A report's status: 0 when everything checked out, 1 when the check found a problem.
+    pub fn verdict(ok: bool) -> Exit {
+        if ok { Exit::Ok } else { Exit::Problem }
+    }
+
+    /// The status of several failures together: input that could not be used outranks a problem
+    /// found, which outranks a step outside stackpin that failed; none at all is 0.
+    pub fn worst(exits: impl IntoIterator<Item = Exit>) -> Exit {
+        let rank = |e: &Exit| match e {
+            Exit::Ok => 0,
+            Exit::External => 1,
+            Exit::Problem => 2,
+            Exit::Input => 3,
+        };
+        exits.into_iter().max_by_key(rank).unwrap_or(Exit::Ok)
+    }
+
+    /// What a failing status means, for a run that chose it beside its report.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Exit::Ok => "ok",
+            Exit::Problem => "a check found a problem; the JSON document says which",
+            Exit::Input => "the input could not be used; the JSON document says which",
+            Exit::External => "an external step failed; the JSON document says which",
+        }
+    }
 }
 
 impl From<Exit> for std::process::ExitCode {
@@ -48,6 +75,15 @@ pub trait ExitStatus: std::error::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_failures_end_on_the_one_to_act_on_first() {
+        assert_eq!(Exit::worst([]), Exit::Ok);
+        assert_eq!(Exit::worst([Exit::External, Exit::Problem]), Exit::Problem);
+        assert_eq!(Exit::worst([Exit::Problem, Exit::Input]), Exit::Input);
+        assert_eq!(Exit::verdict(false), Exit::Problem);
+        assert_eq!(Exit::verdict(true), Exit::Ok);
+    }
 
     #[test]
     fn codes_follow_the_readme_table() {

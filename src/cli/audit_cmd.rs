@@ -3,11 +3,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::anyhow;
 use serde::Serialize;
 
-use super::fetch_cmd::{Bars, failure, size_text};
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::fetch_cmd::{Bars, size_text};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::{self, FileAudit, FileStatus, StackDir};
 use crate::manifest;
 
@@ -54,7 +53,7 @@ pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
         targets.push((StackDir::new(&archive_dir, &m.name), Some(m)));
     } else {
         let entries = std::fs::read_dir(&archive_dir).map_err(|e| {
-            Failure::input(
+            CliError::unusable(
                 anyhow::Error::new(e)
                     .context(format!("listing the archive {}", archive_dir.display())),
             )
@@ -67,21 +66,17 @@ pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
         dirs.sort();
         targets.extend(dirs.into_iter().map(|d| (StackDir::at(d), None)));
         if targets.is_empty() {
-            return Err(Failure::input(anyhow!(
+            return Err(Failure::from(CliError::Usage(format!(
                 "{} holds no stack with a stack.lock; run `stackpin fetch MANIFEST` first",
                 archive_dir.display()
-            )));
+            ))));
         }
     }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let bars = Bars::new(global);
     let mut reports = Vec::new();
     for (stack, m) in &targets {
-        let report =
-            archive::audit_stack(stack, m.as_ref(), threads, &bars).map_err(|e| match e {
-                archive::ArchiveError::NoLock { .. } => Failure::input(e),
-                e => failure(e),
-            })?;
+        let report = archive::audit_stack(stack, m.as_ref(), threads, &bars)?;
         reports.push((stack.name(), report));
     }
     bars.clear();
@@ -102,7 +97,7 @@ pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
             print_human(name, &report.files, global.quiet);
         }
     }
-    Ok(if ok { Exit::Ok } else { Exit::Problem })
+    Ok(Exit::verdict(ok))
 }
 
 fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {

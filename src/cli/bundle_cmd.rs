@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::fetch_cmd::{Bars, failure, size_text};
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CmdResult, Exit, GlobalArgs, print_json};
 use crate::archive::{self, StackDir};
 use crate::manifest;
 
@@ -39,10 +39,7 @@ pub fn run_bundle(args: &BundleArgs, global: &GlobalArgs) -> CmdResult {
     let m = manifest::read(&args.manifest)?;
     let stack = StackDir::new(&global.archive_dir(), &m.name);
     let bars = Bars::new(global);
-    let summary = archive::bundle(&stack, &args.output, &bars).map_err(|e| match e {
-        archive::ArchiveError::NoLock { .. } => Failure::input(e),
-        e => failure(e),
-    })?;
+    let summary = archive::bundle(&stack, &args.output, &bars)?;
     bars.clear();
     if global.json {
         print_json(&summary)?;

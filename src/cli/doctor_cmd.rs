@@ -7,15 +7,15 @@ use anyhow::anyhow;
 use clap::Parser;
 use serde::Serialize;
 
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
 use crate::compat::Os;
 use crate::doctor::guard::{self, Guard};
 use crate::doctor::repair::{RepairContext, RepairError, RepairReport, repair};
 use crate::doctor::{self, Examination, Status};
 use crate::host::RealSystem;
+use crate::install::QuietReporter;
 use crate::install::host_view::LiveHost;
-use crate::install::{ChainEnd, QuietReporter};
 use crate::manifest::{self, Manifest};
 
 pub const DOCTOR_EXAMPLES: &str = "\
@@ -71,7 +71,7 @@ pub struct RepairArgs {
 /// Reads and parses a manifest; release-note problems are left to the toolkit check.
 fn read_manifest(path: &Path) -> Result<(Manifest, String), Failure> {
     let text = std::fs::read_to_string(path).map_err(|source| {
-        Failure::input(manifest::ManifestError::Read {
+        Failure::from(manifest::ManifestError::Read {
             path: path.to_path_buf(),
             source,
         })
@@ -103,10 +103,10 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
         None => {
             let dirs = doctor::stacks_in(&archive)?;
             if dirs.is_empty() {
-                return Err(Failure::input(anyhow!(
+                return Err(Failure::from(CliError::Usage(format!(
                     "no stacks under {}: run `stackpin fetch MANIFEST` first, or pass --archive",
                     archive.display()
-                )));
+                ))));
             }
             let mut exams = Vec::new();
             for dir in dirs {
@@ -138,7 +138,7 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
             print_examination(exam);
         }
     }
-    Ok(if ok { Exit::Ok } else { Exit::Problem })
+    Ok(Exit::verdict(ok))
 }
 
 /// The steps of `stack` that an earlier run left marked running, unless a stackpin holds the
@@ -197,7 +197,7 @@ fn fetch_first(manifest: &Path, global: &GlobalArgs) -> Result<(), Failure> {
         fetch: super::fetch_cmd::FetchArgs,
     }
     let parsed = FetchOnly::try_parse_from([std::ffi::OsStr::new("fetch"), manifest.as_os_str()])
-        .map_err(|e| Failure::input(anyhow!("fetch arguments: {e}")))?;
+        .map_err(|e| Failure::from(CliError::Usage(format!("fetch arguments: {e}"))))?;
     let quiet = GlobalArgs {
         json: false,
         quiet: global.quiet || global.json,
@@ -205,8 +205,8 @@ fn fetch_first(manifest: &Path, global: &GlobalArgs) -> Result<(), Failure> {
     };
     match super::fetch_cmd::run(&parsed.fetch, &quiet)? {
         Exit::Ok => Ok(()),
-        _ => Err(Failure::problem(anyhow!(
-            "fetch did not archive every installer; nothing was reinstalled"
+        _ => Err(Failure::from(CliError::Refused(
+            "fetch did not archive every installer; nothing was reinstalled".to_string(),
         ))),
     }
 }
@@ -241,10 +241,10 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     let (m, text) = read_manifest(&args.manifest)?;
     let report = crate::check::check(&m, Some(&text));
     if !report.ok {
-        return Err(Failure::problem(anyhow!(
+        return Err(Failure::from(CliError::Refused(format!(
             "{} does not pass `stackpin check`; fix the pins before repairing",
             args.manifest.display()
-        )));
+        ))));
     }
     let consent = super::consent::require_consent("repair", args.yes, global.json)?;
     if args.fetch {
@@ -279,7 +279,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     let guard = guard::for_host(&RealSystem, m.os);
     let guard_applied = args.apply_guard && !guard.argv.is_empty();
     if guard_applied {
-        guard.apply(&RealSystem).map_err(Failure::external)?;
+        guard.apply(&RealSystem).map_err(CliError::broke)?;
     }
     if global.json {
         print_json(&RepairJson {
@@ -290,12 +290,11 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     } else {
         print_repair(&report, &guard, guard_applied, m.os);
     }
-    match report.install.as_ref().map(|i| &i.end) {
-        Some(ChainEnd::Failed { layer, why }) => Err(Failure::external(anyhow!(
-            "the {layer} layer failed during the repair: {why}"
-        ))),
-        Some(ChainEnd::Interrupted { .. }) => Ok(Exit::External),
-        _ => Ok(Exit::Ok),
+    match &report.install {
+        Some(install) => super::chain::chain_exit(install, |layer, why| {
+            format!("the {layer} layer failed during the repair: {why}")
+        }),
+        None => Ok(Exit::Ok),
     }
 }
 

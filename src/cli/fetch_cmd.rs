@@ -11,7 +11,7 @@ use anyhow::anyhow;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::{
     self, ArchiveError, FetchConfig, FetchedFile, FileOutcome, Progress, RetryPolicy, Timeouts,
 };
@@ -87,18 +87,20 @@ struct JsonFetch<'a> {
 pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
     let manifest = super::check_cmd::require_valid(&args.manifest)?;
     let text = std::fs::read_to_string(&args.manifest).map_err(|e| {
-        Failure::input(
+        CliError::unusable(
             anyhow::Error::new(e).context(format!("reading {}", args.manifest.display())),
         )
     })?;
     if manifest.library.pip.is_some() && manifest.library.python_version.is_none() {
-        return Err(Failure::input(anyhow!(
+        return Err(Failure::from(CliError::Usage(format!(
             "{}: library.python_version is needed to fetch pip libraries (pip must know which Python's wheels to download); add e.g. `python_version: \"3.12\"`",
             args.manifest.display()
-        )));
+        ))));
     }
     if args.jobs == 0 {
-        return Err(Failure::input(anyhow!("--jobs 0: give at least 1")));
+        return Err(Failure::from(CliError::Usage(
+            "--jobs 0: give at least 1".to_string(),
+        )));
     }
     let config = FetchConfig {
         jobs: args.jobs,
@@ -122,13 +124,8 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
     for error in &report.errors {
         super::print_error(&anyhow!("{error}"));
     }
-    let exit = if report.errors.is_empty() {
-        Exit::Ok
-    } else if report.errors.iter().any(ArchiveError::is_problem) {
-        Exit::Problem
-    } else {
-        Exit::External
-    };
+    // Each failed file says its own status; the one to act on first ends the run.
+    let exit = Exit::worst(report.errors.iter().map(crate::exit::ExitStatus::exit));
     if global.json {
         print_json(&JsonFetch {
             ok: exit == Exit::Ok,

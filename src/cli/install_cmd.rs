@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 
 use super::check_cmd::require_valid;
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
 use crate::install::plan::{self, Verdict};
 use crate::install::proof::Proof;
@@ -90,18 +90,14 @@ pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
     } else {
         host.without_verify_commands()
     };
-    let plan = plan::plan(&m, stack.root(), &host, &files).map_err(Failure::input)?;
+    let plan = plan::plan(&m, stack.root(), &host, &files)?;
     let no_archive = !stack.lock_path().exists();
     if global.json {
         print_json(&plan)?;
     } else {
         print_plan(&plan, no_archive);
     }
-    Ok(if plan.blocked() {
-        Exit::Problem
-    } else {
-        Exit::Ok
-    })
+    Ok(Exit::verdict(!plan.blocked()))
 }
 
 /// Before the first fetch: the manifest's installers, where fetch will put them, as missing.
@@ -248,13 +244,7 @@ pub(super) fn take_stack_lock(
     stack
         .lock_or_fail(!no_wait, &Waiting(global.quiet || global.json))
         .map(Some)
-        .map_err(|e| {
-            if e.is_problem() {
-                Failure::problem(e)
-            } else {
-                Failure::external(e)
-            }
-        })
+        .map_err(Failure::from)
 }
 
 /// Runs the chain; `up` calls this between fetch and prove.
@@ -320,12 +310,12 @@ fn refuse_unless_ready(
     if problems.is_empty() {
         return Ok(());
     }
-    Err(Failure::problem(anyhow!(
+    Err(Failure::from(CliError::Refused(format!(
         "install refused before any layer ran ({} problem{}); nothing was installed:\n  - {}",
         problems.len(),
         if problems.len() == 1 { "" } else { "s" },
         problems.join("\n  - ")
-    )))
+    ))))
 }
 
 /// Windows: pip cannot write past MAX_PATH unless LongPathsEnabled is set or the venv root is
@@ -342,7 +332,7 @@ fn check_long_paths(m: &crate::manifest::Manifest, dry_run: bool) -> Result<(), 
         .ok()
         .and_then(|out| parse_long_paths_enabled(&String::from_utf8_lossy(&out.stdout)));
     match long_path_problem(enabled, m.library.venv.as_deref()) {
-        Some(why) => Err(Failure::problem(anyhow!(why))),
+        Some(why) => Err(CliError::Refused(why.to_string()).into()),
         None => Ok(()),
     }
 }
@@ -354,8 +344,8 @@ fn reboot_now(
     archive: &std::path::Path,
 ) -> Result<(), Failure> {
     use crate::install::reboot;
-    let exe = std::env::current_exe().map_err(Failure::external)?;
-    let workdir = std::env::current_dir().map_err(Failure::external)?;
+    let exe = std::env::current_exe().map_err(CliError::broke)?;
+    let workdir = std::env::current_dir().map_err(CliError::broke)?;
     // What the user ran (`up` resumes `up`; `--gpu`, `--archive` and the rest survive).
     let ran: Vec<String> = std::env::args_os()
         .skip(1)
@@ -367,7 +357,7 @@ fn reboot_now(
             &reboot::unit_path(),
             reboot::systemd_unit(&argv, &workdir).as_bytes(),
         )
-        .map_err(|e| Failure::external(anyhow!(e).context("writing the resume unit")))?;
+        .map_err(|e| CliError::broke(anyhow!(e).context("writing the resume unit")))?;
     }
     let task_xml = reboot::task_xml_path(state_path);
     if m.os == crate::compat::Os::Windows && args.resume_with == reboot::WindowsResume::Task {
@@ -379,16 +369,16 @@ fn reboot_now(
                     &reboot::utf16_file(&reboot::task_xml(&exe, &argv_file, &workdir)),
                 )
             })
-            .map_err(|e| Failure::external(anyhow!(e).context("writing the resume task")))?;
+            .map_err(|e| CliError::broke(anyhow!(e).context("writing the resume task")))?;
     }
     for cmd in reboot::register_and_reboot(m.os, args.resume_with, &argv, &workdir, &task_xml) {
         let spec = crate::exec::Spec::captured(&cmd[0], &cmd[1..], REBOOT_COMMAND_TIMEOUT);
         let finished = crate::exec::run(spec);
         if !finished.is_ok_and(|f| f.end == crate::exec::End::Exited(0)) {
-            return Err(Failure::external(anyhow!(
+            return Err(Failure::from(CliError::Failed(format!(
                 "`{}` failed; reboot by hand, then run the same command again",
                 shell_words(&cmd)
-            )));
+            ))));
         }
     }
     Ok(())
@@ -412,11 +402,13 @@ pub struct ResumeArgs {
 }
 
 pub fn run_resume(args: &ResumeArgs) -> CmdResult {
-    let argv = crate::install::reboot::read_argv_file(&args.file).map_err(Failure::input)?;
+    let argv = crate::install::reboot::read_argv_file(&args.file).map_err(CliError::unusable)?;
     let _ = std::fs::remove_file(&args.file);
-    let (program, rest) = argv
-        .split_first()
-        .ok_or_else(|| Failure::input(anyhow!("the resume file holds no command")))?;
+    let (program, rest) = argv.split_first().ok_or_else(|| {
+        Failure::from(CliError::Usage(
+            "the resume file holds no command".to_string(),
+        ))
+    })?;
     // No limit: the resumed chain runs installers with their own timeouts. Its output goes on
     // to ours (the task's), line by line.
     let spec = crate::exec::Spec {
@@ -428,15 +420,15 @@ pub fn run_resume(args: &ResumeArgs) -> CmdResult {
         timeout: None,
     };
     let finished = crate::exec::run(spec)
-        .map_err(|e| Failure::external(anyhow!(e).context(format!("starting `{program}`"))))?;
+        .map_err(|e| CliError::broke(anyhow!(e).context(format!("starting `{program}`"))))?;
     if finished.end == crate::exec::End::Exited(0) {
         Ok(Exit::Ok)
     } else {
-        Err(Failure::external(anyhow!(
+        Err(Failure::from(CliError::Failed(format!(
             "the resumed `{}` ended: {}",
             shell_words(&argv),
             finished.end
-        )))
+        ))))
     }
 }
 
@@ -452,8 +444,8 @@ pub fn finish(report: &InstallReport, global: &GlobalArgs) -> CmdResult {
 
 /// The exit status a chain's end maps to; a failure carries its message for stderr.
 pub fn end_exit(report: &InstallReport) -> CmdResult {
-    match &report.end {
-        ChainEnd::Failed { layer, why } => Err(Failure::external(anyhow!(
+    super::chain::chain_exit(report, |layer, why| {
+        format!(
             "the {layer} layer failed: {why}{}",
             report
                 .layers
@@ -461,10 +453,8 @@ pub fn end_exit(report: &InstallReport) -> CmdResult {
                 .and_then(|l| l.log.as_ref())
                 .map(|p| format!("; log: {}", p.display()))
                 .unwrap_or_default()
-        ))),
-        ChainEnd::Interrupted { .. } => Ok(Exit::External),
-        _ => Ok(Exit::Ok),
-    }
+        )
+    })
 }
 
 fn print_report(report: &InstallReport, quiet: bool) {

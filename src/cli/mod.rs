@@ -9,6 +9,7 @@
 mod audit_cmd;
 mod budget_cmd;
 mod bundle_cmd;
+mod chain;
 mod check_cmd;
 mod completions_cmd;
 mod consent;
@@ -16,6 +17,7 @@ mod data_cmd;
 mod defaults;
 mod diagnose_cmd;
 mod doctor_cmd;
+mod error;
 mod fetch_cmd;
 mod host_cmd;
 mod install_cmd;
@@ -35,6 +37,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use crate::exit::Exit;
 use crate::exit::ExitStatus;
+pub use error::CliError;
 
 /// An error on its way out, with the exit status it maps to and, where known, the layer it
 /// points at and the fix (the `--json` document's `error`).
@@ -55,21 +58,6 @@ impl Failure {
             layer: None,
             fix: None,
         }
-    }
-
-    /// The user's input was wrong (exit 2).
-    pub fn input(error: impl Into<anyhow::Error>) -> Self {
-        Self::with(Exit::Input, error)
-    }
-
-    /// A check found a problem (exit 1).
-    pub fn problem(error: impl Into<anyhow::Error>) -> Self {
-        Self::with(Exit::Problem, error)
-    }
-
-    /// An external step failed (exit 3).
-    pub fn external(error: impl Into<anyhow::Error>) -> Self {
-        Self::with(Exit::External, error)
     }
 
     /// An error that knows its own exit status, layer and fix.
@@ -287,7 +275,7 @@ pub fn main() -> ExitCode {
                 std::io::stderr().lock(),
                 "error: exit {}: {}",
                 exit.code(),
-                failing_status_message(exit)
+                exit.meaning()
             );
         }
         print_document(exit, result.as_ref().err());
@@ -371,20 +359,10 @@ pub fn envelope(
         // problem): the document still says, in one place, that the run failed and why.
         doc.insert(
             "error".to_string(),
-            serde_json::json!({ "message": failing_status_message(exit) }),
+            serde_json::json!({ "message": exit.meaning() }),
         );
     }
     serde_json::Value::Object(doc)
-}
-
-/// The words for a failing status a command chose itself beside its report.
-fn failing_status_message(exit: Exit) -> &'static str {
-    match exit {
-        Exit::Ok => "ok",
-        Exit::Problem => "a check found a problem; the JSON document says which",
-        Exit::Input => "the input could not be used; the JSON document says which",
-        Exit::External => "an external step failed; the JSON document says which",
-    }
 }
 
 fn print_document(exit: Exit, failure: Option<&Failure>) {
@@ -431,7 +409,7 @@ pub fn print_error(error: &anyhow::Error) {
 /// `ok` and `exit_code` beside it (a later report replaces an earlier one).
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
     let value = serde_json::to_value(value)
-        .map_err(|e| Failure::external(anyhow::Error::new(e).context("encoding JSON output")))?;
+        .map_err(|e| CliError::broke(anyhow::Error::new(e).context("encoding JSON output")))?;
     *DOCUMENT
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(value);

@@ -4,10 +4,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use anyhow::anyhow;
 use serde::Serialize;
 
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
 use crate::compat::Os;
 use crate::dataset::{self, DataRef};
@@ -83,12 +82,12 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
         Some(path) => vec![path.clone()],
         None => {
             let archive = global.archive_dir();
-            let dirs = crate::doctor::stacks_in(&archive).map_err(Failure::input)?;
+            let dirs = crate::doctor::stacks_in(&archive)?;
             if dirs.is_empty() {
-                return Err(Failure::input(anyhow!(
+                return Err(Failure::from(CliError::Usage(format!(
                     "no stacks under {}: run `stackpin fetch MANIFEST` first, or pass --archive",
                     archive.display()
-                )));
+                ))));
             }
             dirs.into_iter()
                 .map(|d| StackDir::at(d).manifest_path())
@@ -99,7 +98,7 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
     // The host is probed once per OS the stacks are for, not once per stack.
     let mut probed: HashMap<Os, HostGpus> = HashMap::new();
     for path in paths {
-        let m = manifest::read(&path).map_err(Failure::input)?;
+        let m = manifest::read(&path)?;
         let gpus = probed.entry(m.os).or_insert_with(|| host_gpus(m.os));
         results.push((path, outdated::outdated(&m, gpus)));
     }
@@ -119,7 +118,7 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
     } else {
         print_human(&results, global.quiet);
     }
-    Ok(if any { Exit::Problem } else { Exit::Ok })
+    Ok(Exit::verdict(!any))
 }
 
 fn print_human(results: &[(PathBuf, Outdated)], quiet: bool) {

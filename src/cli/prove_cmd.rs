@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::check_cmd::require_valid;
 use super::install_cmd::{InstallArgs, run_install};
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
 use crate::install::host_view::LiveHost;
 use crate::install::{ChainEnd, InstallReport};
@@ -206,7 +206,7 @@ pub fn run(args: &ProveArgs, global: &GlobalArgs) -> CmdResult {
 /// numbers either way: the stack works, it is too slow for the line).
 fn latency_verdict(p: &Proven) -> CmdResult {
     match p.record.latency {
-        Some(l) if !l.meets => Err(Failure::problem(anyhow!(
+        Some(l) if !l.meets => Err(Failure::from(CliError::Refused(format!(
             "p99 latency {:.2} ms is over the cycle time of {} ms (p50 {}); the stack runs but misses the line's cycle. \
              Use a faster GPU or a smaller model or input, or correct example.cycle_time_ms; recorded in {}",
             l.p99_ms,
@@ -214,7 +214,7 @@ fn latency_verdict(p: &Proven) -> CmdResult {
             l.p50_ms
                 .map_or("not reported".to_string(), |v| format!("{v:.2} ms")),
             p.record_path.display()
-        ))),
+        )))),
         _ => Ok(Exit::Ok),
     }
 }

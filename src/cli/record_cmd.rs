@@ -4,11 +4,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::anyhow;
 use clap::Subcommand;
 
 use super::check_cmd::require_valid;
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
 use crate::deployment::{self, DeploymentError, VersionSource};
 use crate::record::ProvenStack;
@@ -62,8 +61,8 @@ fn run_export(args: &ExportArgs, global: &GlobalArgs) -> CmdResult {
         None
     };
     let record = deployment::export(&m, proven.as_ref(), &args.model).map_err(|e| match e {
-        DeploymentError::Model { .. } => Failure::input(e),
-        other => Failure::external(other),
+        DeploymentError::Model { .. } => CliError::unusable(e),
+        other => CliError::broke(other),
     })?;
     let out = args
         .output
@@ -97,10 +96,10 @@ fn run_export(args: &ExportArgs, global: &GlobalArgs) -> CmdResult {
         ),
     }
     if record.model.size == 0 {
-        return Err(Failure::problem(anyhow!(
+        return Err(Failure::from(CliError::Refused(format!(
             "the model {} is empty (0 bytes); was the training run's save step reached?",
             args.model.display()
-        )));
+        ))));
     }
     Ok(Exit::Ok)
 }

@@ -8,10 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::anyhow;
 use serde::Serialize;
 
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::{self, AuditReport, FileStatus, Silent, StackDir};
 use crate::install::state::{ChainState, LayerStatus};
 use crate::manifest::{self, Layer, Manifest};
@@ -248,16 +247,17 @@ fn stack_dirs(archive_dir: &Path) -> Result<Vec<StackDir>, Failure> {
         Ok(entries) => entries,
         // A mistyped --archive is an input error, as in `audit`, never "ok, no stacks".
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Failure::input(anyhow!(
+            return Err(Failure::from(CliError::Usage(format!(
                 "the archive {} does not exist; pass the archive folder with --archive DIR (or STACKPIN_ARCHIVE), or run `stackpin fetch MANIFEST` to start one there",
                 archive_dir.display()
-            )));
+            ))));
         }
         Err(e) => {
-            return Err(Failure::input(anyhow::Error::new(e).context(format!(
+            return Err(CliError::unusable(anyhow::Error::new(e).context(format!(
                 "listing the archive {}; pass --archive DIR or set STACKPIN_ARCHIVE",
                 archive_dir.display()
-            ))));
+            )))
+            .into());
         }
     };
     let markers = [
@@ -315,16 +315,14 @@ pub fn run(args: &StatusArgs, global: &GlobalArgs) -> CmdResult {
             print_human(s);
         }
     }
-    if ok {
-        Ok(Exit::Ok)
-    } else if global.json {
+    if ok || !global.json {
+        Ok(Exit::verdict(ok))
+    } else {
         // The document already says what is wrong; one line on stderr keeps logs readable.
-        Err(Failure::problem(anyhow!(
+        Err(Failure::from(CliError::Refused(format!(
             "a stack in {} needs attention; see `problems`, `stage` and `audit` above",
             archive_dir.display()
-        )))
-    } else {
-        Ok(Exit::Problem)
+        ))))
     }
 }
 

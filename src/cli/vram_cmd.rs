@@ -4,9 +4,7 @@
 //! bar per batch showing its share of the card and the line marked. It also owns the number
 //! formatting the other memory commands share (`mib`, `gib`, `grouped`).
 
-use anyhow::anyhow;
-
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CmdResult, Exit, GlobalArgs, print_json};
 use crate::manifest::{DEFAULT_VRAM_LINE, VramSettings};
 use crate::size;
 use crate::vram::{self, BatchPlan, Measurement, PlanRequest, Rule};
@@ -81,18 +79,13 @@ pub fn run(args: &VramArgs, global: &GlobalArgs) -> CmdResult {
         line: args.line,
         batches: &batches,
         dataset_mib: args.dataset,
-    })
-    .map_err(|e| Failure::input(anyhow!(e)))?;
+    })?;
     if global.json {
         print_json(&plan)?;
     } else {
         print_report(&render(&plan));
     }
-    Ok(if plan.largest_safe_batch.is_some() {
-        Exit::Ok
-    } else {
-        Exit::Problem
-    })
+    Ok(Exit::verdict(plan.largest_safe_batch.is_some()))
 }
 
 /// Prints a finished report on stdout. A reader that went away (`| head`) is not an error
