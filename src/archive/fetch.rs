@@ -90,11 +90,11 @@ struct Wanted {
 pub fn fetch(
     manifest: &Manifest,
     manifest_text: &str,
-    archive: &Path,
+    archive: &super::Archive,
     config: &FetchConfig,
     progress: &dyn Progress,
 ) -> Result<FetchReport, ArchiveError> {
-    let stack = StackDir::new(archive, &manifest.name);
+    let stack = archive.stack(&manifest.name);
     stack.create()?;
     let _guard = stack.lock(progress)?;
     let mut lock = stack.read_lock()?;

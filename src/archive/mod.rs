@@ -12,6 +12,7 @@ mod download;
 mod fetch;
 mod layout;
 mod pip;
+mod root;
 mod uv;
 
 use std::path::PathBuf;
@@ -26,6 +27,7 @@ pub use layout::{
     pin_conflict, pin_conflicts, stage_verified, verify_entry, verify_pinned,
 };
 pub use pip::{PipTarget, foreign_variables, hermetic_settings, is_foreign_variable};
+pub use root::Archive;
 pub use uv::{UV_SOURCE_PREFIX, extract_uv, is_installer_entry, uv_binary_path, uv_entry};
 
 use crate::manifest::Layer;
@@ -119,6 +121,11 @@ pub enum ArchiveError {
     #[error("no stack.lock in {dir}; run `stackpin fetch MANIFEST` first")]
     NoLock { dir: PathBuf },
     #[error(
+        "the archive {} does not exist; pass the archive folder with --archive DIR (or STACKPIN_ARCHIVE), or run `stackpin fetch MANIFEST` to start one there",
+        dir.display()
+    )]
+    NoArchive { dir: PathBuf },
+    #[error(
         "{layer}/{file} is missing from the archive ({path}); run `stackpin fetch` to fetch it again"
     )]
     Missing {
@@ -208,6 +215,7 @@ impl ExitStatus for ArchiveError {
             // An unreadable or invalid file the user handed over (a lock, a bundle).
             ArchiveError::BadLock { .. }
             | ArchiveError::NoLock { .. }
+            | ArchiveError::NoArchive { .. }
             | ArchiveError::BundleUnreadable { .. } => Exit::Input,
             ArchiveError::Io { action, .. } if matches!(*action, "reading" | "opening") => {
                 Exit::Input

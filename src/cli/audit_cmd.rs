@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::fetch_cmd::{Bars, size_text};
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::{self, FileAudit, FileStatus, StackDir};
+use crate::archive::{self, FileAudit, FileStatus};
 use crate::manifest;
 
 pub const EXAMPLES: &str = "\
@@ -46,29 +46,22 @@ struct JsonAudit<'a> {
 }
 
 pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
-    let archive_dir = global.archive_dir();
     let mut targets = Vec::new();
     if let Some(path) = &args.manifest {
         let m = manifest::read(path)?;
-        targets.push((StackDir::new(&archive_dir, &m.name), Some(m)));
+        targets.push((global.archive().stack(&m.name), Some(m)));
     } else {
-        let entries = std::fs::read_dir(&archive_dir).map_err(|e| {
-            CliError::unusable(
-                anyhow::Error::new(e)
-                    .context(format!("listing the archive {}", archive_dir.display())),
-            )
-        })?;
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.join("stack.lock").is_file())
-            .collect();
-        dirs.sort();
-        targets.extend(dirs.into_iter().map(|d| (StackDir::at(d), None)));
+        let archive = global.open_archive()?;
+        // The stacks fetch wrote a lock into: audit re-hashes against it.
+        let locked = archive
+            .stacks()?
+            .into_iter()
+            .filter(|s| s.lock_path().is_file());
+        targets.extend(locked.map(|s| (s, None)));
         if targets.is_empty() {
             return Err(Failure::from(CliError::Usage(format!(
                 "{} holds no stack with a stack.lock; run `stackpin fetch MANIFEST` first",
-                archive_dir.display()
+                archive.root().display()
             ))));
         }
     }

@@ -8,11 +8,12 @@ use clap::Parser;
 use serde::Serialize;
 
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::StackDir;
+use crate::archive::{Archive, StackDir};
 use crate::compat::Os;
 use crate::doctor::guard::{self, Guard};
 use crate::doctor::repair::{RepairContext, RepairError, RepairReport, repair};
 use crate::doctor::{self, Examination, Status};
+use crate::exit::ExitStatus;
 use crate::host::RealSystem;
 use crate::install::QuietReporter;
 use crate::install::host_view::LiveHost;
@@ -80,8 +81,8 @@ fn read_manifest(path: &Path) -> Result<(Manifest, String), Failure> {
     Ok((m, text))
 }
 
-fn examine(m: &Manifest, text: &str, archive: &Path, gpu: Option<u32>) -> Examination {
-    let stack = StackDir::new(archive, &m.name);
+fn examine(m: &Manifest, text: &str, archive: &Archive, gpu: Option<u32>) -> Examination {
+    let stack = archive.stack(&m.name);
     let host = LiveHost::new(gpu, m);
     let facts = doctor::gather(m, Some(text), &stack, &host, &RealSystem);
     doctor::judge(&facts)
@@ -94,23 +95,29 @@ struct AllJson<'a> {
 }
 
 pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
-    let archive = global.archive_dir();
+    let archive = global.archive();
     let exams = match &args.manifest {
         Some(path) => {
             let (m, text) = read_manifest(path)?;
             vec![examine(&m, &text, &archive, args.gpu)]
         }
         None => {
-            let dirs = doctor::stacks_in(&archive)?;
+            // The stacks fetch wrote a manifest into: doctor reads the pins from it.
+            let dirs: Vec<StackDir> = global
+                .open_archive()?
+                .stacks()?
+                .into_iter()
+                .filter(|s| s.manifest_path().is_file())
+                .collect();
             if dirs.is_empty() {
                 return Err(Failure::from(CliError::Usage(format!(
                     "no stacks under {}: run `stackpin fetch MANIFEST` first, or pass --archive",
-                    archive.display()
+                    archive.root().display()
                 ))));
             }
             let mut exams = Vec::new();
             for dir in dirs {
-                let (m, text) = read_manifest(&StackDir::at(dir).manifest_path())?;
+                let (m, text) = read_manifest(&dir.manifest_path())?;
                 exams.push(examine(&m, &text, &archive, args.gpu));
             }
             exams
@@ -143,8 +150,8 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
 
 /// The steps of `stack` that an earlier run left marked running, unless a stackpin holds the
 /// stack's lock now (then they are simply running).
-fn interrupted_in(archive: &std::path::Path, stack: &str) -> Vec<String> {
-    let dir = StackDir::new(archive, stack);
+fn interrupted_in(archive: &Archive, stack: &str) -> Vec<String> {
+    let dir = archive.stack(stack);
     if !dir.root().is_dir() || matches!(dir.try_lock(), Ok(None)) {
         return Vec::new();
     }
@@ -250,8 +257,8 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     if args.fetch {
         fetch_first(&args.manifest, global)?;
     }
-    let archive = global.archive_dir();
-    let stack = StackDir::new(&archive, &m.name);
+    let archive = global.archive();
+    let stack = archive.stack(&m.name);
     let exam = examine(&m, &text, &archive, args.gpu);
     let plan = crate::doctor::repair::RepairPlan::from_examination(&exam);
     if !plan.is_empty() {
@@ -301,7 +308,8 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
 /// The error with the exit status it knows (`crate::exit`); a refused layer also says that the
 /// archive cannot rebuild it.
 fn repair_failure(e: RepairError) -> Failure {
-    let refused = matches!(&e, RepairError::Install(inner) if inner.is_problem());
+    // Classified once, by the error itself: a refused layer is a problem found.
+    let refused = matches!(&e, RepairError::Install(inner) if inner.exit() == Exit::Problem);
     let mut failure = Failure::from(e);
     if refused {
         failure.error = anyhow!(

@@ -118,8 +118,8 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
         python: args.python.clone(),
     };
     let bars = Bars::new(global);
-    let archive_dir = global.archive_dir();
-    let report = archive::fetch(&manifest, &text, &archive_dir, &config, &bars).map_err(failure)?;
+    let report =
+        archive::fetch(&manifest, &text, &global.archive(), &config, &bars).map_err(failure)?;
     bars.clear();
     for error in &report.errors {
         super::print_error(&anyhow!("{error}"));

@@ -79,7 +79,7 @@ pub struct InstallArgs {
 
 pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
     let m = require_valid(&args.manifest)?;
-    let stack = StackDir::new(&global.archive_dir(), &m.name);
+    let stack = global.archive().stack(&m.name);
     let files = match stack.read_lock() {
         Ok(lock) if stack.lock_path().exists() => install::archived_files(&stack, &lock),
         _ => not_fetched(&m, &stack),
@@ -250,7 +250,7 @@ pub(super) fn take_stack_lock(
 /// Runs the chain; `up` calls this between fetch and prove.
 pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallReport, Failure> {
     let m = require_valid(&args.manifest)?;
-    let stack = StackDir::new(&global.archive_dir(), &m.name);
+    let stack = global.archive().stack(&m.name);
     let host = LiveHost::new(args.gpu, &m);
     let consent =
         super::consent::require_consent("install", args.yes || args.dry_run, global.json)?;
@@ -290,7 +290,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
     // The error knows its exit status: refused 1, not admin or an unreadable lock/state 2.
     let report = install::install(&m, &stack, &host, &options, &interrupted, &reporter)?;
     if args.reboot && matches!(report.end, ChainEnd::RebootRequired { .. }) {
-        reboot_now(&m, args, &stack.state_path(), &global.archive_dir())?;
+        reboot_now(&m, args, &stack.state_path(), &global.archive())?;
     }
     Ok(report)
 }
@@ -341,7 +341,7 @@ fn reboot_now(
     m: &crate::manifest::Manifest,
     args: &InstallArgs,
     state_path: &std::path::Path,
-    archive: &std::path::Path,
+    archive: &crate::archive::Archive,
 ) -> Result<(), Failure> {
     use crate::install::reboot;
     let exe = std::env::current_exe().map_err(CliError::broke)?;
@@ -351,7 +351,7 @@ fn reboot_now(
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let argv = reboot::resume_argv(&exe.display().to_string(), &ran, archive);
+    let argv = reboot::resume_argv(&exe.display().to_string(), &ran, archive.root());
     if m.os == crate::compat::Os::Linux {
         crate::fsutil::write_atomic(
             &reboot::unit_path(),

@@ -13,7 +13,6 @@ use serde::Serialize;
 
 use super::check_cmd::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::StackDir;
 use crate::host::RealSystem;
 use crate::host::library_probe::PROBE_SCRIPT;
 use crate::host::nvidia_smi;
@@ -103,7 +102,9 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
         let m = require_valid(path)?;
         let argv = measure::baseline_argv(&m)?;
         let library = measure::baseline_library(&m)?;
-        let log = StackDir::new(&global.archive_dir(), &m.name)
+        let log = global
+            .archive()
+            .stack(&m.name)
             .logs_dir()
             .join(runner::log_name("baseline"));
         (argv, stack_env(&m), log, Some(library))

@@ -120,12 +120,19 @@ pub struct GlobalArgs {
 }
 
 impl GlobalArgs {
-    /// The archive folder: `--archive` or `STACKPIN_ARCHIVE`, else a fixed per-machine folder
-    /// for root/Administrator and `./installers` for anyone else.
-    pub fn archive_dir(&self) -> PathBuf {
-        self.archive
-            .clone()
-            .unwrap_or_else(defaults::default_archive)
+    /// The archive: `--archive` or `STACKPIN_ARCHIVE`, else a fixed per-machine folder for
+    /// root/Administrator and `./installers` for anyone else; there yet or not.
+    pub fn archive(&self) -> crate::archive::Archive {
+        crate::archive::Archive::at(
+            self.archive
+                .clone()
+                .unwrap_or_else(defaults::default_archive),
+        )
+    }
+
+    /// The archive that must already be there: a missing folder is the user's input (exit 2).
+    pub fn open_archive(&self) -> Result<crate::archive::Archive, crate::archive::ArchiveError> {
+        crate::archive::Archive::open(self.archive().root())
     }
 }
 

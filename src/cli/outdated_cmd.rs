@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::StackDir;
 use crate::compat::Os;
 use crate::dataset::{self, DataRef};
 use crate::host::{self, DriverState, ProbeOptions, RealSystem};
@@ -81,17 +80,21 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
     let paths = match &args.manifest {
         Some(path) => vec![path.clone()],
         None => {
-            let archive = global.archive_dir();
-            let dirs = crate::doctor::stacks_in(&archive)?;
+            let archive = global.open_archive()?;
+            // The stacks fetch wrote a manifest into: their pins are what is outdated.
+            let dirs: Vec<_> = archive
+                .stacks()?
+                .into_iter()
+                .map(|s| s.manifest_path())
+                .filter(|p| p.is_file())
+                .collect();
             if dirs.is_empty() {
                 return Err(Failure::from(CliError::Usage(format!(
                     "no stacks under {}: run `stackpin fetch MANIFEST` first, or pass --archive",
-                    archive.display()
+                    archive.root().display()
                 ))));
             }
-            dirs.into_iter()
-                .map(|d| StackDir::at(d).manifest_path())
-                .collect()
+            dirs
         }
     };
     let mut results = Vec::new();

@@ -10,7 +10,6 @@ use serde::Serialize;
 use super::check_cmd::require_valid;
 use super::install_cmd::{InstallArgs, run_install};
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::StackDir;
 use crate::install::host_view::LiveHost;
 use crate::install::{ChainEnd, InstallReport};
 use crate::prove::MemorySource;
@@ -185,7 +184,7 @@ fn run_prove(
     global: &GlobalArgs,
 ) -> Result<Proven, Failure> {
     let m = require_valid(manifest)?;
-    let stack = StackDir::new(&global.archive_dir(), &m.name);
+    let stack = global.archive().stack(&m.name);
     let view = LiveHost::new(flags.gpu, &m);
     let spinner = Spinner::new(global);
     prove(&m, &stack, &view, &flags.options(), &spinner).map_err(prove_failure)
@@ -330,7 +329,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         && let Ok(m) = crate::manifest::read(&args.fetch.manifest)
     {
         // fetch takes the stack's lock itself (waiting); probe it first so --no-wait holds.
-        let stack = StackDir::new(&global.archive_dir(), &m.name);
+        let stack = global.archive().stack(&m.name);
         drop(super::install_cmd::take_stack_lock(&stack, true, global)?);
     }
     let fetched = super::fetch_cmd::run(&args.fetch, &quiet)?;

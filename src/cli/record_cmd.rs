@@ -8,7 +8,6 @@ use clap::Subcommand;
 
 use super::check_cmd::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::StackDir;
 use crate::deployment::{self, DeploymentError, VersionSource};
 use crate::record::ProvenStack;
 
@@ -54,7 +53,7 @@ pub fn run(args: &RecordArgs, global: &GlobalArgs) -> CmdResult {
 
 fn run_export(args: &ExportArgs, global: &GlobalArgs) -> CmdResult {
     let m = require_valid(&args.manifest)?;
-    let record_path = StackDir::new(&global.archive_dir(), &m.name).proven_stack_path();
+    let record_path = global.archive().stack(&m.name).proven_stack_path();
     let proven = if record_path.is_file() {
         Some(ProvenStack::read(&record_path)?)
     } else {
@@ -92,7 +91,7 @@ fn run_export(args: &ExportArgs, global: &GlobalArgs) -> CmdResult {
         _ => println!(
             "  versions from the manifest's pins: the stack has no proven-stack record in {} \
              (run `stackpin prove` to record what the host really has and its GPU)",
-            global.archive_dir().display()
+            global.archive().root().display()
         ),
     }
     if record.model.size == 0 {

@@ -240,41 +240,6 @@ pub fn stack_status(stack: &StackDir, manifest: Option<&Manifest>, threads: usiz
     }
 }
 
-/// Every folder of the archive that holds something stackpin writes, sorted by name. A missing
-/// archive is an empty one: a host that has not fetched yet is a state, not an error.
-fn stack_dirs(archive_dir: &Path) -> Result<Vec<StackDir>, Failure> {
-    let entries = match std::fs::read_dir(archive_dir) {
-        Ok(entries) => entries,
-        // A mistyped --archive is an input error, as in `audit`, never "ok, no stacks".
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Failure::from(CliError::Usage(format!(
-                "the archive {} does not exist; pass the archive folder with --archive DIR (or STACKPIN_ARCHIVE), or run `stackpin fetch MANIFEST` to start one there",
-                archive_dir.display()
-            ))));
-        }
-        Err(e) => {
-            return Err(CliError::unusable(anyhow::Error::new(e).context(format!(
-                "listing the archive {}; pass --archive DIR or set STACKPIN_ARCHIVE",
-                archive_dir.display()
-            )))
-            .into());
-        }
-    };
-    let markers = [
-        "stack.lock",
-        "manifest.yaml",
-        "state.yaml",
-        "proven-stack.yaml",
-    ];
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| markers.iter().any(|m| p.join(m).is_file()))
-        .collect();
-    dirs.sort();
-    Ok(dirs.into_iter().map(StackDir::at).collect())
-}
-
 #[derive(Serialize)]
 struct StatusJson<'a> {
     archive: PathBuf,
@@ -283,15 +248,18 @@ struct StatusJson<'a> {
 }
 
 pub fn run(args: &StatusArgs, global: &GlobalArgs) -> CmdResult {
-    let archive_dir = global.archive_dir();
+    let archive = global.archive();
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let stacks: Vec<StackStatus> = match &args.manifest {
         Some(path) => {
             let m = manifest::read(path)?;
-            let stack = StackDir::new(&archive_dir, &m.name);
+            let stack = archive.stack(&m.name);
             vec![stack_status(&stack, Some(&m), threads)]
         }
-        None => stack_dirs(&archive_dir)?
+        // A mistyped --archive is an input error, as in `audit`, never "ok, no stacks".
+        None => global
+            .open_archive()?
+            .stacks()?
             .iter()
             .map(|stack| stack_status(stack, None, threads))
             .collect(),
@@ -299,7 +267,7 @@ pub fn run(args: &StatusArgs, global: &GlobalArgs) -> CmdResult {
     let ok = !stacks.iter().any(StackStatus::has_problem);
     if global.json {
         print_json(&StatusJson {
-            archive: archive_dir.clone(),
+            archive: archive.root().to_path_buf(),
             ok,
             stacks: &stacks,
         })?;
@@ -307,7 +275,7 @@ pub fn run(args: &StatusArgs, global: &GlobalArgs) -> CmdResult {
         if !global.quiet {
             println!(
                 "{}: no stack yet; run `stackpin fetch MANIFEST` or `stackpin up MANIFEST`",
-                archive_dir.display()
+                archive.root().display()
             );
         }
     } else {
@@ -321,7 +289,7 @@ pub fn run(args: &StatusArgs, global: &GlobalArgs) -> CmdResult {
         // The document already says what is wrong; one line on stderr keeps logs readable.
         Err(Failure::from(CliError::Refused(format!(
             "a stack in {} needs attention; see `problems`, `stage` and `audit` above",
-            archive_dir.display()
+            archive.root().display()
         ))))
     }
 }
@@ -464,15 +432,5 @@ mod tests {
         assert_eq!(status.problems.len(), 1, "{:?}", status.problems);
         assert!(status.problems[0].contains("state.yaml"));
         assert!(status.has_problem());
-    }
-
-    #[test]
-    fn a_missing_archive_is_an_input_error_and_an_empty_one_lists_no_stack() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let err = stack_dirs(&dir.path().join("nowhere")).expect_err("missing");
-        assert_eq!(err.exit, Exit::Input);
-        assert!(err.error.to_string().contains("nowhere"), "{}", err.error);
-        let stacks = stack_dirs(dir.path()).expect("an empty archive");
-        assert!(stacks.is_empty());
     }
 }

@@ -58,13 +58,6 @@ pub enum InstallError {
     },
 }
 
-impl InstallError {
-    /// Refusals and state problems are problems found (exit 1); the rest is external (exit 3).
-    pub fn is_problem(&self) -> bool {
-        matches!(self, InstallError::Refused { .. })
-    }
-}
-
 /// What `install` was asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct InstallOptions {
