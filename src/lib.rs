@@ -26,6 +26,7 @@ pub mod pin;
 pub mod prove;
 pub mod record;
 pub mod size;
+pub mod status;
 pub mod version;
 pub mod vram;
 pub mod windows_installers;

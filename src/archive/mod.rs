@@ -32,6 +32,20 @@ pub use uv::{UV_SOURCE_PREFIX, extract_uv, is_installer_entry, uv_binary_path, u
 
 use crate::manifest::Layer;
 
+/// The Python whose wheels a pip library is fetched for: pip must know which Python's wheels to
+/// download, so a manifest with a pip library names `library.python_version` (none without pip).
+pub fn pip_python_version(
+    manifest: &crate::manifest::Manifest,
+) -> Result<Option<crate::version::Version>, ArchiveError> {
+    match (&manifest.library.pip, &manifest.library.python_version) {
+        (None, _) => Ok(None),
+        (Some(_), Some(version)) => Ok(Some(version.clone())),
+        (Some(_), None) => Err(ArchiveError::NoPythonVersion {
+            stack: manifest.name.clone(),
+        }),
+    }
+}
+
 /// Where a fetch, audit or bundle reports what it is doing; the CLI draws bars from it.
 ///
 /// Implementations must be cheap and thread-safe: downloads and hashing run in parallel and
@@ -120,6 +134,10 @@ pub enum ArchiveError {
     BadLock { path: PathBuf, reason: String },
     #[error("no stack.lock in {dir}; run `stackpin fetch MANIFEST` first")]
     NoLock { dir: PathBuf },
+    #[error(
+        "stack {stack}: library.python_version is needed to fetch pip libraries (pip must know which Python's wheels to download); add e.g. `python_version: \"3.12\"` to the manifest"
+    )]
+    NoPythonVersion { stack: String },
     #[error(
         "the archive {} does not exist; pass the archive folder with --archive DIR (or STACKPIN_ARCHIVE), or run `stackpin fetch MANIFEST` to start one there",
         dir.display()
@@ -216,6 +234,7 @@ impl ExitStatus for ArchiveError {
             ArchiveError::BadLock { .. }
             | ArchiveError::NoLock { .. }
             | ArchiveError::NoArchive { .. }
+            | ArchiveError::NoPythonVersion { .. }
             | ArchiveError::BundleUnreadable { .. } => Exit::Input,
             ArchiveError::Io { action, .. } if matches!(*action, "reading" | "opening") => {
                 Exit::Input

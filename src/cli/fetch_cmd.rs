@@ -91,12 +91,6 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
             anyhow::Error::new(e).context(format!("reading {}", args.manifest.display())),
         )
     })?;
-    if manifest.library.pip.is_some() && manifest.library.python_version.is_none() {
-        return Err(Failure::from(CliError::Usage(format!(
-            "{}: library.python_version is needed to fetch pip libraries (pip must know which Python's wheels to download); add e.g. `python_version: \"3.12\"`",
-            args.manifest.display()
-        ))));
-    }
     if args.jobs == 0 {
         return Err(Failure::from(CliError::Usage(
             "--jobs 0: give at least 1".to_string(),
