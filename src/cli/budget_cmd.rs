@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 
-use super::vram_cmd::{amount, gib, grouped, mib};
+use super::memory_table::{amount, gib, grouped, mib};
 use super::{CliError, CmdResult, Exit, GlobalArgs, print_json};
 use crate::budget::{self, Budget, ModelBudget, Precision, ProcessBudget};
 
@@ -48,7 +48,7 @@ pub fn run(args: &BudgetArgs, global: &GlobalArgs) -> CmdResult {
     if global.json {
         print_json(&budget)?;
     } else {
-        super::vram_cmd::print_report(&render(&budget));
+        super::memory_table::print_report(&render(&budget));
     }
     let over = budget.gpu.as_ref().is_some_and(|card| !card.fits);
     Ok(Exit::verdict(!over))

@@ -167,30 +167,3 @@ fn print_human(file: &str, report: &Report, quiet: bool) {
         println!("{file}: {verdict} ({errors} errors, {warnings} warnings)");
     }
 }
-
-/// Turns a failed check into a failure for commands that need a valid manifest first.
-#[allow(dead_code)] // the archive and install commands call it
-pub fn require_valid(path: &std::path::Path) -> Result<manifest::Manifest, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Failure::from(manifest::ManifestError::Read {
-            path: path.to_path_buf(),
-            source: e,
-        })
-    })?;
-    let m = manifest::parse(&text, path)?;
-    let report = check::check(&m, Some(&text));
-    if !report.ok {
-        let first = report
-            .problems
-            .iter()
-            .filter(|p| p.severity == Severity::Error)
-            .map(|p| format!("{}: {}", p.field, p.message))
-            .collect::<Vec<_>>()
-            .join("\n  ");
-        return Err(Failure::from(CliError::Refused(format!(
-            "{} does not pass `stackpin check`:\n  {first}",
-            path.display()
-        ))));
-    }
-    Ok(m)
-}

@@ -85,7 +85,7 @@ struct JsonFetch<'a> {
 }
 
 pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
-    let manifest = super::check_cmd::require_valid(&args.manifest)?;
+    let manifest = super::valid_manifest::require_valid(&args.manifest)?;
     let text = std::fs::read_to_string(&args.manifest).map_err(|e| {
         CliError::unusable(
             anyhow::Error::new(e).context(format!("reading {}", args.manifest.display())),

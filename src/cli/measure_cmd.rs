@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::check_cmd::require_valid;
+use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::host::library_probe::PROBE_SCRIPT;
 use crate::host::nvidia_smi;

@@ -22,11 +22,13 @@ mod fetch_cmd;
 mod host_cmd;
 mod install_cmd;
 mod measure_cmd;
+mod memory_table;
 mod outdated_cmd;
 mod pin_cmd;
 mod prove_cmd;
 mod record_cmd;
 mod status_cmd;
+mod valid_manifest;
 mod vram_cmd;
 
 use std::io::Write;
@@ -182,7 +184,7 @@ pub enum Command {
     Plan(install_cmd::PlanArgs),
     /// Install driver → toolkit → library from the archive, each verified on the host.
     #[command(after_help = install_cmd::INSTALL_EXAMPLES)]
-    Install(install_cmd::InstallArgs),
+    Install(chain::InstallArgs),
     /// Run the bundled example at batch 64, measure peak GPU memory, write the proven-stack record.
     #[command(after_help = prove_cmd::PROVE_EXAMPLES)]
     Prove(prove_cmd::ProveArgs),

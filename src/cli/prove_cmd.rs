@@ -7,8 +7,8 @@ use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use super::check_cmd::require_valid;
-use super::install_cmd::{InstallArgs, run_install};
+use super::chain::{InstallArgs, run_install};
+use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::install::host_view::LiveHost;
 use crate::install::{ChainEnd, InstallReport};
@@ -293,7 +293,7 @@ fn print_proven(p: &Proven) {
         );
     }
     println!();
-    print!("{}", super::vram_cmd::render(&p.plan));
+    print!("{}", super::memory_table::render(&p.plan));
     println!();
     println!("record: {}", p.record_path.display());
     println!("plot:   {}", p.plot_path.display());
@@ -330,7 +330,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
     {
         // fetch takes the stack's lock itself (waiting); probe it first so --no-wait holds.
         let stack = global.archive().stack(&m.name);
-        drop(super::install_cmd::take_stack_lock(&stack, true, global)?);
+        drop(super::chain::take_stack_lock(&stack, true, global)?);
     }
     let fetched = super::fetch_cmd::run(&args.fetch, &quiet)?;
     if fetched != Exit::Ok {
@@ -363,9 +363,9 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
                 record: None,
             })?;
             // One JSON document on stdout; the failure itself goes to stderr with its exit code.
-            return super::install_cmd::end_exit(&report);
+            return super::chain::end_exit(&report);
         }
-        return super::install_cmd::finish(&report, global);
+        return super::chain::finish(&report, global);
     }
     let proven = run_prove(&args.fetch.manifest, &args.prove, global)?;
     if global.json {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use super::check_cmd::require_valid;
+use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::deployment::{self, DeploymentError, VersionSource};
 use crate::record::ProvenStack;
