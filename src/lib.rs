@@ -27,6 +27,7 @@ pub mod prove;
 pub mod record;
 pub mod size;
 pub mod status;
+pub mod up;
 pub mod version;
 pub mod vram;
 pub mod windows_installers;

@@ -182,7 +182,10 @@ fn refuse_unless_ready(
 
 /// Windows: pip cannot write past MAX_PATH unless LongPathsEnabled is set or the venv root is
 /// short; stop before the chain rather than after the driver and toolkit (issue 19, item 6).
-fn check_long_paths(m: &crate::manifest::Manifest, dry_run: bool) -> Result<(), Failure> {
+pub(super) fn check_long_paths(
+    m: &crate::manifest::Manifest,
+    dry_run: bool,
+) -> Result<(), Failure> {
     use crate::windows_installers::{
         LONG_PATHS_QUERY, long_path_problem, parse_long_paths_enabled,
     };
@@ -199,7 +202,7 @@ fn check_long_paths(m: &crate::manifest::Manifest, dry_run: bool) -> Result<(), 
     }
 }
 
-fn reboot_now(
+pub(super) fn reboot_now(
     m: &crate::manifest::Manifest,
     args: &InstallArgs,
     state_path: &std::path::Path,

@@ -201,7 +201,7 @@ fn fetch_first(manifest: &Path, global: &GlobalArgs) -> Result<(), Failure> {
     #[derive(Parser)]
     struct FetchOnly {
         #[command(flatten)]
-        fetch: super::fetch_cmd::FetchArgs,
+        fetch: super::fetch_args::FetchArgs,
     }
     let parsed = FetchOnly::try_parse_from([std::ffi::OsStr::new("fetch"), manifest.as_os_str()])
         .map_err(|e| Failure::from(CliError::Usage(format!("fetch arguments: {e}"))))?;

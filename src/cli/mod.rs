@@ -18,6 +18,7 @@ mod defaults;
 mod diagnose_cmd;
 mod doctor_cmd;
 mod error;
+mod fetch_args;
 mod fetch_cmd;
 mod host_cmd;
 mod install_cmd;
@@ -167,7 +168,7 @@ pub enum Command {
     Diagnose(diagnose_cmd::DiagnoseArgs),
     /// Download every installer into the archive, verified, with a stack.lock.
     #[command(after_help = fetch_cmd::EXAMPLES)]
-    Fetch(fetch_cmd::FetchArgs),
+    Fetch(fetch_args::FetchArgs),
     /// Re-hash archived installers against stack.lock and report each file.
     #[command(after_help = audit_cmd::EXAMPLES)]
     Audit(audit_cmd::AuditArgs),
