@@ -53,16 +53,6 @@ pub struct Failure {
 }
 
 impl Failure {
-    /// An error with the exit status it was given (a wrapped command's own status).
-    pub fn with(exit: Exit, error: impl Into<anyhow::Error>) -> Self {
-        Self {
-            exit,
-            error: error.into(),
-            layer: None,
-            fix: None,
-        }
-    }
-
     /// An error that knows its own exit status, layer and fix.
     pub fn from_error<E>(error: E) -> Self
     where
