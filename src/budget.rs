@@ -485,6 +485,15 @@ fn model_budget(model: &ModelSpec, file: &Path, field: &str) -> Result<ModelBudg
     })
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for BudgetError {
+    fn exit(&self) -> Exit {
+        Exit::Input
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -207,6 +207,19 @@ impl ModelStack {
     }
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for DeploymentError {
+    fn exit(&self) -> Exit {
+        match self {
+            DeploymentError::Write { .. } => Exit::External,
+            // The model or the record the user named could not be read.
+            _ => Exit::Input,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
-//! Exit statuses and the errors that know theirs: each module's error enum says which row of
-//! README's exit-code table it belongs to, so `?` carries the code to the command line's edge
-//! instead of each call site picking one by hand.
+//! Exit statuses and the trait for errors that know theirs: each module's error enum implements
+//! [`ExitStatus`] beside itself, naming the row of README's exit-code table it belongs to, so `?`
+//! carries the code to the command line's edge instead of each call site picking one by hand.
 //!
 //! This module prints nothing; `cli` turns an [`Exit`] into the process's status and the JSON
 //! document's `exit_code`.
@@ -22,6 +22,33 @@ impl Exit {
     /// The number the process exits with.
     pub fn code(self) -> u8 {
         self as u8
+    }
+
+    /// A report's status: 0 when everything checked out, 1 when the check found a problem.
+    pub fn verdict(ok: bool) -> Exit {
+        if ok { Exit::Ok } else { Exit::Problem }
+    }
+
+    /// The status of several failures together: input that could not be used outranks a problem
+    /// found, which outranks a step outside stackpin that failed; none at all is 0.
+    pub fn worst(exits: impl IntoIterator<Item = Exit>) -> Exit {
+        let rank = |e: &Exit| match e {
+            Exit::Ok => 0,
+            Exit::External => 1,
+            Exit::Problem => 2,
+            Exit::Input => 3,
+        };
+        exits.into_iter().max_by_key(rank).unwrap_or(Exit::Ok)
+    }
+
+    /// What a failing status means, for a run that chose it beside its report.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Exit::Ok => "ok",
+            Exit::Problem => "a check found a problem; the JSON document says which",
+            Exit::Input => "the input could not be used; the JSON document says which",
+            Exit::External => "an external step failed; the JSON document says which",
+        }
     }
 }
 
@@ -45,252 +72,17 @@ pub trait ExitStatus: std::error::Error {
     }
 }
 
-// Which row each module's errors belong to. Kept in one table so the whole mapping reads at a
-// glance against README's; a variant added later falls into its enum's default row.
-
-use crate::archive::ArchiveError;
-use crate::install::InstallError;
-use crate::install::runner::RunnerError;
-use crate::install::state::StateError;
-use crate::prove::run::ProveError;
-use crate::record::RecordError;
-
-impl ExitStatus for ArchiveError {
-    fn exit(&self) -> Exit {
-        match self {
-            // An archived file or lock that is not what was pinned: refused, never run.
-            e if e.is_problem() && !matches!(e, ArchiveError::BadLock { .. }) => Exit::Problem,
-            // A bundle whose content is wrong: a corrupt bundle, refused.
-            ArchiveError::Bundle { .. } => Exit::Problem,
-            // An unreadable or invalid file the user handed over (a lock, a bundle).
-            ArchiveError::BadLock { .. }
-            | ArchiveError::NoLock { .. }
-            | ArchiveError::BundleUnreadable { .. } => Exit::Input,
-            ArchiveError::Io { action, .. } if matches!(*action, "reading" | "opening") => {
-                Exit::Input
-            }
-            _ => Exit::External,
-        }
-    }
-}
-
-impl ExitStatus for StateError {
-    fn exit(&self) -> Exit {
-        match self {
-            StateError::Read { .. } | StateError::Parse { .. } => Exit::Input,
-            _ => Exit::External,
-        }
-    }
-}
-
-impl ExitStatus for RunnerError {
-    fn exit(&self) -> Exit {
-        match self {
-            RunnerError::MissingPlaceholder { .. } | RunnerError::EmptyCommand => Exit::Input,
-            _ => Exit::External,
-        }
-    }
-}
-
-impl ExitStatus for InstallError {
-    fn exit(&self) -> Exit {
-        match self {
-            InstallError::Refused { .. } => Exit::Problem,
-            InstallError::NotAdmin => Exit::Input,
-            InstallError::Archive(e) => e.exit(),
-            InstallError::State(e) => e.exit(),
-            InstallError::Runner { source, .. } => source.exit(),
-            _ => Exit::External,
-        }
-    }
-
-    fn layer(&self) -> Option<String> {
-        match self {
-            InstallError::Refused { layer, .. } | InstallError::Runner { layer, .. } => {
-                Some(layer.to_string())
-            }
-            _ => None,
-        }
-    }
-}
-
-impl ExitStatus for RecordError {
-    fn exit(&self) -> Exit {
-        match self {
-            RecordError::Read { .. } | RecordError::Parse { .. } | RecordError::Schema { .. } => {
-                Exit::Input
-            }
-            _ => Exit::External,
-        }
-    }
-}
-
-impl ExitStatus for ProveError {
-    fn exit(&self) -> Exit {
-        match self {
-            // A layer out of place, no GPU, a run that was not on the GPU: the check found it.
-            ProveError::LayerMissing { .. }
-            | ProveError::NoGpu(_)
-            | ProveError::NotOnGpu { .. } => Exit::Problem,
-            ProveError::Runner(e) => e.exit(),
-            ProveError::Record(e) => e.exit(),
-            _ => Exit::External,
-        }
-    }
-
-    fn layer(&self) -> Option<String> {
-        match self {
-            ProveError::LayerMissing { proof, .. } => Some(proof.layer.to_string()),
-            ProveError::NoGpu(_) => Some("driver".to_string()),
-            ProveError::NotOnGpu { layer, .. } => Some(layer.clone()),
-            ProveError::ExampleFailed { .. } | ProveError::NoLatency { .. } => {
-                Some("example".to_string())
-            }
-            _ => None,
-        }
-    }
-
-    fn fix(&self) -> Option<String> {
-        match self {
-            ProveError::LayerMissing { advice, .. } => Some(advice.clone()),
-            ProveError::NotOnGpu { explanation, .. }
-            | ProveError::ExampleFailed { explanation, .. } => Some(explanation.clone()),
-            _ => None,
-        }
-    }
-}
-
-impl ExitStatus for crate::manifest::ManifestError {
-    fn exit(&self) -> Exit {
-        Exit::Input
-    }
-}
-
-impl ExitStatus for crate::pin::PinError {
-    fn exit(&self) -> Exit {
-        // A request that is fine but fits no stack to the host or its GPUs is a finding.
-        if self.is_problem() {
-            Exit::Problem
-        } else {
-            Exit::Input
-        }
-    }
-}
-
-impl ExitStatus for crate::budget::BudgetError {
-    fn exit(&self) -> Exit {
-        Exit::Input
-    }
-}
-
-impl ExitStatus for crate::vram::VramError {
-    fn exit(&self) -> Exit {
-        Exit::Input
-    }
-}
-
-impl ExitStatus for crate::diagnose::DiagnoseError {
-    fn exit(&self) -> Exit {
-        Exit::Input
-    }
-}
-
-impl ExitStatus for crate::doctor::DoctorError {
-    fn exit(&self) -> Exit {
-        Exit::Input
-    }
-}
-
-impl ExitStatus for crate::host::HostError {
-    fn exit(&self) -> Exit {
-        match self {
-            crate::host::HostError::NoSuchGpu { .. } => Exit::Input,
-            _ => Exit::External,
-        }
-    }
-}
-
-impl ExitStatus for crate::deployment::DeploymentError {
-    fn exit(&self) -> Exit {
-        match self {
-            crate::deployment::DeploymentError::Write { .. } => Exit::External,
-            // The model or the record the user named could not be read.
-            _ => Exit::Input,
-        }
-    }
-}
-
-impl ExitStatus for crate::prove::SamplerError {
-    fn exit(&self) -> Exit {
-        Exit::External
-    }
-}
-
-impl ExitStatus for crate::prove::measure::MeasureError {
-    fn exit(&self) -> Exit {
-        match self {
-            crate::prove::measure::MeasureError::Runner(e) => e.exit(),
-            crate::prove::measure::MeasureError::NoBaselineScript { .. } => Exit::Input,
-            _ => Exit::External,
-        }
-    }
-}
-
-impl ExitStatus for crate::doctor::repair::RepairError {
-    fn exit(&self) -> Exit {
-        match self {
-            crate::doctor::repair::RepairError::Install(e) => e.exit(),
-            crate::doctor::repair::RepairError::Prove(e) => e.exit(),
-        }
-    }
-
-    fn layer(&self) -> Option<String> {
-        match self {
-            crate::doctor::repair::RepairError::Install(e) => e.layer(),
-            crate::doctor::repair::RepairError::Prove(e) => e.layer(),
-        }
-    }
-
-    fn fix(&self) -> Option<String> {
-        match self {
-            crate::doctor::repair::RepairError::Install(e) if e.exit() == Exit::Problem => Some(
-                "the archive cannot rebuild this layer: run `stackpin repair MANIFEST --fetch`"
-                    .to_string(),
-            ),
-            crate::doctor::repair::RepairError::Install(e) => e.fix(),
-            crate::doctor::repair::RepairError::Prove(e) => e.fix(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn an_unreadable_lock_or_state_is_an_input_error_and_a_corrupt_file_a_problem() {
-        let path = std::path::PathBuf::from("installers/x/stack.lock");
-        let denied = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
-        assert_eq!(
-            ArchiveError::io("reading", path.clone(), denied()).exit(),
-            Exit::Input
-        );
-        let bad = ArchiveError::BadLock {
-            path: path.clone(),
-            reason: "not YAML".into(),
-        };
-        assert_eq!(InstallError::Archive(bad).exit(), Exit::Input);
-        let state = StateError::Parse {
-            path: path.clone(),
-            reason: "not YAML".into(),
-        };
-        assert_eq!(InstallError::State(state).exit(), Exit::Input);
-        let corrupt = ArchiveError::Corrupt {
-            path,
-            expected: "a".repeat(64),
-            actual: "b".repeat(64),
-        };
-        assert_eq!(corrupt.exit(), Exit::Problem);
+    fn several_failures_end_on_the_one_to_act_on_first() {
+        assert_eq!(Exit::worst([]), Exit::Ok);
+        assert_eq!(Exit::worst([Exit::External, Exit::Problem]), Exit::Problem);
+        assert_eq!(Exit::worst([Exit::Problem, Exit::Input]), Exit::Input);
+        assert_eq!(Exit::verdict(false), Exit::Problem);
+        assert_eq!(Exit::verdict(true), Exit::Ok);
     }
 
     #[test]

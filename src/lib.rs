@@ -26,6 +26,8 @@ pub mod pin;
 pub mod prove;
 pub mod record;
 pub mod size;
+pub mod status;
+pub mod up;
 pub mod version;
 pub mod vram;
 pub mod windows_installers;

@@ -971,6 +971,20 @@ pub fn render(
     y
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for PinError {
+    fn exit(&self) -> Exit {
+        // A request that is fine but fits no stack to the host or its GPUs is a finding.
+        if self.is_problem() {
+            Exit::Problem
+        } else {
+            Exit::Input
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

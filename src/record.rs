@@ -522,6 +522,20 @@ impl ProvenStack {
     }
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for RecordError {
+    fn exit(&self) -> Exit {
+        match self {
+            RecordError::Read { .. } | RecordError::Parse { .. } | RecordError::Schema { .. } => {
+                Exit::Input
+            }
+            _ => Exit::External,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -423,6 +423,15 @@ fn fit_notes(
     notes
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for VramError {
+    fn exit(&self) -> Exit {
+        Exit::Input
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

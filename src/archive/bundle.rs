@@ -180,9 +180,10 @@ fn entry_target(
 /// Unpacks a bundle into `<archive>/<stack>/`, then audits it; only a clean audit keeps it.
 pub fn unbundle(
     zip_path: &Path,
-    archive: &Path,
+    archive: &super::Archive,
     progress: &dyn Progress,
 ) -> Result<(StackDir, AuditReport), ArchiveError> {
+    let archive = archive.root();
     let bad = |reason: String| ArchiveError::Bundle {
         path: zip_path.to_path_buf(),
         reason,

@@ -90,11 +90,12 @@ struct Wanted {
 pub fn fetch(
     manifest: &Manifest,
     manifest_text: &str,
-    archive: &Path,
+    archive: &super::Archive,
     config: &FetchConfig,
     progress: &dyn Progress,
 ) -> Result<FetchReport, ArchiveError> {
-    let stack = StackDir::new(archive, &manifest.name);
+    let python_version = super::pip_python_version(manifest)?;
+    let stack = archive.stack(&manifest.name);
     stack.create()?;
     let _guard = stack.lock(progress)?;
     let mut lock = stack.read_lock()?;
@@ -148,14 +149,10 @@ pub fn fetch(
             Err(e) => report.errors.push(e),
         }
     }
-    if let Some(pip_section) = &manifest.library.pip {
+    if let (Some(pip_section), Some(python_version)) = (&manifest.library.pip, python_version) {
         let target = PipTarget {
             os: manifest.os,
-            python_version: manifest.library.python_version.clone().ok_or_else(|| {
-                ArchiveError::Pip(
-                    "library.python_version is needed to fetch pip libraries: pip must know which Python's wheels to download (e.g. `python_version: \"3.12\"`); add it to the manifest".into(),
-                )
-            })?,
+            python_version,
             index_url: pip_section.index_url.clone(),
             extra_index_urls: pip_section.extra_index_urls.clone(),
             requirements: pip_section.requirements.clone(),

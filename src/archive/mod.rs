@@ -12,6 +12,7 @@ mod download;
 mod fetch;
 mod layout;
 mod pip;
+mod root;
 mod uv;
 
 use std::path::PathBuf;
@@ -26,9 +27,24 @@ pub use layout::{
     pin_conflict, pin_conflicts, stage_verified, verify_entry, verify_pinned,
 };
 pub use pip::{PipTarget, foreign_variables, hermetic_settings, is_foreign_variable};
+pub use root::Archive;
 pub use uv::{UV_SOURCE_PREFIX, extract_uv, is_installer_entry, uv_binary_path, uv_entry};
 
 use crate::manifest::Layer;
+
+/// The Python whose wheels a pip library is fetched for: pip must know which Python's wheels to
+/// download, so a manifest with a pip library names `library.python_version` (none without pip).
+pub fn pip_python_version(
+    manifest: &crate::manifest::Manifest,
+) -> Result<Option<crate::version::Version>, ArchiveError> {
+    match (&manifest.library.pip, &manifest.library.python_version) {
+        (None, _) => Ok(None),
+        (Some(_), Some(version)) => Ok(Some(version.clone())),
+        (Some(_), None) => Err(ArchiveError::NoPythonVersion {
+            stack: manifest.name.clone(),
+        }),
+    }
+}
 
 /// Where a fetch, audit or bundle reports what it is doing; the CLI draws bars from it.
 ///
@@ -119,6 +135,15 @@ pub enum ArchiveError {
     #[error("no stack.lock in {dir}; run `stackpin fetch MANIFEST` first")]
     NoLock { dir: PathBuf },
     #[error(
+        "stack {stack}: library.python_version is needed to fetch pip libraries (pip must know which Python's wheels to download); add e.g. `python_version: \"3.12\"` to the manifest"
+    )]
+    NoPythonVersion { stack: String },
+    #[error(
+        "the archive {} does not exist; pass the archive folder with --archive DIR (or STACKPIN_ARCHIVE), or run `stackpin fetch MANIFEST` to start one there",
+        dir.display()
+    )]
+    NoArchive { dir: PathBuf },
+    #[error(
         "{layer}/{file} is missing from the archive ({path}); run `stackpin fetch` to fetch it again"
     )]
     Missing {
@@ -192,5 +217,29 @@ impl ArchiveError {
                 | Self::BadLock { .. }
                 | Self::Incomplete { .. }
         )
+    }
+}
+
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for ArchiveError {
+    fn exit(&self) -> Exit {
+        match self {
+            // An archived file or lock that is not what was pinned: refused, never run.
+            e if e.is_problem() && !matches!(e, ArchiveError::BadLock { .. }) => Exit::Problem,
+            // A bundle whose content is wrong: a corrupt bundle, refused.
+            ArchiveError::Bundle { .. } => Exit::Problem,
+            // An unreadable or invalid file the user handed over (a lock, a bundle).
+            ArchiveError::BadLock { .. }
+            | ArchiveError::NoLock { .. }
+            | ArchiveError::NoArchive { .. }
+            | ArchiveError::NoPythonVersion { .. }
+            | ArchiveError::BundleUnreadable { .. } => Exit::Input,
+            ArchiveError::Io { action, .. } if matches!(*action, "reading" | "opening") => {
+                Exit::Input
+            }
+            _ => Exit::External,
+        }
     }
 }

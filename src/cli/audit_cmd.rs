@@ -3,12 +3,11 @@
 
 use std::path::PathBuf;
 
-use anyhow::anyhow;
 use serde::Serialize;
 
-use super::fetch_cmd::{Bars, failure, size_text};
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::{self, FileAudit, FileStatus, StackDir};
+use super::fetch_cmd::{Bars, size_text};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::archive::{self, FileAudit, FileStatus};
 use crate::manifest;
 
 pub const EXAMPLES: &str = "\
@@ -47,41 +46,30 @@ struct JsonAudit<'a> {
 }
 
 pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
-    let archive_dir = global.archive_dir();
     let mut targets = Vec::new();
     if let Some(path) = &args.manifest {
         let m = manifest::read(path)?;
-        targets.push((StackDir::new(&archive_dir, &m.name), Some(m)));
+        targets.push((global.archive().stack(&m.name), Some(m)));
     } else {
-        let entries = std::fs::read_dir(&archive_dir).map_err(|e| {
-            Failure::input(
-                anyhow::Error::new(e)
-                    .context(format!("listing the archive {}", archive_dir.display())),
-            )
-        })?;
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.join("stack.lock").is_file())
-            .collect();
-        dirs.sort();
-        targets.extend(dirs.into_iter().map(|d| (StackDir::at(d), None)));
+        let archive = global.open_archive()?;
+        // The stacks fetch wrote a lock into: audit re-hashes against it.
+        let locked = archive
+            .stacks()?
+            .into_iter()
+            .filter(|s| s.lock_path().is_file());
+        targets.extend(locked.map(|s| (s, None)));
         if targets.is_empty() {
-            return Err(Failure::input(anyhow!(
+            return Err(Failure::from(CliError::Usage(format!(
                 "{} holds no stack with a stack.lock; run `stackpin fetch MANIFEST` first",
-                archive_dir.display()
-            )));
+                archive.root().display()
+            ))));
         }
     }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let bars = Bars::new(global);
     let mut reports = Vec::new();
     for (stack, m) in &targets {
-        let report =
-            archive::audit_stack(stack, m.as_ref(), threads, &bars).map_err(|e| match e {
-                archive::ArchiveError::NoLock { .. } => Failure::input(e),
-                e => failure(e),
-            })?;
+        let report = archive::audit_stack(stack, m.as_ref(), threads, &bars)?;
         reports.push((stack.name(), report));
     }
     bars.clear();
@@ -102,7 +90,7 @@ pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
             print_human(name, &report.files, global.quiet);
         }
     }
-    Ok(if ok { Exit::Ok } else { Exit::Problem })
+    Ok(Exit::verdict(ok))
 }
 
 fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 
-use super::vram_cmd::{amount, gib, grouped, mib};
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::memory_table::{amount, gib, grouped, mib};
+use super::{CliError, CmdResult, Exit, GlobalArgs, print_json};
 use crate::budget::{self, Budget, ModelBudget, Precision, ProcessBudget};
 
 pub const EXAMPLES: &str = "\
@@ -38,7 +38,7 @@ pub struct BudgetArgs {
 
 pub fn run(args: &BudgetArgs, global: &GlobalArgs) -> CmdResult {
     let text = std::fs::read_to_string(&args.file).map_err(|e| {
-        Failure::input(anyhow!(e).context(format!(
+        CliError::unusable(anyhow!(e).context(format!(
             "cannot read budget file {}; check the path",
             args.file.display()
         )))
@@ -48,10 +48,10 @@ pub fn run(args: &BudgetArgs, global: &GlobalArgs) -> CmdResult {
     if global.json {
         print_json(&budget)?;
     } else {
-        super::vram_cmd::print_report(&render(&budget));
+        super::memory_table::print_report(&render(&budget));
     }
     let over = budget.gpu.as_ref().is_some_and(|card| !card.fits);
-    Ok(if over { Exit::Problem } else { Exit::Ok })
+    Ok(Exit::verdict(!over))
 }
 
 /// The human report: the table, then merging, the levers, and the card.

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::fetch_cmd::{Bars, failure, size_text};
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::{self, StackDir};
+use super::{CmdResult, Exit, GlobalArgs, print_json};
+use crate::archive::{self};
 use crate::manifest;
 
 pub const EXAMPLES: &str = "\
@@ -37,12 +37,9 @@ pub struct UnbundleArgs {
 
 pub fn run_bundle(args: &BundleArgs, global: &GlobalArgs) -> CmdResult {
     let m = manifest::read(&args.manifest)?;
-    let stack = StackDir::new(&global.archive_dir(), &m.name);
+    let stack = global.archive().stack(&m.name);
     let bars = Bars::new(global);
-    let summary = archive::bundle(&stack, &args.output, &bars).map_err(|e| match e {
-        archive::ArchiveError::NoLock { .. } => Failure::input(e),
-        e => failure(e),
-    })?;
+    let summary = archive::bundle(&stack, &args.output, &bars)?;
     bars.clear();
     if global.json {
         print_json(&summary)?;
@@ -68,7 +65,7 @@ struct JsonUnbundle<'a> {
 pub fn run_unbundle(args: &UnbundleArgs, global: &GlobalArgs) -> CmdResult {
     let bars = Bars::new(global);
     let (stack, report) =
-        archive::unbundle(&args.bundle, &global.archive_dir(), &bars).map_err(failure)?;
+        archive::unbundle(&args.bundle, &global.archive(), &bars).map_err(failure)?;
     bars.clear();
     if global.json {
         print_json(&JsonUnbundle {

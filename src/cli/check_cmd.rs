@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use serde::Serialize;
 
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::check::{self, Report};
+use crate::exit::ExitStatus;
 use crate::manifest::{self, Problem, Severity};
 
 pub const EXAMPLES: &str = "\
@@ -59,38 +60,38 @@ pub fn run(args: &CheckArgs, global: &GlobalArgs) -> CmdResult {
         .iter()
         .map(|a| {
             crate::compat::compute_capability(a).ok_or_else(|| {
-                Failure::input(anyhow!(
+                Failure::from(CliError::Usage(format!(
                     "--gpu-arch `{a}`: write a compute capability as X.Y, e.g. 8.6"
-                ))
+                )))
             })
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut exit = Exit::Ok;
+    // Each manifest's own status; the one to act on first ends the run.
+    let mut exits = Vec::new();
     let mut reports = Vec::new();
     for path in &args.manifests {
         let file = path.display().to_string();
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) => {
-                let err = anyhow::Error::new(manifest::ManifestError::Read {
+                let err = manifest::ManifestError::Read {
                     path: path.clone(),
                     source: e,
-                });
-                exit = Exit::Input;
+                };
+                exits.push(err.exit());
+                let err = anyhow::Error::new(err);
                 report_unreadable(global, &mut reports, file, &err);
                 continue;
             }
         };
         match manifest::parse(&text, path) {
             Err(e) => {
-                exit = Exit::Input;
+                exits.push(e.exit());
                 report_unreadable(global, &mut reports, file, &anyhow!(e));
             }
             Ok(m) => {
                 let report = check::check_for_gpus(&m, Some(&text), &gpus);
-                if !report.ok && exit == Exit::Ok {
-                    exit = Exit::Problem;
-                }
+                exits.push(Exit::verdict(report.ok));
                 if !global.json {
                     print_human(&file, &report, global.quiet);
                 }
@@ -103,6 +104,7 @@ pub fn run(args: &CheckArgs, global: &GlobalArgs) -> CmdResult {
             }
         }
     }
+    let exit = Exit::worst(exits);
     if global.json {
         let problems = reports
             .iter()
@@ -164,31 +166,4 @@ fn print_human(file: &str, report: &Report, quiet: bool) {
         let verdict = if report.ok { "ok" } else { "FAILED" };
         println!("{file}: {verdict} ({errors} errors, {warnings} warnings)");
     }
-}
-
-/// Turns a failed check into a failure for commands that need a valid manifest first.
-#[allow(dead_code)] // the archive and install commands call it
-pub fn require_valid(path: &std::path::Path) -> Result<manifest::Manifest, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Failure::input(manifest::ManifestError::Read {
-            path: path.to_path_buf(),
-            source: e,
-        })
-    })?;
-    let m = manifest::parse(&text, path)?;
-    let report = check::check(&m, Some(&text));
-    if !report.ok {
-        let first = report
-            .problems
-            .iter()
-            .filter(|p| p.severity == Severity::Error)
-            .map(|p| format!("{}: {}", p.field, p.message))
-            .collect::<Vec<_>>()
-            .join("\n  ");
-        return Err(Failure::problem(anyhow!(
-            "{} does not pass `stackpin check`:\n  {first}",
-            path.display()
-        )));
-    }
-    Ok(m)
 }

@@ -34,6 +34,15 @@ pub enum GenerateError {
     },
 }
 
+impl crate::exit::ExitStatus for GenerateError {
+    fn exit(&self) -> Exit {
+        match self {
+            GenerateError::UnknownCommand { .. } => Exit::Input,
+            GenerateError::Write { .. } => Exit::External,
+        }
+    }
+}
+
 /// Arguments of `completions`.
 #[derive(Debug, clap::Args)]
 pub struct CompletionsArgs {
@@ -64,7 +73,7 @@ pub fn run_man(args: &ManArgs) -> CmdResult {
         Some(name) => {
             let Some(sub) = top.find_subcommand(name) else {
                 let names: Vec<&str> = top.get_subcommands().map(|c| c.get_name()).collect();
-                return Err(Failure::input(GenerateError::UnknownCommand {
+                return Err(Failure::from(GenerateError::UnknownCommand {
                     name: name.clone(),
                     known: names.join(", "),
                 }));
@@ -78,7 +87,7 @@ pub fn run_man(args: &ManArgs) -> CmdResult {
     clap_mangen::Man::new(page)
         .render(&mut out)
         .map_err(|source| {
-            Failure::external(GenerateError::Write {
+            Failure::from(GenerateError::Write {
                 what: "man page",
                 source,
             })
@@ -91,7 +100,7 @@ fn write_stdout(bytes: &[u8], what: &'static str) -> CmdResult {
         Ok(()) => Ok(Exit::Ok),
         // `stackpin man | head` closes the pipe early; that is the reader's choice, not a failure.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(Exit::Ok),
-        Err(source) => Err(Failure::external(GenerateError::Write { what, source })),
+        Err(source) => Err(GenerateError::Write { what, source }.into()),
     }
 }
 

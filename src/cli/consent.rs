@@ -33,10 +33,17 @@ pub enum Consent {
     Ask,
 }
 
+// Without consent nothing runs: the user's answer (or its absence) is the input.
+impl crate::exit::ExitStatus for ConsentError {
+    fn exit(&self) -> super::Exit {
+        super::Exit::Input
+    }
+}
+
 /// Whether this run may install: `--yes`, or a terminal on stdin (and no `--json`) to ask on.
 /// Refuses (exit 2) otherwise, before anything has run.
 pub fn require_consent(command: &str, yes: bool, json: bool) -> Result<Consent, Failure> {
-    decide(command, yes, json, std::io::stdin().is_terminal()).map_err(Failure::input)
+    decide(command, yes, json, std::io::stdin().is_terminal()).map_err(Failure::from)
 }
 
 fn decide(command: &str, yes: bool, json: bool, terminal: bool) -> Result<Consent, ConsentError> {
@@ -70,7 +77,7 @@ impl Consent {
         if is_yes(&answer) {
             Ok(())
         } else {
-            Err(Failure::input(ConsentError::Declined { done }))
+            Err(ConsentError::Declined { done }.into())
         }
     }
 }

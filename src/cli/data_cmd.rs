@@ -6,10 +6,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::anyhow;
 use serde::Serialize;
 
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::{self, RetryPolicy};
 use crate::dataset::{self, DataRef, DataSet, DatasetError, Details, Source};
 use crate::manifest::validate::{is_loopback_http, is_sha256};
@@ -87,18 +86,18 @@ pub fn run(args: &DataArgs, global: &GlobalArgs) -> CmdResult {
 /// Exit 1 for a set that is wrong, 2 for a file or folder that cannot be read, 3 for one that
 /// cannot be written.
 fn failure(e: DatasetError, writing: bool) -> Failure {
-    if e.is_problem() {
-        Failure::problem(e)
+    Failure::from(if e.is_problem() {
+        CliError::found(e)
     } else if writing {
-        Failure::external(e)
+        CliError::broke(e)
     } else {
-        Failure::input(e)
-    }
+        CliError::unusable(e)
+    })
 }
 
 fn data_dir() -> Result<PathBuf, Failure> {
     dataset::data_dir(&|key| std::env::var_os(key))
-        .ok_or_else(|| Failure::input(DatasetError::NoDataDir))
+        .ok_or_else(|| CliError::unusable(DatasetError::NoDataDir).into())
 }
 
 #[derive(Serialize)]
@@ -113,9 +112,7 @@ struct PackJson<'a> {
 fn run_pack(args: &PackArgs, global: &GlobalArgs) -> CmdResult {
     let set = dataset::pack_dir(&args.dir).map_err(|e| failure(e, false))?;
     crate::fsutil::write_atomic(&args.output, &set.packed()).map_err(|e| {
-        Failure::external(
-            anyhow::Error::new(e).context(format!("writing {}", args.output.display())),
-        )
+        CliError::broke(anyhow::Error::new(e).context(format!("writing {}", args.output.display())))
     })?;
     if global.json {
         print_json(&PackJson {
@@ -164,23 +161,24 @@ fn read_source(args: &UpdateArgs, dir: &Path, global: &GlobalArgs) -> Result<Vec
     let lower = args.from.to_ascii_lowercase();
     if !(lower.starts_with("https://") || lower.starts_with("http://")) {
         if lower.contains("://") {
-            return Err(Failure::input(anyhow!(
+            return Err(Failure::from(CliError::Usage(format!(
                 "--from `{}`: only https URLs (or plain http to a loopback host or with --sha256) and files are read",
                 args.from
-            )));
+            ))));
         }
         return std::fs::read(&args.from).map_err(|e| {
-            Failure::input(anyhow::Error::new(e).context(format!("reading {}", args.from)))
+            CliError::unusable(anyhow::Error::new(e).context(format!("reading {}", args.from)))
+                .into()
         });
     }
     if lower.starts_with("http://") && args.sha256.is_none() && !is_loopback_http(&lower) {
-        return Err(Failure::input(anyhow!(
+        return Err(Failure::from(CliError::Usage(format!(
             "--from `{}` is plain http and no --sha256 is given, so nothing could prove the set is intact; use https, or pass --sha256",
             args.from
-        )));
+        ))));
     }
     std::fs::create_dir_all(dir).map_err(|e| {
-        Failure::external(anyhow::Error::new(e).context(format!("creating {}", dir.display())))
+        CliError::broke(anyhow::Error::new(e).context(format!("creating {}", dir.display())))
     })?;
     // A partial left by another URL would be continued as if it were this one: start clean.
     let partial = dir.join(".release-data.download.partial");
@@ -193,12 +191,13 @@ fn read_source(args: &UpdateArgs, dir: &Path, global: &GlobalArgs) -> Result<Vec
         show: !global.quiet && !global.json,
     };
     let result = archive::download_one(&args.from, &partial, retry, &notes)
-        .map_err(Failure::external)
+        .map_err(|e| CliError::broke(e).into())
         .and_then(|_| {
             std::fs::read(&partial).map_err(|e| {
-                Failure::external(
+                CliError::broke(
                     anyhow::Error::new(e).context(format!("reading {}", partial.display())),
                 )
+                .into()
             })
         });
     let _ = std::fs::remove_file(&partial);
@@ -218,9 +217,9 @@ fn run_update(args: &UpdateArgs, global: &GlobalArgs) -> CmdResult {
     if let Some(hex) = &args.sha256
         && !is_sha256(hex)
     {
-        return Err(Failure::input(anyhow!(
+        return Err(Failure::from(CliError::Usage(format!(
             "--sha256 `{hex}` is not 64 hex digits"
-        )));
+        ))));
     }
     let dir = data_dir()?;
     let bytes = read_source(args, &dir, global)?;

@@ -56,10 +56,8 @@ pub fn run(args: &DiagnoseArgs, global: &GlobalArgs) -> CmdResult {
     } else {
         print_human(&diagnosis);
     }
-    Ok(match diagnosis.layer {
-        FailureLayer::Unknown => Exit::Problem,
-        _ => Exit::Ok,
-    })
+    // A log nothing matched is a finding: stackpin cannot name the layer.
+    Ok(Exit::verdict(diagnosis.layer != FailureLayer::Unknown))
 }
 
 fn print_human(d: &Diagnosis) {

@@ -7,15 +7,16 @@ use anyhow::anyhow;
 use clap::Parser;
 use serde::Serialize;
 
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::StackDir;
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::archive::{Archive, StackDir};
 use crate::compat::Os;
 use crate::doctor::guard::{self, Guard};
 use crate::doctor::repair::{RepairContext, RepairError, RepairReport, repair};
 use crate::doctor::{self, Examination, Status};
+use crate::exit::ExitStatus;
 use crate::host::RealSystem;
+use crate::install::QuietReporter;
 use crate::install::host_view::LiveHost;
-use crate::install::{ChainEnd, QuietReporter};
 use crate::manifest::{self, Manifest};
 
 pub const DOCTOR_EXAMPLES: &str = "\
@@ -71,7 +72,7 @@ pub struct RepairArgs {
 /// Reads and parses a manifest; release-note problems are left to the toolkit check.
 fn read_manifest(path: &Path) -> Result<(Manifest, String), Failure> {
     let text = std::fs::read_to_string(path).map_err(|source| {
-        Failure::input(manifest::ManifestError::Read {
+        Failure::from(manifest::ManifestError::Read {
             path: path.to_path_buf(),
             source,
         })
@@ -80,8 +81,8 @@ fn read_manifest(path: &Path) -> Result<(Manifest, String), Failure> {
     Ok((m, text))
 }
 
-fn examine(m: &Manifest, text: &str, archive: &Path, gpu: Option<u32>) -> Examination {
-    let stack = StackDir::new(archive, &m.name);
+fn examine(m: &Manifest, text: &str, archive: &Archive, gpu: Option<u32>) -> Examination {
+    let stack = archive.stack(&m.name);
     let host = LiveHost::new(gpu, m);
     let facts = doctor::gather(m, Some(text), &stack, &host, &RealSystem);
     doctor::judge(&facts)
@@ -97,23 +98,29 @@ struct DoctorJson<'a> {
 }
 
 pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
-    let archive = global.archive_dir();
+    let archive = global.archive();
     let exams = match &args.manifest {
         Some(path) => {
             let (m, text) = read_manifest(path)?;
             vec![examine(&m, &text, &archive, args.gpu)]
         }
         None => {
-            let dirs = doctor::stacks_in(&archive)?;
+            // The stacks fetch wrote a manifest into: doctor reads the pins from it.
+            let dirs: Vec<StackDir> = global
+                .open_archive()?
+                .stacks()?
+                .into_iter()
+                .filter(|s| s.manifest_path().is_file())
+                .collect();
             if dirs.is_empty() {
-                return Err(Failure::input(anyhow!(
+                return Err(Failure::from(CliError::Usage(format!(
                     "no stacks under {}: run `stackpin fetch MANIFEST` first, or pass --archive",
-                    archive.display()
-                )));
+                    archive.root().display()
+                ))));
             }
             let mut exams = Vec::new();
             for dir in dirs {
-                let (m, text) = read_manifest(&StackDir::at(dir).manifest_path())?;
+                let (m, text) = read_manifest(&dir.manifest_path())?;
                 exams.push(examine(&m, &text, &archive, args.gpu));
             }
             exams
@@ -130,7 +137,7 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
     let ok = exams.iter().all(|e| e.ok) && interrupted.is_empty();
     if global.json {
         print_json(&DoctorJson {
-            archive: &archive,
+            archive: archive.root(),
             ok,
             stacks: &exams,
         })?;
@@ -142,13 +149,13 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
             print_examination(exam);
         }
     }
-    Ok(if ok { Exit::Ok } else { Exit::Problem })
+    Ok(Exit::verdict(ok))
 }
 
 /// The steps of `stack` that an earlier run left marked running, unless a stackpin holds the
 /// stack's lock now (then they are simply running).
-fn interrupted_in(archive: &std::path::Path, stack: &str) -> Vec<String> {
-    let dir = StackDir::new(archive, stack);
+fn interrupted_in(archive: &Archive, stack: &str) -> Vec<String> {
+    let dir = archive.stack(stack);
     if !dir.root().is_dir() || matches!(dir.try_lock(), Ok(None)) {
         return Vec::new();
     }
@@ -198,10 +205,10 @@ fn fetch_first(manifest: &Path, global: &GlobalArgs) -> Result<(), Failure> {
     #[derive(Parser)]
     struct FetchOnly {
         #[command(flatten)]
-        fetch: super::fetch_cmd::FetchArgs,
+        fetch: super::fetch_args::FetchArgs,
     }
     let parsed = FetchOnly::try_parse_from([std::ffi::OsStr::new("fetch"), manifest.as_os_str()])
-        .map_err(|e| Failure::input(anyhow!("fetch arguments: {e}")))?;
+        .map_err(|e| Failure::from(CliError::Usage(format!("fetch arguments: {e}"))))?;
     let quiet = GlobalArgs {
         json: false,
         quiet: global.quiet || global.json,
@@ -209,8 +216,8 @@ fn fetch_first(manifest: &Path, global: &GlobalArgs) -> Result<(), Failure> {
     };
     match super::fetch_cmd::run(&parsed.fetch, &quiet)? {
         Exit::Ok => Ok(()),
-        _ => Err(Failure::problem(anyhow!(
-            "fetch did not archive every installer; nothing was reinstalled"
+        _ => Err(Failure::from(CliError::Refused(
+            "fetch did not archive every installer; nothing was reinstalled".to_string(),
         ))),
     }
 }
@@ -247,17 +254,17 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     let (m, text) = read_manifest(&args.manifest)?;
     let report = crate::check::check(&m, Some(&text));
     if !report.ok {
-        return Err(Failure::problem(anyhow!(
+        return Err(Failure::from(CliError::Refused(format!(
             "{} does not pass `stackpin check`; fix the pins before repairing",
             args.manifest.display()
-        )));
+        ))));
     }
     let consent = super::consent::require_consent("repair", args.yes, global.json)?;
     if args.fetch {
         fetch_first(&args.manifest, global)?;
     }
-    let archive = global.archive_dir();
-    let stack = StackDir::new(&archive, &m.name);
+    let archive = global.archive();
+    let stack = archive.stack(&m.name);
     let exam = examine(&m, &text, &archive, args.gpu);
     let plan = crate::doctor::repair::RepairPlan::from_examination(&exam);
     if !plan.is_empty() {
@@ -285,7 +292,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     let guard = guard::for_host(&RealSystem, m.os);
     let guard_applied = args.apply_guard && !guard.argv.is_empty();
     if guard_applied {
-        guard.apply(&RealSystem).map_err(Failure::external)?;
+        guard.apply(&RealSystem).map_err(CliError::broke)?;
     }
     if global.json {
         print_json(&RepairJson {
@@ -297,19 +304,19 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     } else {
         print_repair(&report, &guard, guard_applied, m.os);
     }
-    match report.install.as_ref().map(|i| &i.end) {
-        Some(ChainEnd::Failed { layer, why }) => Err(Failure::external(anyhow!(
-            "the {layer} layer failed during the repair: {why}"
-        ))),
-        Some(ChainEnd::Interrupted { .. }) => Ok(Exit::External),
-        _ => Ok(Exit::Ok),
+    match &report.install {
+        Some(install) => super::chain::chain_exit(install, |layer, why| {
+            format!("the {layer} layer failed during the repair: {why}")
+        }),
+        None => Ok(Exit::Ok),
     }
 }
 
 /// The error with the exit status it knows (`crate::exit`); a refused layer also says that the
 /// archive cannot rebuild it.
 fn repair_failure(e: RepairError) -> Failure {
-    let refused = matches!(&e, RepairError::Install(inner) if inner.is_problem());
+    // Classified once, by the error itself: a refused layer is a problem found.
+    let refused = matches!(&e, RepairError::Install(inner) if inner.exit() == Exit::Problem);
     let mut failure = Failure::from(e);
     if refused {
         failure.error = anyhow!(

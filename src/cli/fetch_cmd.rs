@@ -3,18 +3,14 @@
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
 
 use anyhow::anyhow;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::{
-    self, ArchiveError, FetchConfig, FetchedFile, FileOutcome, Progress, RetryPolicy, Timeouts,
-};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::archive::{self, ArchiveError, FetchedFile, FileOutcome, Progress};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -25,57 +21,6 @@ Examples:
 Exit 0 when every file is archived and verified, 1 on a checksum mismatch or a --locked refusal,
 2 when the manifest cannot be used, 3 when a download or pip failed (run fetch again: it resumes).";
 
-#[derive(Debug, clap::Args)]
-pub struct FetchArgs {
-    /// The manifest whose installers to archive.
-    #[arg(value_name = "MANIFEST")]
-    pub manifest: PathBuf,
-    /// Refuse any file whose sha256 is pinned in neither the manifest nor stack.lock.
-    #[arg(long)]
-    pub locked: bool,
-    /// Downloads at once.
-    #[arg(long, short, default_value_t = 3, value_name = "N")]
-    pub jobs: usize,
-    /// A lab mirror (a static server of an archive folder) tried before each original URL.
-    #[arg(long, value_name = "URL")]
-    pub mirror: Option<String>,
-    /// Seconds a connection may take to open.
-    #[arg(
-        long,
-        default_value_t = 15,
-        env = "STACKPIN_CONNECT_SECS",
-        value_name = "SECS"
-    )]
-    pub connect_timeout: u64,
-    /// Seconds a server may send nothing before the attempt is dropped and retried.
-    #[arg(
-        long,
-        default_value_t = 30,
-        env = "STACKPIN_STALL_SECS",
-        value_name = "SECS"
-    )]
-    pub stall_timeout: u64,
-    /// Attempts per file for transient failures (connect, timeout, 5xx, 429).
-    #[arg(long, default_value_t = 5, value_name = "N")]
-    pub attempts: u32,
-    /// Milliseconds before the first retry, doubled each time (tests set 0).
-    #[arg(
-        long,
-        default_value_t = 500,
-        env = "STACKPIN_RETRY_BASE_MS",
-        hide = true
-    )]
-    pub retry_base_ms: u64,
-    /// The fetch host's Python that runs `pip download` for pip libraries.
-    #[arg(
-        long,
-        default_value = "python3",
-        env = "STACKPIN_PYTHON",
-        value_name = "PROGRAM"
-    )]
-    pub python: String,
-}
-
 #[derive(Serialize)]
 struct JsonFetch<'a> {
     ok: bool,
@@ -84,51 +29,23 @@ struct JsonFetch<'a> {
     errors: Vec<String>,
 }
 
-pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
-    let manifest = super::check_cmd::require_valid(&args.manifest)?;
+pub fn run(args: &super::fetch_args::FetchArgs, global: &GlobalArgs) -> CmdResult {
+    let manifest = super::valid_manifest::require_valid(&args.manifest)?;
     let text = std::fs::read_to_string(&args.manifest).map_err(|e| {
-        Failure::input(
+        CliError::unusable(
             anyhow::Error::new(e).context(format!("reading {}", args.manifest.display())),
         )
     })?;
-    if manifest.library.pip.is_some() && manifest.library.python_version.is_none() {
-        return Err(Failure::input(anyhow!(
-            "{}: library.python_version is needed to fetch pip libraries (pip must know which Python's wheels to download); add e.g. `python_version: \"3.12\"`",
-            args.manifest.display()
-        )));
-    }
-    if args.jobs == 0 {
-        return Err(Failure::input(anyhow!("--jobs 0: give at least 1")));
-    }
-    let config = FetchConfig {
-        jobs: args.jobs,
-        locked: args.locked,
-        mirror: args.mirror.clone().or_else(|| manifest.mirror.clone()),
-        timeouts: Timeouts {
-            connect: Duration::from_secs(args.connect_timeout.max(1)),
-            stall: Duration::from_secs(args.stall_timeout.max(1)),
-        },
-        retry: RetryPolicy {
-            attempts: args.attempts.max(1),
-            base: Duration::from_millis(args.retry_base_ms),
-            ..RetryPolicy::default()
-        },
-        python: args.python.clone(),
-    };
+    let config = args.config(manifest.mirror.as_deref())?;
     let bars = Bars::new(global);
-    let archive_dir = global.archive_dir();
-    let report = archive::fetch(&manifest, &text, &archive_dir, &config, &bars).map_err(failure)?;
+    let report =
+        archive::fetch(&manifest, &text, &global.archive(), &config, &bars).map_err(failure)?;
     bars.clear();
     for error in &report.errors {
         super::print_error(&anyhow!("{error}"));
     }
-    let exit = if report.errors.is_empty() {
-        Exit::Ok
-    } else if report.errors.iter().any(ArchiveError::is_problem) {
-        Exit::Problem
-    } else {
-        Exit::External
-    };
+    // Each failed file says its own status; the one to act on first ends the run.
+    let exit = Exit::worst(report.errors.iter().map(crate::exit::ExitStatus::exit));
     if global.json {
         print_json(&JsonFetch {
             ok: exit == Exit::Ok,

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, GlobalArgs, print_json};
 use crate::host::{
     self, DriverState, HostReport, LibraryProbe, ProbeOptions, RealSystem, ToolkitInfo,
 };
@@ -58,14 +58,14 @@ pub fn run(args: &HostArgs, global: &GlobalArgs) -> CmdResult {
     };
     if let Ok(text) = std::env::var(SMI_TIMEOUT_VAR) {
         let secs: f64 = text.trim().parse().map_err(|_| {
-            Failure::input(anyhow::anyhow!(
+            CliError::Usage(format!(
                 "{SMI_TIMEOUT_VAR}=`{text}` is not a number of seconds; write it like 30 or 0.5"
             ))
         })?;
         options.smi_timeout = Duration::from_secs_f64(secs.max(0.0));
     }
     // Everything `host` probes is named by the flags (`--python`, `--gpu`): a failure is input.
-    let report = host::probe(&RealSystem, &options).map_err(Failure::input)?;
+    let report = host::probe(&RealSystem, &options).map_err(CliError::unusable)?;
     if global.json {
         print_json(&report)?;
     } else {

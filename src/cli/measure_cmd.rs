@@ -9,15 +9,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::anyhow;
 use serde::Serialize;
 
-use super::check_cmd::require_valid;
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::StackDir;
-use crate::host::RealSystem;
+use super::valid_manifest::require_valid;
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::host::library_probe::PROBE_SCRIPT;
 use crate::host::nvidia_smi;
+use crate::host::{RealSystem, System};
 use crate::install::runner::{self, StepStatus};
 use crate::library::LibraryDescription;
 use crate::manifest::duration_text;
@@ -84,34 +82,35 @@ struct BaselineLines {
 
 pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
     let _ = crate::exec::interrupt::on_ctrl_c("waiting for the command to finish");
-    let gpu_index = args.gpu.unwrap_or_else(default_gpu);
+    let gpu_index = measured_gpu(args.gpu);
     let smi = nvidia_smi::find(&RealSystem, false).map_err(|searched| {
-        Failure::external(anyhow!(
+        Failure::from(CliError::Failed(format!(
             "nvidia-smi was not found (looked in {}); install the NVIDIA driver or put nvidia-smi on PATH",
             searched
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
-        ))
+        )))
     })?;
     let (argv, mut env, log, library): (_, _, _, Option<&LibraryDescription>) = if args.baseline {
-        let path = args
-            .manifest
-            .as_ref()
-            .ok_or_else(|| Failure::input(anyhow!("--baseline needs --manifest MANIFEST")))?;
+        let path = args.manifest.as_ref().ok_or_else(|| {
+            Failure::from(CliError::Usage(
+                "--baseline needs --manifest MANIFEST".to_string(),
+            ))
+        })?;
         let m = require_valid(path)?;
-        let argv = measure::baseline_argv(&m).map_err(Failure::input)?;
-        let library = measure::baseline_library(&m).map_err(Failure::input)?;
-        let log = StackDir::new(&global.archive_dir(), &m.name)
+        let argv = measure::baseline_argv(&m)?;
+        let library = measure::baseline_library(&m)?;
+        let log = global
+            .archive()
+            .stack(&m.name)
             .logs_dir()
             .join(runner::log_name("baseline"));
         (argv, stack_env(&m), log, Some(library))
     } else {
         if args.command.is_empty() {
-            return Err(Failure::input(anyhow!(
-                "no command to measure; give it after `--`, e.g. `stackpin measure -- python3 serve.py`, or use --baseline --manifest M"
-            )));
+            return Err(Failure::from(CliError::Usage("no command to measure; give it after `--`, e.g. `stackpin measure -- python3 serve.py`, or use --baseline --manifest M".to_string())));
         }
         let log = std::env::temp_dir().join(format!("stackpin-measure-{}.log", std::process::id()));
         (args.command.clone(), Vec::new(), log, None)
@@ -133,7 +132,7 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
             runner::shell_words(&shown(&request.argv))
         );
     }
-    let mut memory = measure::measure(&request, &mut |_, _| {}).map_err(Failure::external)?;
+    let mut memory = measure::measure(&request, &mut |_, _| {}).map_err(CliError::broke)?;
     memory.argv = shown(&memory.argv);
     let Some(library) = library else {
         print_report(&memory, None, None, global)?;
@@ -159,7 +158,7 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
         }
         Err(refusal) => {
             print_report(&memory, None, Some(refusal.to_string()), global)?;
-            Err(Failure::problem(anyhow!(refusal)))
+            Err(CliError::found(refusal).into())
         }
     }
 }
@@ -204,29 +203,35 @@ fn ended_well(memory: &CommandMemory, stopped_on_purpose: bool) -> bool {
     }
 }
 
-/// The first index in CUDA_VISIBLE_DEVICES when it is a number (the GPU the command will use),
-/// else 0.
-fn default_gpu() -> u32 {
-    std::env::var("CUDA_VISIBLE_DEVICES")
+/// The GPU the command will use, chosen as every command chooses it (`host::gpu_select`):
+/// `--gpu N`, else the first GPU `CUDA_VISIBLE_DEVICES` allows (an index or a `GPU-…` UUID),
+/// else the first GPU; 0 when nvidia-smi lists none the command may use.
+fn measured_gpu(requested: Option<u32>) -> u32 {
+    let system = RealSystem;
+    let wsl = crate::host::os_info::probe(&system).wsl;
+    let driver = nvidia_smi::probe(&system, wsl, crate::host::smi_timeout(&system));
+    let visible = system.env("CUDA_VISIBLE_DEVICES");
+    crate::host::gpu_select::choose(&driver.gpus, requested, visible.as_deref())
         .ok()
-        .and_then(|v| v.split(',').next().and_then(|f| f.trim().parse().ok()))
+        .and_then(|choice| choice.index)
+        .or(requested)
         .unwrap_or(0)
 }
 
 /// Exit 0 when the command ended well (or was stopped by `--for`) and memory was measured.
 fn outcome(memory: &CommandMemory, stopped_on_purpose: bool) -> CmdResult {
     if !ended_well(memory, stopped_on_purpose) {
-        return Err(Failure::external(anyhow!(
+        return Err(Failure::from(CliError::Failed(format!(
             "the command {}; the figures above cover the run up to then; its output is in {}",
             match memory.exit_code {
                 Some(code) => format!("exited with code {code}"),
                 None => "was killed by a signal".to_string(),
             },
             memory.log.display()
-        )));
+        ))));
     }
     if memory.peak_mib.is_none() {
-        return Err(Failure::external(anyhow!(
+        return Err(Failure::from(CliError::Failed(format!(
             "no GPU memory was seen for the command on GPU {}: {}. Check that it uses that GPU (--gpu N)",
             memory.gpu_index,
             if memory.notes.is_empty() {
@@ -234,7 +239,7 @@ fn outcome(memory: &CommandMemory, stopped_on_purpose: bool) -> CmdResult {
             } else {
                 memory.notes.join("; ")
             }
-        )));
+        ))));
     }
     Ok(Exit::Ok)
 }

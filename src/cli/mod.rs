@@ -9,6 +9,7 @@
 mod audit_cmd;
 mod budget_cmd;
 mod bundle_cmd;
+mod chain;
 mod check_cmd;
 mod completions_cmd;
 mod consent;
@@ -16,15 +17,19 @@ mod data_cmd;
 mod defaults;
 mod diagnose_cmd;
 mod doctor_cmd;
+mod error;
+mod fetch_args;
 mod fetch_cmd;
 mod host_cmd;
 mod install_cmd;
 mod measure_cmd;
+mod memory_table;
 mod outdated_cmd;
 mod pin_cmd;
 mod prove_cmd;
 mod record_cmd;
 mod status_cmd;
+mod valid_manifest;
 mod vram_cmd;
 
 use std::io::Write;
@@ -35,6 +40,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 pub use crate::exit::Exit;
 use crate::exit::ExitStatus;
+pub use error::CliError;
 
 /// An error on its way out, with the exit status it maps to and, where known, the layer it
 /// points at and the fix (the `--json` document's `error`).
@@ -47,31 +53,6 @@ pub struct Failure {
 }
 
 impl Failure {
-    /// An error with the exit status it was given (a wrapped command's own status).
-    pub fn with(exit: Exit, error: impl Into<anyhow::Error>) -> Self {
-        Self {
-            exit,
-            error: error.into(),
-            layer: None,
-            fix: None,
-        }
-    }
-
-    /// The user's input was wrong (exit 2).
-    pub fn input(error: impl Into<anyhow::Error>) -> Self {
-        Self::with(Exit::Input, error)
-    }
-
-    /// A check found a problem (exit 1).
-    pub fn problem(error: impl Into<anyhow::Error>) -> Self {
-        Self::with(Exit::Problem, error)
-    }
-
-    /// An external step failed (exit 3).
-    pub fn external(error: impl Into<anyhow::Error>) -> Self {
-        Self::with(Exit::External, error)
-    }
-
     /// An error that knows its own exit status, layer and fix.
     pub fn from_error<E>(error: E) -> Self
     where
@@ -132,12 +113,19 @@ pub struct GlobalArgs {
 }
 
 impl GlobalArgs {
-    /// The archive folder: `--archive` or `STACKPIN_ARCHIVE`, else a fixed per-machine folder
-    /// for root/Administrator and `./installers` for anyone else.
-    pub fn archive_dir(&self) -> PathBuf {
-        self.archive
-            .clone()
-            .unwrap_or_else(defaults::default_archive)
+    /// The archive: `--archive` or `STACKPIN_ARCHIVE`, else a fixed per-machine folder for
+    /// root/Administrator and `./installers` for anyone else; there yet or not.
+    pub fn archive(&self) -> crate::archive::Archive {
+        crate::archive::Archive::at(
+            self.archive
+                .clone()
+                .unwrap_or_else(defaults::default_archive),
+        )
+    }
+
+    /// The archive that must already be there: a missing folder is the user's input (exit 2).
+    pub fn open_archive(&self) -> Result<crate::archive::Archive, crate::archive::ArchiveError> {
+        crate::archive::Archive::open(self.archive().root())
     }
 }
 
@@ -170,7 +158,7 @@ pub enum Command {
     Diagnose(diagnose_cmd::DiagnoseArgs),
     /// Download every installer into the archive, verified, with a stack.lock.
     #[command(after_help = fetch_cmd::EXAMPLES)]
-    Fetch(fetch_cmd::FetchArgs),
+    Fetch(fetch_args::FetchArgs),
     /// Re-hash archived installers against stack.lock and report each file.
     #[command(after_help = audit_cmd::EXAMPLES)]
     Audit(audit_cmd::AuditArgs),
@@ -187,7 +175,7 @@ pub enum Command {
     Plan(install_cmd::PlanArgs),
     /// Install driver → toolkit → library from the archive, each verified on the host.
     #[command(after_help = install_cmd::INSTALL_EXAMPLES)]
-    Install(install_cmd::InstallArgs),
+    Install(chain::InstallArgs),
     /// Run the bundled example at batch 64, measure peak GPU memory, write the proven-stack record.
     #[command(after_help = prove_cmd::PROVE_EXAMPLES)]
     Prove(prove_cmd::ProveArgs),
@@ -296,7 +284,7 @@ pub fn main() -> ExitCode {
                 std::io::stderr().lock(),
                 "error: exit {}: {}",
                 exit.code(),
-                failing_status_message(exit)
+                exit.meaning()
             );
         }
         print_document(
@@ -386,20 +374,10 @@ pub fn envelope(
         // problem): the document still says, in one place, that the run failed and why.
         doc.insert(
             "error".to_string(),
-            serde_json::json!({ "message": failing_status_message(exit) }),
+            serde_json::json!({ "message": exit.meaning() }),
         );
     }
     serde_json::Value::Object(doc)
-}
-
-/// The words for a failing status a command chose itself beside its report.
-fn failing_status_message(exit: Exit) -> &'static str {
-    match exit {
-        Exit::Ok => "ok",
-        Exit::Problem => "a check found a problem; the JSON document says which",
-        Exit::Input => "the input could not be used; the JSON document says which",
-        Exit::External => "an external step failed; the JSON document says which",
-    }
 }
 
 fn print_document(exit: Exit, failure: Option<&Failure>, can_stop_for_reboot: bool) {
@@ -452,7 +430,7 @@ pub fn print_error(error: &anyhow::Error) {
 /// `ok` and `exit_code` beside it (a later report replaces an earlier one).
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
     let value = serde_json::to_value(value)
-        .map_err(|e| Failure::external(anyhow::Error::new(e).context("encoding JSON output")))?;
+        .map_err(|e| CliError::broke(anyhow::Error::new(e).context("encoding JSON output")))?;
     *DOCUMENT
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(value);

@@ -4,11 +4,9 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use anyhow::anyhow;
 use serde::Serialize;
 
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::StackDir;
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::compat::Os;
 use crate::dataset::{self, DataRef};
 use crate::host::{self, DriverState, ProbeOptions, RealSystem};
@@ -82,24 +80,28 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
     let paths = match &args.manifest {
         Some(path) => vec![path.clone()],
         None => {
-            let archive = global.archive_dir();
-            let dirs = crate::doctor::stacks_in(&archive).map_err(Failure::input)?;
+            let archive = global.open_archive()?;
+            // The stacks fetch wrote a manifest into: their pins are what is outdated.
+            let dirs: Vec<_> = archive
+                .stacks()?
+                .into_iter()
+                .map(|s| s.manifest_path())
+                .filter(|p| p.is_file())
+                .collect();
             if dirs.is_empty() {
-                return Err(Failure::input(anyhow!(
+                return Err(Failure::from(CliError::Usage(format!(
                     "no stacks under {}: run `stackpin fetch MANIFEST` first, or pass --archive",
-                    archive.display()
-                )));
+                    archive.root().display()
+                ))));
             }
-            dirs.into_iter()
-                .map(|d| StackDir::at(d).manifest_path())
-                .collect()
+            dirs
         }
     };
     let mut results = Vec::new();
     // The host is probed once per OS the stacks are for, not once per stack.
     let mut probed: HashMap<Os, HostGpus> = HashMap::new();
     for path in paths {
-        let m = manifest::read(&path).map_err(Failure::input)?;
+        let m = manifest::read(&path)?;
         let gpus = probed.entry(m.os).or_insert_with(|| host_gpus(m.os));
         results.push((path, outdated::outdated(&m, gpus)));
     }
@@ -119,7 +121,7 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
     } else {
         print_human(&results, global.quiet);
     }
-    Ok(if any { Exit::Problem } else { Exit::Ok })
+    Ok(Exit::verdict(!any))
 }
 
 fn print_human(results: &[(PathBuf, Outdated)], quiet: bool) {

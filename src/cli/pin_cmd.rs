@@ -4,10 +4,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::{Context, anyhow};
+use anyhow::Context;
 use serde::Serialize;
 
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::compat::{self, Os};
 use crate::host::{self, RealSystem, System};
 use crate::pin::{self, PinRequest, TargetGpu};
@@ -92,14 +92,14 @@ struct JsonPin<'a> {
 
 pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
     let (library, version) = args.library.split_once("==").ok_or_else(|| {
-        Failure::input(anyhow!(
+        Failure::from(CliError::Usage(format!(
             "--library `{}`: write it as NAME==VERSION, e.g. torch==2.5.1",
             args.library
-        ))
+        )))
     })?;
     let version = Version::parse(version)
         .with_context(|| format!("--library `{}`", args.library))
-        .map_err(Failure::input)?;
+        .map_err(CliError::unusable)?;
     let for_this_host = args.os == Os::current();
     let system = RealSystem;
     let mut host_notes = Vec::new();
@@ -181,14 +181,14 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
 /// half-written manifest under the final name.
 fn write_new(path: &std::path::Path, text: &str, force: bool) -> Result<(), Failure> {
     if path.exists() && !force {
-        return Err(Failure::input(anyhow!(
+        return Err(Failure::from(CliError::Usage(format!(
             "{} already exists; pass --force to overwrite it",
             path.display()
-        )));
+        ))));
     }
     crate::fsutil::write_atomic(path, text.as_bytes())
         .with_context(|| format!("writing {}", path.display()))
-        .map_err(Failure::external)
+        .map_err(|e| CliError::broke(e).into())
 }
 
 /// `--gpu-arch` values, or, when pinning for this host, every GPU nvidia-smi lists.
@@ -206,9 +206,9 @@ fn target_gpus(
                     label: format!("--gpu-arch {compute}"),
                     compute,
                 }),
-                None => Err(Failure::input(anyhow!(
+                None => Err(Failure::from(CliError::Usage(format!(
                     "--gpu-arch `{a}`: write a compute capability as X.Y, e.g. 8.6 (nvidia-smi --query-gpu=compute_cap --format=csv)"
-                ))),
+                )))),
             })
             .collect();
     }

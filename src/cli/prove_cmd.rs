@@ -7,15 +7,18 @@ use anyhow::anyhow;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use super::check_cmd::require_valid;
-use super::install_cmd::{InstallArgs, run_install};
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::StackDir;
+use super::chain::{InstallArgs, check_long_paths, end_exit, finish, reboot_now};
+use super::fetch_cmd::{Bars, size_text};
+use super::install_cmd::CliReporter;
+use super::valid_manifest::require_valid;
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::archive::FileOutcome;
 use crate::install::host_view::LiveHost;
-use crate::install::{ChainEnd, InstallReport};
+use crate::install::{ChainEnd, InstallOptions, InstallReport};
 use crate::prove::MemorySource;
 use crate::prove::run::{ProveError, ProveOptions, ProveReporter, Proven, prove};
 use crate::record::PeakAuthority;
+use crate::up::{UpEnd, UpError, UpReporter, UpRequest, UpStep, up};
 
 pub const PROVE_EXAMPLES: &str = "\
 Examples:
@@ -72,7 +75,7 @@ impl ProveFlags {
 #[derive(Debug, clap::Args)]
 pub struct UpArgs {
     #[command(flatten)]
-    pub fetch: super::fetch_cmd::FetchArgs,
+    pub fetch: super::fetch_args::FetchArgs,
     /// Do not ask before installing; required without a terminal or with --json (else exit 2).
     #[arg(long, short)]
     pub yes: bool,
@@ -185,7 +188,7 @@ fn run_prove(
     global: &GlobalArgs,
 ) -> Result<Proven, Failure> {
     let m = require_valid(manifest)?;
-    let stack = StackDir::new(&global.archive_dir(), &m.name);
+    let stack = global.archive().stack(&m.name);
     let view = LiveHost::new(flags.gpu, &m);
     let spinner = Spinner::new(global);
     prove(&m, &stack, &view, &flags.options(), &spinner).map_err(prove_failure)
@@ -206,7 +209,7 @@ pub fn run(args: &ProveArgs, global: &GlobalArgs) -> CmdResult {
 /// numbers either way: the stack works, it is too slow for the line).
 fn latency_verdict(p: &Proven) -> CmdResult {
     match p.record.latency {
-        Some(l) if !l.meets => Err(Failure::problem(anyhow!(
+        Some(l) if !l.meets => Err(Failure::from(CliError::Refused(format!(
             "p99 latency {:.2} ms is over the cycle time of {} ms (p50 {}); the stack runs but misses the line's cycle. \
              Use a faster GPU or a smaller model or input, or correct example.cycle_time_ms; recorded in {}",
             l.p99_ms,
@@ -214,7 +217,7 @@ fn latency_verdict(p: &Proven) -> CmdResult {
             l.p50_ms
                 .map_or("not reported".to_string(), |v| format!("{v:.2} ms")),
             p.record_path.display()
-        ))),
+        )))),
         _ => Ok(Exit::Ok),
     }
 }
@@ -294,7 +297,7 @@ fn print_proven(p: &Proven) {
         );
     }
     println!();
-    print!("{}", super::vram_cmd::render(&p.plan));
+    print!("{}", super::memory_table::render(&p.plan));
     println!();
     println!("record: {}", p.record_path.display());
     println!("plot:   {}", p.plot_path.display());
@@ -311,6 +314,61 @@ struct UpJson<'a> {
     record: Option<String>,
 }
 
+/// What `up` shows while it runs: the fetch's bars and notes, the chain's steps, the example's
+/// spinner; with `--json` or `--quiet` only what goes to stderr anyway.
+struct UpView {
+    bars: Bars,
+    install: CliReporter,
+    spinner: Spinner,
+    /// `--quiet` or `--json`: nothing on stdout but the one document.
+    quiet: bool,
+}
+
+impl UpReporter for UpView {
+    fn step(&self, step: UpStep) {
+        if step == UpStep::Install {
+            // The fetch is over: its bars make way for the chain's lines.
+            self.bars.clear();
+        }
+    }
+    fn fetched(&self, report: &crate::archive::FetchReport) {
+        self.bars.clear();
+        if self.quiet {
+            return;
+        }
+        // As `fetch` prints them: what each file took, then the count.
+        for f in &report.files {
+            let what = match f.outcome {
+                FileOutcome::AlreadyArchived => "archived",
+                FileOutcome::Downloaded => "downloaded",
+                FileOutcome::Mirror => "mirror",
+                FileOutcome::Repaired => "repaired",
+            };
+            println!(
+                "{what:<11} {}/{} ({}) sha256 {}",
+                f.layer,
+                f.file,
+                size_text(f.size),
+                f.sha256
+            );
+        }
+        println!(
+            "{}: {} files archived and verified",
+            report.stack.display(),
+            report.files.len()
+        );
+    }
+    fn fetch(&self) -> &dyn crate::archive::Progress {
+        &self.bars
+    }
+    fn install(&self) -> &dyn crate::install::InstallReporter {
+        &self.install
+    }
+    fn prove(&self) -> &dyn ProveReporter {
+        &self.spinner
+    }
+}
+
 pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
     // Consent before the first download: a refusal after minutes of fetching helps nobody.
     super::consent::require_consent("up", args.yes, global.json)?.confirm(
@@ -320,41 +378,77 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         ),
         "installed",
     )?;
-    // fetch prints nothing on stdout here, so `up --json` stays one JSON document.
+    let m = require_valid(&args.fetch.manifest)?;
+    let text = std::fs::read_to_string(&args.fetch.manifest).map_err(|e| {
+        CliError::unusable(
+            anyhow::Error::new(e).context(format!("reading {}", args.fetch.manifest.display())),
+        )
+    })?;
+    let config = args.fetch.config(m.mirror.as_deref())?;
+    check_long_paths(&m, false)?;
+    // The fetch and the chain print nothing on stdout here, so `up --json` stays one document.
     let quiet = GlobalArgs {
         json: false,
         quiet: global.quiet || global.json,
         archive: global.archive.clone(),
     };
-    if args.no_wait
-        && let Ok(m) = crate::manifest::read(&args.fetch.manifest)
-    {
-        // fetch takes the stack's lock itself (waiting); probe it first so --no-wait holds.
-        let stack = StackDir::new(&global.archive_dir(), &m.name);
-        drop(super::install_cmd::take_stack_lock(&stack, true, global)?);
-    }
-    let fetched = super::fetch_cmd::run(&args.fetch, &quiet)?;
-    if fetched != Exit::Ok {
-        // The code `fetch` alone would have exited with: the same failure, the same status.
-        return Err(Failure::with(
-            fetched,
-            anyhow!("fetch did not archive every installer; nothing was installed"),
-        ));
-    }
-    let install = InstallArgs {
-        manifest: args.fetch.manifest.clone(),
-        dry_run: false,
-        // Consent was given above (by --yes or at the terminal); install asks nothing more.
-        yes: true,
-        force: vec![],
-        reboot: args.reboot,
-        resume_with: Default::default(),
-        gpu: args.prove.gpu,
-        no_wait: args.no_wait,
+    let view = UpView {
+        bars: Bars::new(&quiet),
+        install: CliReporter { quiet: quiet.quiet },
+        spinner: Spinner::new(global),
+        quiet: quiet.quiet,
     };
-    let report = run_install(&install, &quiet)?;
+    let interrupted = crate::exec::interrupt::on_ctrl_c(
+        "waiting for the running installer to finish, then stopping",
+    );
+    let archive = global.archive();
+    let gpu = args.prove.gpu;
+    let host = || -> Box<dyn crate::install::proof::HostView> { Box::new(LiveHost::new(gpu, &m)) };
+    let request = UpRequest {
+        manifest: &m,
+        manifest_text: &text,
+        archive: &archive,
+        fetch: &config,
+        install: &InstallOptions {
+            dry_run: false,
+            force: vec![],
+            skip_admin_check: super::defaults::skip_admin_check(),
+        },
+        prove: &args.prove.options(),
+        no_wait: args.no_wait,
+        interrupted: &interrupted,
+        host: &host,
+    };
+    let end = up(&request, &view).map_err(|e| match e {
+        UpError::Prove(e) => prove_failure(e),
+        UpError::FetchIncomplete { errors } => {
+            view.bars.clear();
+            for error in &errors {
+                super::print_error(&anyhow!("{error}"));
+            }
+            Failure::from(UpError::FetchIncomplete { errors })
+        }
+        e => Failure::from(e),
+    })?;
+    let (report, proven) = match end {
+        UpEnd::Stopped(report) => (report, None),
+        UpEnd::Proven { install, proven } => (install, Some(proven)),
+    };
     let reboot_required = matches!(report.end, ChainEnd::RebootRequired { .. });
-    if !matches!(report.end, ChainEnd::Complete) {
+    if args.reboot && reboot_required {
+        let install = InstallArgs {
+            manifest: args.fetch.manifest.clone(),
+            dry_run: false,
+            yes: true,
+            force: vec![],
+            reboot: true,
+            resume_with: Default::default(),
+            gpu: args.prove.gpu,
+            no_wait: args.no_wait,
+        };
+        reboot_now(&m, &install, &archive.stack(&m.name).state_path(), &archive)?;
+    }
+    let Some(proven) = proven else {
         if global.json {
             print_json(&UpJson {
                 stack: report.stack.clone(),
@@ -364,11 +458,10 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
                 record: None,
             })?;
             // One JSON document on stdout; the failure itself goes to stderr with its exit code.
-            return super::install_cmd::end_exit(&report);
+            return end_exit(&report);
         }
-        return super::install_cmd::finish(&report, global);
-    }
-    let proven = run_prove(&args.fetch.manifest, &args.prove, global)?;
+        return finish(&report, global);
+    };
     if global.json {
         print_json(&UpJson {
             stack: report.stack.clone(),

@@ -4,12 +4,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::anyhow;
 use clap::Subcommand;
 
-use super::check_cmd::require_valid;
-use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::StackDir;
+use super::valid_manifest::require_valid;
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::deployment::{self, DeploymentError, VersionSource};
 use crate::record::ProvenStack;
 
@@ -55,15 +53,15 @@ pub fn run(args: &RecordArgs, global: &GlobalArgs) -> CmdResult {
 
 fn run_export(args: &ExportArgs, global: &GlobalArgs) -> CmdResult {
     let m = require_valid(&args.manifest)?;
-    let record_path = StackDir::new(&global.archive_dir(), &m.name).proven_stack_path();
+    let record_path = global.archive().stack(&m.name).proven_stack_path();
     let proven = if record_path.is_file() {
         Some(ProvenStack::read(&record_path)?)
     } else {
         None
     };
     let record = deployment::export(&m, proven.as_ref(), &args.model).map_err(|e| match e {
-        DeploymentError::Model { .. } => Failure::input(e),
-        other => Failure::external(other),
+        DeploymentError::Model { .. } => CliError::unusable(e),
+        other => CliError::broke(other),
     })?;
     let out = args
         .output
@@ -93,14 +91,14 @@ fn run_export(args: &ExportArgs, global: &GlobalArgs) -> CmdResult {
         _ => println!(
             "  versions from the manifest's pins: the stack has no proven-stack record in {} \
              (run `stackpin prove` to record what the host really has and its GPU)",
-            global.archive_dir().display()
+            global.archive().root().display()
         ),
     }
     if record.model.size == 0 {
-        return Err(Failure::problem(anyhow!(
+        return Err(Failure::from(CliError::Refused(format!(
             "the model {} is empty (0 bytes); was the training run's save step reached?",
             args.model.display()
-        )));
+        ))));
     }
     Ok(Exit::Ok)
 }

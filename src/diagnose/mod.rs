@@ -389,6 +389,15 @@ pub fn decode_log(bytes: &[u8]) -> String {
     }
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for DiagnoseError {
+    fn exit(&self) -> Exit {
+        Exit::Input
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

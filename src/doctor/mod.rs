@@ -243,29 +243,26 @@ pub fn gather<'a>(
     }
 }
 
-/// The stacks in an archive folder: every subfolder with a `manifest.yaml` (written by fetch).
-pub fn stacks_in(archive_root: &Path) -> Result<Vec<PathBuf>, DoctorError> {
-    let entries = std::fs::read_dir(archive_root).map_err(|source| DoctorError::ArchiveDir {
-        path: archive_root.to_path_buf(),
-        source,
-    })?;
-    let mut out: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("manifest.yaml").is_file())
-        .collect();
-    out.sort();
-    Ok(out)
-}
-
 /// The name of another stack in the archive that is the deployment runtime (role inference)
 /// and has been proven.
 fn proven_inference_stack(archive_root: &Path, this: &str) -> Option<String> {
-    stacks_in(archive_root).ok()?.into_iter().find_map(|dir| {
-        let name = dir.file_name()?.to_string_lossy().into_owned();
+    let stacks = crate::archive::Archive::at(archive_root).stacks().ok()?;
+    stacks.into_iter().find_map(|stack| {
+        let dir = stack.root();
+        let name = stack.name();
         if name == this || !dir.join(crate::record::RECORD_FILE).is_file() {
             return None;
         }
         let m = crate::manifest::read(&dir.join("manifest.yaml")).ok()?;
         (m.role == Role::Inference).then_some(name)
     })
+}
+
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for DoctorError {
+    fn exit(&self) -> Exit {
+        Exit::Input
+    }
 }

@@ -175,6 +175,36 @@ pub fn repair(
     Ok(report)
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for RepairError {
+    fn exit(&self) -> Exit {
+        match self {
+            RepairError::Install(e) => e.exit(),
+            RepairError::Prove(e) => e.exit(),
+        }
+    }
+
+    fn layer(&self) -> Option<String> {
+        match self {
+            RepairError::Install(e) => e.layer(),
+            RepairError::Prove(e) => e.layer(),
+        }
+    }
+
+    fn fix(&self) -> Option<String> {
+        match self {
+            RepairError::Install(e) if e.exit() == Exit::Problem => Some(
+                "the archive cannot rebuild this layer: run `stackpin repair MANIFEST --fetch`"
+                    .to_string(),
+            ),
+            RepairError::Install(e) => e.fix(),
+            RepairError::Prove(e) => e.fix(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -154,6 +154,18 @@ pub fn probe(system: &dyn System, options: &ProbeOptions) -> Result<HostReport, 
     })
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for HostError {
+    fn exit(&self) -> Exit {
+        match self {
+            HostError::NoSuchGpu { .. } => Exit::Input,
+            _ => Exit::External,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -58,13 +58,6 @@ pub enum InstallError {
     },
 }
 
-impl InstallError {
-    /// Refusals and state problems are problems found (exit 1); the rest is external (exit 3).
-    pub fn is_problem(&self) -> bool {
-        matches!(self, InstallError::Refused { .. })
-    }
-}
-
 /// What `install` was asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct InstallOptions {
@@ -616,6 +609,31 @@ fn verify_wheels(
 
 pub use archive::wheel_name_version;
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for InstallError {
+    fn exit(&self) -> Exit {
+        match self {
+            InstallError::Refused { .. } => Exit::Problem,
+            InstallError::NotAdmin => Exit::Input,
+            InstallError::Archive(e) => e.exit(),
+            InstallError::State(e) => e.exit(),
+            InstallError::Runner { source, .. } => source.exit(),
+            _ => Exit::External,
+        }
+    }
+
+    fn layer(&self) -> Option<String> {
+        match self {
+            InstallError::Refused { layer, .. } | InstallError::Runner { layer, .. } => {
+                Some(layer.to_string())
+            }
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -712,5 +730,31 @@ mod tests {
             Some(ChainEnd::Failed { why, .. }) => assert!(why.contains("code 2")),
             other => panic!("expected failure, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn an_unreadable_lock_or_state_is_an_input_error_and_a_corrupt_file_a_problem() {
+        let path = std::path::PathBuf::from("installers/x/stack.lock");
+        let denied = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(
+            ArchiveError::io("reading", path.clone(), denied()).exit(),
+            Exit::Input
+        );
+        let bad = ArchiveError::BadLock {
+            path: path.clone(),
+            reason: "not YAML".into(),
+        };
+        assert_eq!(InstallError::Archive(bad).exit(), Exit::Input);
+        let state = StateError::Parse {
+            path: path.clone(),
+            reason: "not YAML".into(),
+        };
+        assert_eq!(InstallError::State(state).exit(), Exit::Input);
+        let corrupt = ArchiveError::Corrupt {
+            path,
+            expected: "a".repeat(64),
+            actual: "b".repeat(64),
+        };
+        assert_eq!(corrupt.exit(), Exit::Problem);
     }
 }

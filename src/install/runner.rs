@@ -287,6 +287,18 @@ pub fn is_windows_path(path: &Path) -> bool {
     s.len() > 2 && s.as_bytes()[1] == b':'
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for RunnerError {
+    fn exit(&self) -> Exit {
+        match self {
+            RunnerError::MissingPlaceholder { .. } | RunnerError::EmptyCommand => Exit::Input,
+            _ => Exit::External,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -119,6 +119,18 @@ impl ChainState {
     }
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for StateError {
+    fn exit(&self) -> Exit {
+        match self {
+            StateError::Read { .. } | StateError::Parse { .. } => Exit::Input,
+            _ => Exit::External,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -205,6 +205,15 @@ fn snippet(text: &str, line: u64, column: u64) -> String {
     out
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for ManifestError {
+    fn exit(&self) -> Exit {
+        Exit::Input
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -282,6 +282,19 @@ pub fn baseline_argv(m: &Manifest) -> Result<Vec<String>, MeasureError> {
     ])
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for MeasureError {
+    fn exit(&self) -> Exit {
+        match self {
+            MeasureError::Runner(e) => e.exit(),
+            MeasureError::NoBaselineScript { .. } => Exit::Input,
+            _ => Exit::External,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -767,3 +767,41 @@ fn hostname() -> String {
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "unknown".to_string())
 }
+
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for ProveError {
+    fn exit(&self) -> Exit {
+        match self {
+            // A layer out of place, no GPU, a run that was not on the GPU: the check found it.
+            ProveError::LayerMissing { .. }
+            | ProveError::NoGpu(_)
+            | ProveError::NotOnGpu { .. } => Exit::Problem,
+            ProveError::Runner(e) => e.exit(),
+            ProveError::Record(e) => e.exit(),
+            _ => Exit::External,
+        }
+    }
+
+    fn layer(&self) -> Option<String> {
+        match self {
+            ProveError::LayerMissing { proof, .. } => Some(proof.layer.to_string()),
+            ProveError::NoGpu(_) => Some("driver".to_string()),
+            ProveError::NotOnGpu { layer, .. } => Some(layer.clone()),
+            ProveError::ExampleFailed { .. } | ProveError::NoLatency { .. } => {
+                Some("example".to_string())
+            }
+            _ => None,
+        }
+    }
+
+    fn fix(&self) -> Option<String> {
+        match self {
+            ProveError::LayerMissing { advice, .. } => Some(advice.clone()),
+            ProveError::NotOnGpu { explanation, .. }
+            | ProveError::ExampleFailed { explanation, .. } => Some(explanation.clone()),
+            _ => None,
+        }
+    }
+}

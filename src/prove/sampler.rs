@@ -472,3 +472,12 @@ fn choose_trace(mut state: State) -> MemoryTrace {
 
 #[cfg(all(test, unix))]
 mod tests;
+
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+use crate::exit::{Exit, ExitStatus};
+
+impl ExitStatus for SamplerError {
+    fn exit(&self) -> Exit {
+        Exit::External
+    }
+}

@@ -939,3 +939,45 @@ fn partial_under(dir: &std::path::Path) -> bool {
         path.extension().is_some_and(|x| x == "partial") || (path.is_dir() && partial_under(&path))
     })
 }
+
+/// pip must know which Python's wheels to download: a pip library without
+/// `library.python_version` is the user's input (exit 2) in `fetch` and in `up`, which wraps it,
+/// before anything is downloaded or created.
+#[test]
+fn a_pip_library_without_python_version_is_refused_before_fetching_in_fetch_and_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shipped = std::fs::read_to_string(crate::common::repo(
+        "manifests/onnxruntime-gpu-1.20.2-cu129-linux.yaml",
+    ))
+    .expect("shipped manifest");
+    let text: String = shipped
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("python_version:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!text.contains("python_version:"));
+    let manifest = dir.path().join("no-python.yaml");
+    std::fs::write(&manifest, text).expect("manifest");
+    let archive = dir.path().join("installers");
+    std::fs::create_dir(&archive).expect("archive");
+    for args in [vec!["fetch"], vec!["up", "--yes"]] {
+        let out = crate::common::run(
+            crate::common::stackpin()
+                .args(&args)
+                .arg(&manifest)
+                .arg("--archive")
+                .arg(&archive),
+        );
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("library.python_version is needed"),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert_eq!(
+            std::fs::read_dir(&archive).expect("archive").count(),
+            0,
+            "{args:?}: nothing fetched"
+        );
+    }
+}

@@ -288,3 +288,20 @@ fn baseline_for_onnxruntime_is_a_one_node_session_on_the_cuda_provider() {
         "{asked}"
     );
 }
+
+/// `CUDA_VISIBLE_DEVICES` may name the GPU by UUID (as schedulers do): measure samples the GPU
+/// it names, chosen as every command chooses it, not GPU 0.
+#[test]
+fn measure_samples_the_gpu_cuda_visible_devices_names_by_uuid() {
+    let host = host().gpu("NVIDIA L4", 23034, "8.9");
+    let script = two_process_command(&host);
+    let out = host
+        .stackpin(["measure", "--json", "--", "sh"])
+        .arg(&script)
+        .env("CUDA_VISIBLE_DEVICES", FakeHost::gpu_uuid(1))
+        .output()
+        .expect("stackpin runs");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["gpu_index"], 1, "{doc}");
+}

@@ -1,0 +1,89 @@
+//! The flags of `fetch`, shared with `up` (which fetches first) and turned into the archive's
+//! [`FetchConfig`] in one place.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{CliError, Failure};
+use crate::archive::{FetchConfig, RetryPolicy, Timeouts};
+
+#[derive(Debug, clap::Args)]
+pub struct FetchArgs {
+    /// The manifest whose installers to archive.
+    #[arg(value_name = "MANIFEST")]
+    pub manifest: PathBuf,
+    /// Refuse any file whose sha256 is pinned in neither the manifest nor stack.lock.
+    #[arg(long)]
+    pub locked: bool,
+    /// Downloads at once.
+    #[arg(long, short, default_value_t = 3, value_name = "N")]
+    pub jobs: usize,
+    /// A lab mirror (a static server of an archive folder) tried before each original URL.
+    #[arg(long, value_name = "URL")]
+    pub mirror: Option<String>,
+    /// Seconds a connection may take to open.
+    #[arg(
+        long,
+        default_value_t = 15,
+        env = "STACKPIN_CONNECT_SECS",
+        value_name = "SECS"
+    )]
+    pub connect_timeout: u64,
+    /// Seconds a server may send nothing before the attempt is dropped and retried.
+    #[arg(
+        long,
+        default_value_t = 30,
+        env = "STACKPIN_STALL_SECS",
+        value_name = "SECS"
+    )]
+    pub stall_timeout: u64,
+    /// Attempts per file for transient failures (connect, timeout, 5xx, 429).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub attempts: u32,
+    /// Milliseconds before the first retry, doubled each time (tests set 0).
+    #[arg(
+        long,
+        default_value_t = 500,
+        env = "STACKPIN_RETRY_BASE_MS",
+        hide = true
+    )]
+    pub retry_base_ms: u64,
+    /// The fetch host's Python that runs `pip download` for pip libraries.
+    #[arg(
+        long,
+        default_value = "python3",
+        env = "STACKPIN_PYTHON",
+        value_name = "PROGRAM"
+    )]
+    pub python: String,
+}
+
+impl FetchArgs {
+    /// The archive's knobs from the flags; `manifest_mirror` is the manifest's `mirror:`, used
+    /// when `--mirror` is not given.
+    pub fn config(&self, manifest_mirror: Option<&str>) -> Result<FetchConfig, Failure> {
+        if self.jobs == 0 {
+            return Err(Failure::from(CliError::Usage(
+                "--jobs 0: give at least 1".to_string(),
+            )));
+        }
+        Ok(FetchConfig {
+            jobs: self.jobs,
+            locked: self.locked,
+            mirror: self
+                .mirror
+                .clone()
+                .or_else(|| manifest_mirror.map(str::to_string)),
+            timeouts: Timeouts {
+                connect: Duration::from_secs(self.connect_timeout.max(1)),
+                stall: Duration::from_secs(self.stall_timeout.max(1)),
+            },
+            retry: RetryPolicy {
+                attempts: self.attempts.max(1),
+                base: Duration::from_millis(self.retry_base_ms),
+                ..RetryPolicy::default()
+            },
+            python: self.python.clone(),
+        })
+    }
+}
