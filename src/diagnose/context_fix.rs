@@ -19,7 +19,7 @@ fix last by passing the device nodes (`--device /dev/nvidia0 --device /dev/nvidi
 Never install a driver inside the container.";
 
 const CONTAINER_BUILD_FIX: &str = "This runs in a container: a driver cannot be installed or \
-built here. Install the pinned driver on the host (`stackpin install` there), then start the \
+built here. Install the pinned driver on the host (`stackpin install MANIFEST` there), then start the \
 container with the NVIDIA runtime (`--gpus all`).";
 
 const WSL_FIX: &str = "This is WSL: the GPU driver is the Windows one, shared into Linux through \
@@ -119,7 +119,7 @@ pub fn apply(mut d: Diagnosis, mechanism: Mechanism, context: Option<&HostContex
                  {kernel} and rebuild the module (`sudo dkms autoinstall`, or reinstall the \
                  pinned driver with --dkms: `stackpin repair MANIFEST`); if the build fails with \
                  modpost or compile errors, {kernel} is newer than this driver supports: pin a \
-                 newer driver release (`stackpin pin --driver VERSION`) or boot {built_for}."
+                 newer driver release (`stackpin pin --library NAME==VERSION --os linux --driver VERSION`) or boot {built_for}."
             );
             d.context = Some(format!(
                 "kernel {kernel}, NVIDIA module built only for {built_for}"

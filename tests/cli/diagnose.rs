@@ -621,3 +621,94 @@ fn an_ambiguous_message_names_its_second_layer_and_says_likely() {
     );
     assert!(stdout.contains("cause:    likely: "), "{stdout}");
 }
+
+/// The `stackpin …` command lines quoted between backticks in `text`.
+fn quoted_stackpin_commands(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|quoted| quoted.starts_with("stackpin "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Parses a quoted hint as the CLI would, with its placeholders filled the way a user would.
+fn parse_hint(command: &str) -> Result<(), String> {
+    let args: Vec<String> = command
+        .split_whitespace()
+        .map(|word| {
+            let word = if word.starts_with('{') && word.ends_with('}') {
+                "64"
+            } else {
+                word
+            };
+            match word {
+                "MANIFEST" => "stack.yaml".to_string(),
+                "OS" => "linux".to_string(),
+                "PEAK" => "2.5GB".to_string(),
+                "SIZE" => "8GiB".to_string(),
+                "N" => "64".to_string(),
+                "X.Y" => "12.4".to_string(),
+                _ => word
+                    .replace("NAME==VERSION", "torch==2.5.1")
+                    .replace("VERSION", "550.54.15"),
+            }
+        })
+        .collect();
+    <stackpin::cli::Cli as clap::Parser>::try_parse_from(&args)
+        .map(|_| ())
+        .map_err(|e| format!("`{command}` does not parse: {e}"))
+}
+
+#[test]
+fn every_stackpin_command_a_diagnose_fix_quotes_parses_as_a_command_line() {
+    // Read the fixes where they are written (a Rust string's `\` line continuation joined), so
+    // a hint no test case reaches is checked too.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/diagnose");
+    let mut files = vec![root.clone()];
+    let mut commands = Vec::new();
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).expect("src/diagnose readable") {
+                files.push(entry.expect("entry").path());
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let source = std::fs::read_to_string(&path).expect("source readable");
+            let mut joined = String::new();
+            let mut rest = source.as_str();
+            while let Some(at) = rest.find("\\\n") {
+                joined.push_str(&rest[..at]);
+                rest = rest[at + 2..].trim_start();
+            }
+            joined.push_str(rest);
+            commands.extend(quoted_stackpin_commands(&joined));
+        }
+    }
+    assert!(commands.len() > 20, "found only {commands:?}");
+    assert!(
+        commands.iter().any(|c| c.starts_with("stackpin vram ")),
+        "{commands:?}"
+    );
+    let broken: Vec<String> = commands
+        .iter()
+        .filter_map(|c| parse_hint(c).err())
+        .collect();
+    assert!(broken.is_empty(), "{broken:#?}");
+}
+
+#[test]
+fn an_out_of_memory_fix_names_a_vram_command_that_parses() {
+    let log =
+        "batch_size=64\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n";
+    let out = stackpin(&["diagnose", "-", "--host", "none", "--json"], Some(log));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let fix = json["fix"].as_str().expect("fix");
+    let commands = quoted_stackpin_commands(fix);
+    assert!(
+        commands.iter().any(|c| c.starts_with("stackpin vram ")),
+        "{fix}"
+    );
+    for command in &commands {
+        parse_hint(command).unwrap_or_else(|e| panic!("{e}"));
+    }
+}

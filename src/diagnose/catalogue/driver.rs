@@ -8,7 +8,7 @@ use crate::diagnose::FailureLayer::Driver;
 /// The fix shared by every "the driver is gone or was replaced" entry.
 const REINSTALL_FROM_ARCHIVE: &str = "Reinstall the pinned driver from the archive \
 (`stackpin repair MANIFEST`, or run the archived driver installer by hand), reboot, then run \
-`stackpin prove MANIFEST` again. `stackpin doctor` shows which driver is on the host now.";
+`stackpin prove MANIFEST` again. `stackpin doctor MANIFEST` shows which driver is on the host now.";
 
 pub(super) const ENTRIES: &[Entry] = &[
     Entry {
@@ -124,7 +124,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         cause: "The pinned driver release does not support the GPU in this machine (too new or \
                 too old for that driver branch).",
         fix: "Pin a driver release whose supported-chips list names this card (`stackpin pin \
-              --driver VERSION`), fetch it, and install again.",
+              --library NAME==VERSION --os OS --driver VERSION`), fetch it, and install again.",
         example: "WARNING: You do not appear to have an NVIDIA GPU supported by the 410.48 NVIDIA \
                   Linux graphics driver installed in this system.",
         source: "https://github.com/koszullab/instaGRAAL/issues/10",
@@ -374,7 +374,7 @@ pub(super) const ENTRIES: &[Entry] = &[
                 driver; a failing card reports the same.",
         fix: "Reinstall the pinned NVIDIA driver from the archive with a clean install, reboot, \
               and prove again; keep driver updates out of Windows Update (`stackpin repair \
-              --apply-guard`). If Code 43 stays after a clean install, test the card in another \
+              MANIFEST --apply-guard`). If Code 43 stays after a clean install, test the card in another \
               machine.",
         example: "Windows has stopped this device because it has reported problems. (Code 43)",
         source: "https://github.com/dartraiden/NVIDIA-patcher/issues/531",

@@ -8,7 +8,7 @@ use crate::diagnose::FailureLayer::Toolkit;
 const INSTALL_NAMED_TOOLKIT: &str = "Toolkit and library disagree. Install the toolkit \
 version the library's release notes name (the manifest's toolkit pin) side by side in its own \
 folder and put its bin/lib on the path; do not upgrade the toolkit to the newest. `stackpin \
-doctor` shows what the host has.";
+doctor MANIFEST` shows what the host has.";
 
 pub(super) const ENTRIES: &[Entry] = &[
     Entry {

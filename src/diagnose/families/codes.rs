@@ -40,7 +40,7 @@ const CUDA_CODES: &[Code] = &[
         layer: Memory,
         second: None,
         cause: "cudaErrorMemoryAllocation (2): the GPU ran out of memory.",
-        fix: "Halve the batch and run again with the card otherwise idle (`nvidia-smi` lists other programs); `stackpin vram MANIFEST` names the largest batch that fits.",
+        fix: "Halve the batch and run again with the card otherwise idle (`nvidia-smi` lists other programs); `stackpin vram --peak PEAK --batch N --vram SIZE` names the largest batch that fits.",
         mechanism: Mechanism::Plain,
     },
     Code {
@@ -60,7 +60,7 @@ const CUDA_CODES: &[Code] = &[
         layer: Driver,
         second: None,
         cause: "The toolkit's stub libcuda was loaded instead of the driver's (cudaErrorStubLibrary, 34): no driver is installed, or the stubs folder is on the loader path.",
-        fix: "Take the toolkit's lib64/stubs folder off LD_LIBRARY_PATH; if `nvidia-smi` fails too, install the pinned driver (`stackpin install`).",
+        fix: "Take the toolkit's lib64/stubs folder off LD_LIBRARY_PATH; if `nvidia-smi` fails too, install the pinned driver (`stackpin install MANIFEST`).",
         mechanism: Mechanism::DriverAccess,
     },
     Code {
@@ -75,7 +75,7 @@ const CUDA_CODES: &[Code] = &[
         layer: Driver,
         second: None,
         cause: "The driver is older than the CUDA runtime the program was built with (cudaErrorInsufficientDriver, 35).",
-        fix: "Install a driver at least as new as the runtime's minimum (the manifest pins one; `stackpin check` enforces the one-way rule), reboot, and prove again.",
+        fix: "Install a driver at least as new as the runtime's minimum (the manifest pins one; `stackpin check MANIFEST` enforces the one-way rule), reboot, and prove again.",
         mechanism: Mechanism::Plain,
     },
     Code {
@@ -236,7 +236,7 @@ const CUDNN_STATUS: &[Code] = &[Code {
     layer: Toolkit,
     second: Some(Library),
     cause: "cuDNN failed inside the library: the cuDNN that loads does not fit the CUDA toolkit or the library build (another major, or a release without this GPU's architecture); not initialised / internal errors are also what cuDNN says when the card is out of memory.",
-    fix: "Install the cuDNN and CUDA versions the library release was built with (its release notes; pip libraries bring their own nvidia-cudnn wheel: remove other cuDNN copies from LD_LIBRARY_PATH / PATH). If it only happens at large batches, halve the batch; `stackpin vram MANIFEST` names one that fits.",
+    fix: "Install the cuDNN and CUDA versions the library release was built with (its release notes; pip libraries bring their own nvidia-cudnn wheel: remove other cuDNN copies from LD_LIBRARY_PATH / PATH). If it only happens at large batches, halve the batch; `stackpin vram --peak PEAK --batch N --vram SIZE` names one that fits.",
     mechanism: Mechanism::Plain,
 }];
 

@@ -225,7 +225,7 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
                 Toolkit,
                 None,
                 format!("The CUDA library {file}{version} is not on the loader path: that toolkit (or cuDNN) is not installed, or its lib folder is not registered."),
-                format!("Install the CUDA{version} libraries the library was built for (the manifest's toolkit pin, plus cuDNN if it is named) and register their folder: `ldconfig` (a file in /etc/ld.so.conf.d/) or LD_LIBRARY_PATH on Linux, PATH on Windows; `stackpin doctor` shows what the host has."),
+                format!("Install the CUDA{version} libraries the library was built for (the manifest's toolkit pin, plus cuDNN if it is named) and register their folder: `ldconfig` (a file in /etc/ld.so.conf.d/) or LD_LIBRARY_PATH on Linux, PATH on Windows; `stackpin doctor MANIFEST` shows what the host has."),
                 false,
             )
         }
