@@ -220,7 +220,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         layer: Driver,
         specificity: Specific,
         patterns: &[
-            "ptx was compiled with an unsupported toolchain",
+            "ptx*unsupported toolchain",
             "cudaerrorunsupportedptxversion",
         ],
         cause: "Code was compiled by a newer CUDA toolkit than the installed driver can JIT: the \
@@ -480,7 +480,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "drv-smi-no-devices",
         layer: Driver,
         specificity: Specific,
-        patterns: &["no devices were found", "rminitadapter failed"],
+        patterns: &["no devices were found"],
         cause: "The NVIDIA driver is loaded but could not initialise the GPU: this driver \
                 release does not support the card, or the firmware settings hide it (Above 4G \
                 decoding / Resizable BAR off), or a passthrough VM hides it.",

@@ -153,20 +153,6 @@ pub(super) const ENTRIES: &[Entry] = &[
                  https://github.com/bmaltais/kohya_ss/issues/1096",
     },
     Entry {
-        id: "tk-cudnn-handle-failed",
-        layer: Toolkit,
-        specificity: Generic,
-        patterns: &["could not create cudnn handle"],
-        cause: "cuDNN failed to start: a cuDNN/toolkit mismatch, a driver too old, or the GPU \
-                already full (TensorFlow reserves nearly all memory by default).",
-        fix: "Check the lines above for a driver or cuDNN version message; otherwise enable \
-              memory growth (TF_FORCE_GPU_ALLOW_GROWTH=true), close other GPU programs and \
-              install the cuDNN the release notes name.",
-        example: "E tensorflow/stream_executor/cuda/cuda_dnn.cc:352] Could not create cudnn \
-                  handle: CUDNN_STATUS_NOT_INITIALIZED",
-        source: "https://github.com/thtrieu/darkflow/issues/930",
-    },
-    Entry {
         id: "tk-tf-cannot-dlopen-gpu-libraries",
         layer: Toolkit,
         specificity: Generic,

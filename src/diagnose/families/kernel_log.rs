@@ -36,6 +36,29 @@ const BUS_FIX: &str = "The GPU left the PCIe bus: check power (PSU capacity, cab
 cooling, the slot and any riser; disable PCIe ASPM (`pcie_aspm=off`) if it happens when idle; \
 reboot. If it recurs on a good power supply, replace the card.";
 
+const MAP_FIX: &str = "The card is not answering on the PCIe bus: check `lspci -vv` for it and \
+its link, its power cables, the slot and any riser; do not retrain or reset the PCIe link by hand \
+(tools that do make the card drop off the bus); enable Above 4G decoding in the firmware if the \
+card shows no memory region; reboot. If it recurs on good power and a good slot, replace the \
+card.";
+
+const NO_ADAPTER_FIX: &str = "Check that the machine has an NVIDIA GPU the system can see: \
+`lspci | grep -i nvidia`. If none is listed, do not load the NVIDIA driver (remove its packages \
+or blacklist the nvidia module; another vendor's card needs its own driver), or reseat the card \
+and enable its slot in the firmware; in a VM, pass the GPU through first. If lspci lists it, \
+the driver release does not support it: pin one that does.";
+
+/// The driver failing to map the card's registers (its BARs).
+const MAPPING_FAILED: &[&str] = &[
+    "cannot attach gpu",
+    "osinitnvmapping failed",
+    "failed to map",
+    "bar0 is 0m",
+];
+
+/// The module finding no NVIDIA card at all.
+const NO_ADAPTER: &[&str] = &["no nvidia graphics adapter found", "no nvidia gpu found"];
+
 /// Words for a device node that cannot be used.
 const NODE_FAILED: &[&str] = &[
     "does not exist",
@@ -78,6 +101,33 @@ fn on_line(seg: &Segment<'_>) -> Option<Finding> {
             Some(Driver),
             "The driver reports that the GPU has fallen off the PCIe bus (power, heat, the slot or riser, or the card).",
             BUS_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+    }
+    // The driver cannot map the card's registers (its PCIe BARs): the card is not answering on
+    // the bus (it dropped off after a link retrain, power or a riser) or the firmware gave it no
+    // address space. RmInitAdapter fails after it, so this line names the cause.
+    if MAPPING_FAILED.iter().any(|w| lower.contains(w)) {
+        return Some(at(
+            seg,
+            "hw-nvrm-cannot-map",
+            Hardware,
+            Some(Driver),
+            "The driver cannot reach the GPU's registers over PCIe (cannot attach / map it): the card is not answering on the bus (power, a riser, a PCIe link retrain or reset), or the firmware gave it no address space.",
+            MAP_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+    }
+    if NO_ADAPTER.iter().any(|w| lower.contains(w)) {
+        return Some(at(
+            seg,
+            "drv-nvrm-no-adapter",
+            Driver,
+            Some(Hardware),
+            "The NVIDIA kernel module loaded but found no NVIDIA GPU on the PCIe bus: the machine has none (another vendor's card), or the card is not seated, disabled in the firmware, or given to a VM.",
+            NO_ADAPTER_FIX,
             Mechanism::Plain,
             false,
         ));
@@ -173,6 +223,27 @@ mod tests {
             let f = first(log).expect("a finding");
             assert_eq!(f.layer, layer, "{log}");
             assert!(f.second.is_some(), "{log}");
+        }
+        // The mapping line after RmInitAdapter names the cause: the card is not on the bus.
+        let dropped = "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:894)\n\
+                       NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0\n\
+                       NVRM: osInitNvMapping: *** Cannot attach gpu\n\
+                       NVRM: RmInitAdapter: osInitNvMapping failed, bailing out of RmInitAdapter";
+        let segments: Vec<_> = matcher::segments(dropped).collect();
+        let hw: Vec<_> = find(&segments)
+            .into_iter()
+            .filter(|f| f.id == "hw-nvrm-cannot-map")
+            .collect();
+        assert_eq!(hw.len(), 2, "{hw:?}");
+        assert_eq!((hw[0].layer, hw[0].second), (Hardware, Some(Driver)));
+        for log in [
+            "[  441.170986] NVRM: No NVIDIA graphics adapter found!",
+            "NVRM: No NVIDIA GPU found.",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(f.id, "drv-nvrm-no-adapter", "{log}");
+            assert!(f.fix.contains("lspci"), "{}", f.fix);
+            assert!(!f.fix.contains("repair"), "{}", f.fix);
         }
         // Xid lines belong to the code table.
         assert_eq!(
