@@ -11,8 +11,9 @@ use super::{Diagnosis, FailureLayer};
 use crate::host::context::HostContext;
 
 const CONTAINER_FIX: &str = "This runs in a container: the driver lives on the host and is not \
-installed here. Check `nvidia-smi` on the host first; if it works there, the container lost its \
-GPU devices (common after `systemctl daemon-reload` with the systemd cgroup driver): restart the \
+installed here. Check `nvidia-smi` on the host first: if it fails there too, the host has no \
+working driver (the container runtime loads the host's libnvidia-ml and libcuda), so install or \
+repair the pinned driver on the host itself (Docker Desktop and WSL use the Windows driver). If it works there, the container lost its GPU devices (common after `systemctl daemon-reload` with the systemd cgroup driver): restart the \
 container, start it with the NVIDIA runtime (`--gpus all`, or `--runtime=nvidia`), and make the \
 fix last by passing the device nodes (`--device /dev/nvidia0 --device /dev/nvidiactl --device \
 /dev/nvidia-uvm`) or using the NVIDIA Container Toolkit's CDI specs (`nvidia-ctk cdi generate`). \

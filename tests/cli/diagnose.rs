@@ -614,8 +614,9 @@ fn holdout_round10_keeps_its_measured_accuracy_and_no_new_wrong_layer() {
     // Drawn after the changes made for round 9 (2aad631) by the rule in the fixture's header
     // (committed before the first search, 451b1f3; cases decided before diagnose ran, 4153a8d)
     // and measured once: 14/20 acceptable, 5 unknown, 1 wrong (r10-17, a user's own kernel
-    // answered likely hardware, library second; README.md). The floor and the one known wrong
-    // layer are pinned: fewer right answers, or any other wrong layer, fails.
+    // answered likely hardware, library second; README.md). Tuned on since (TensorRT's loader
+    // family, the container runtime's "load library failed", GSP timeouts): 19/20, r10-17 the only
+    // miss. Fewer right answers, or any other wrong layer, fails.
     let (right, total, wrong) = score_acceptable("holdout-round10.yaml");
     assert_eq!(total, 20);
     assert!(
@@ -632,8 +633,9 @@ fn holdout_round10_keeps_its_measured_accuracy_and_no_new_wrong_layer() {
     );
 }
 
-/// Round 10's first and only unseen measurement: 14/20 (70%) on an acceptable layer.
-const ROUND10_FLOOR: usize = 14;
+/// Round 10 after the changes made for its misses (tuned on): 19/20. Its first and only unseen
+/// measurement was 14/20 (70%).
+const ROUND10_FLOOR: usize = 19;
 
 /// The wrong layer round 10's measurement found; none may be added.
 const ROUND10_MEASURED_WRONG: &[&str] = &["r10-17"];

@@ -265,7 +265,11 @@ pub(super) const ENTRIES: &[Entry] = &[
         patterns: &["found no nvidia driver on your system"],
         cause: "The library finds no NVIDIA driver at all: never installed, or removed/replaced \
                 (a Windows feature update, a kernel update without DKMS).",
-        fix: REINSTALL_FROM_ARCHIVE,
+        fix: "First check that this machine has an NVIDIA GPU at all (`lspci | grep -i nvidia`, \
+              Device Manager on Windows; a cloud notebook must be on a GPU runtime, a laptop's \
+              Intel/AMD graphics are not one). If it has one, install the pinned driver from the \
+              archive (`stackpin repair MANIFEST`, or the archived installer by hand), reboot, and \
+              prove again; `stackpin doctor MANIFEST` shows which driver the host has now.",
         example: "RuntimeError: Found no NVIDIA driver on your system. Please check that you have \
                   an NVIDIA GPU and installed a driver",
         source: "https://github.com/princeton-nlp/SimCSE/issues/244 ; \

@@ -344,10 +344,12 @@ const XIDS: &[Xid] = &[
         cause: "the GPU fell off the PCIe bus (power, heat, riser or card)",
     },
     Xid {
+        // The GSP firmware ships with the driver; its RPC timeouts were driver bugs (fixed in
+        // 525.105.17, per NVIDIA's release notes) far more often than cards.
         numbers: &[119, 120],
-        id: "hw-xid-gsp",
-        layer: Hardware,
-        second: Some(FailureLayer::Driver),
+        id: "drv-xid-gsp",
+        layer: FailureLayer::Driver,
+        second: Some(Hardware),
         cause: "the GPU's GSP firmware stopped answering",
     },
 ];

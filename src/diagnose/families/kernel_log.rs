@@ -48,6 +48,19 @@ or blacklist the nvidia module; another vendor's card needs its own driver), or 
 and enable its slot in the firmware; in a VM, pass the GPU through first. If lspci lists it, \
 the driver release does not support it: pin one that does.";
 
+const GSP_FIX: &str = "Update to the newest driver of the branch (GSP RPC timeouts of the first \
+525 drivers were fixed in 525.105.17), or turn the GSP firmware off on the proprietary module \
+(`NVreg_EnableGpuFirmware=0` in /etc/modprobe.d, then reboot); if the timeouts follow one card \
+across drivers, check it as hardware.";
+
+/// The GSP firmware's timeout wordings.
+const GSP_TIMEOUT: &[&str] = &[
+    "rpc from gsp",
+    "gsp rpc timeout",
+    "gsp timeout",
+    "timeout waiting for gsp",
+];
+
 /// The driver failing to map the card's registers (its BARs).
 const MAPPING_FAILED: &[&str] = &[
     "cannot attach gpu",
@@ -87,6 +100,19 @@ fn on_line(seg: &Segment<'_>) -> Option<Finding> {
             "A GPU device node (/dev/nvidia*) is missing or cannot be opened: the NVIDIA kernel module is not loaded, or a container was started without the GPU's devices.",
             NODE_FIX,
             Mechanism::DriverAccess,
+            false,
+        ));
+    }
+    // The GSP firmware's own words, with or without the NVRM prefix and the Xid 119 number.
+    if !lower.contains("xid") && GSP_TIMEOUT.iter().any(|w| lower.contains(w)) {
+        return Some(at(
+            seg,
+            "drv-gsp-timeout",
+            Driver,
+            Some(Hardware),
+            "The GPU's GSP firmware (shipped with the driver) stopped answering the driver's calls: most often a driver bug (the first 525 drivers), otherwise a card in a bad state.",
+            GSP_FIX,
+            Mechanism::Plain,
             false,
         ));
     }
@@ -244,6 +270,17 @@ mod tests {
             assert_eq!(f.id, "drv-nvrm-no-adapter", "{log}");
             assert!(f.fix.contains("lspci"), "{}", f.fix);
             assert!(!f.fix.contains("repair"), "{}", f.fix);
+        }
+        for log in [
+            "Timeout waiting for RPC from GSP!",
+            "NVRM: _kgspRpcRecvPoll: GPU0 Timeout waiting for RPC from GSP0! Expected function 76 (GSP_RM_CONTROL)",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer, f.second),
+                ("drv-gsp-timeout", Driver, Some(Hardware)),
+                "{log}"
+            );
         }
         // Xid lines belong to the code table.
         assert_eq!(
