@@ -69,19 +69,19 @@ const FAILED: &[&str] = &[
 ];
 
 const DRIVER_FIX: &str = "Check the driver first: `nvidia-smi` must list the GPU. Reinstall the \
-driver the manifest pins from the archive (`stackpin install`), reboot, and make sure it is at \
+driver the manifest pins from the archive (`stackpin install MANIFEST`), reboot, and make sure it is at \
 least the version the toolkit's release notes require; then prove again.";
 
 const TOOLKIT_FIX: &str = "Install the CUDA toolkit version the library was built for (the \
 manifest's toolkit pin) and put its bin/lib folders on the path (CUDA_HOME, LD_LIBRARY_PATH or \
-PATH on Windows); `stackpin doctor` shows what the host has.";
+PATH on Windows); `stackpin doctor MANIFEST` shows what the host has.";
 
 const LIBRARY_FIX: &str = "Reinstall the training library build the manifest pins (the exact \
 +cuXYZ wheels, from the archive), in a venv with the Python it was built for; check its release \
 notes list this GPU's compute capability.";
 
 const MEMORY_FIX: &str = "Halve the batch and run again from a clean start (close other GPU \
-programs; `nvidia-smi` lists them); `stackpin vram MANIFEST` names the largest batch that fits.";
+programs; `nvidia-smi` lists them); `stackpin vram --peak PEAK --batch N --vram SIZE` names the largest batch that fits.";
 
 const HARDWARE_FIX: &str = "Reboot (or reset the GPU with `nvidia-smi -r`), then read `dmesg` \
 for NVRM Xid lines and `nvidia-smi -q` for ECC and retired pages; check power, cooling and \

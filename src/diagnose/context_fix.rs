@@ -11,15 +11,16 @@ use super::{Diagnosis, FailureLayer};
 use crate::host::context::HostContext;
 
 const CONTAINER_FIX: &str = "This runs in a container: the driver lives on the host and is not \
-installed here. Check `nvidia-smi` on the host first; if it works there, the container lost its \
-GPU devices (common after `systemctl daemon-reload` with the systemd cgroup driver): restart the \
+installed here. Check `nvidia-smi` on the host first: if it fails there too, the host has no \
+working driver (the container runtime loads the host's libnvidia-ml and libcuda), so install or \
+repair the pinned driver on the host itself (Docker Desktop and WSL use the Windows driver). If it works there, the container lost its GPU devices (common after `systemctl daemon-reload` with the systemd cgroup driver): restart the \
 container, start it with the NVIDIA runtime (`--gpus all`, or `--runtime=nvidia`), and make the \
 fix last by passing the device nodes (`--device /dev/nvidia0 --device /dev/nvidiactl --device \
 /dev/nvidia-uvm`) or using the NVIDIA Container Toolkit's CDI specs (`nvidia-ctk cdi generate`). \
 Never install a driver inside the container.";
 
 const CONTAINER_BUILD_FIX: &str = "This runs in a container: a driver cannot be installed or \
-built here. Install the pinned driver on the host (`stackpin install` there), then start the \
+built here. Install the pinned driver on the host (`stackpin install MANIFEST` there), then start the \
 container with the NVIDIA runtime (`--gpus all`).";
 
 const WSL_FIX: &str = "This is WSL: the GPU driver is the Windows one, shared into Linux through \
@@ -119,7 +120,7 @@ pub fn apply(mut d: Diagnosis, mechanism: Mechanism, context: Option<&HostContex
                  {kernel} and rebuild the module (`sudo dkms autoinstall`, or reinstall the \
                  pinned driver with --dkms: `stackpin repair MANIFEST`); if the build fails with \
                  modpost or compile errors, {kernel} is newer than this driver supports: pin a \
-                 newer driver release (`stackpin pin --driver VERSION`) or boot {built_for}."
+                 newer driver release (`stackpin pin --library NAME==VERSION --os linux --driver VERSION`) or boot {built_for}."
             );
             d.context = Some(format!(
                 "kernel {kernel}, NVIDIA module built only for {built_for}"

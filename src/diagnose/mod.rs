@@ -121,7 +121,7 @@ impl Diagnosis {
             cause: "no known failure matched".to_string(),
             fix: "Look for the first line that says error, failed or fatal: the first error \
                   usually causes the rest. Send the whole log (not only its last line) with the \
-                  output of `nvidia-smi` and `stackpin doctor --json`; the example and installer \
+                  output of `nvidia-smi` and `stackpin doctor MANIFEST --json`; the example and installer \
                   logs are under the stack's logs/ folder in the archive."
                 .to_string(),
             context: None,
@@ -268,7 +268,7 @@ fn from_failed_run(run: &FailedRun, context: Option<&HostContext>) -> Option<Dia
             run.stack, run.explanation
         ),
         fix: format!(
-            "Read the example's log ({}) and run `stackpin diagnose` on it; `stackpin doctor` checks the {layer} layer.",
+            "Read the example's log ({}) and run `stackpin diagnose` on it; `stackpin doctor MANIFEST` checks the {layer} layer.",
             run.log.display()
         ),
         context: None,
@@ -287,7 +287,7 @@ fn with_batch_advice(layer: FailureLayer, fix: &str, text: &str, before_len: usi
     {
         // "Runs at 32, dies at 64": the batch the log names is the one to shrink.
         fix.push_str(&format!(
-            " This run used batch {batch}: try {} or the largest batch `stackpin vram` names.",
+            " This run used batch {batch}: try {} or the largest batch `stackpin vram --peak PEAK --batch {batch} --vram SIZE` names.",
             (batch / 2).max(1)
         ));
     }

@@ -8,7 +8,7 @@ use crate::diagnose::FailureLayer::Driver;
 /// The fix shared by every "the driver is gone or was replaced" entry.
 const REINSTALL_FROM_ARCHIVE: &str = "Reinstall the pinned driver from the archive \
 (`stackpin repair MANIFEST`, or run the archived driver installer by hand), reboot, then run \
-`stackpin prove MANIFEST` again. `stackpin doctor` shows which driver is on the host now.";
+`stackpin prove MANIFEST` again. `stackpin doctor MANIFEST` shows which driver is on the host now.";
 
 pub(super) const ENTRIES: &[Entry] = &[
     Entry {
@@ -124,7 +124,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         cause: "The pinned driver release does not support the GPU in this machine (too new or \
                 too old for that driver branch).",
         fix: "Pin a driver release whose supported-chips list names this card (`stackpin pin \
-              --driver VERSION`), fetch it, and install again.",
+              --library NAME==VERSION --os OS --driver VERSION`), fetch it, and install again.",
         example: "WARNING: You do not appear to have an NVIDIA GPU supported by the 410.48 NVIDIA \
                   Linux graphics driver installed in this system.",
         source: "https://github.com/koszullab/instaGRAAL/issues/10",
@@ -220,7 +220,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         layer: Driver,
         specificity: Specific,
         patterns: &[
-            "ptx was compiled with an unsupported toolchain",
+            "ptx*unsupported toolchain",
             "cudaerrorunsupportedptxversion",
         ],
         cause: "Code was compiled by a newer CUDA toolkit than the installed driver can JIT: the \
@@ -265,7 +265,11 @@ pub(super) const ENTRIES: &[Entry] = &[
         patterns: &["found no nvidia driver on your system"],
         cause: "The library finds no NVIDIA driver at all: never installed, or removed/replaced \
                 (a Windows feature update, a kernel update without DKMS).",
-        fix: REINSTALL_FROM_ARCHIVE,
+        fix: "First check that this machine has an NVIDIA GPU at all (`lspci | grep -i nvidia`, \
+              Device Manager on Windows; a cloud notebook must be on a GPU runtime, a laptop's \
+              Intel/AMD graphics are not one). If it has one, install the pinned driver from the \
+              archive (`stackpin repair MANIFEST`, or the archived installer by hand), reboot, and \
+              prove again; `stackpin doctor MANIFEST` shows which driver the host has now.",
         example: "RuntimeError: Found no NVIDIA driver on your system. Please check that you have \
                   an NVIDIA GPU and installed a driver",
         source: "https://github.com/princeton-nlp/SimCSE/issues/244 ; \
@@ -374,7 +378,7 @@ pub(super) const ENTRIES: &[Entry] = &[
                 driver; a failing card reports the same.",
         fix: "Reinstall the pinned NVIDIA driver from the archive with a clean install, reboot, \
               and prove again; keep driver updates out of Windows Update (`stackpin repair \
-              --apply-guard`). If Code 43 stays after a clean install, test the card in another \
+              MANIFEST --apply-guard`). If Code 43 stays after a clean install, test the card in another \
               machine.",
         example: "Windows has stopped this device because it has reported problems. (Code 43)",
         source: "https://github.com/dartraiden/NVIDIA-patcher/issues/531",
@@ -480,7 +484,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "drv-smi-no-devices",
         layer: Driver,
         specificity: Specific,
-        patterns: &["no devices were found", "rminitadapter failed"],
+        patterns: &["no devices were found"],
         cause: "The NVIDIA driver is loaded but could not initialise the GPU: this driver \
                 release does not support the card, or the firmware settings hide it (Above 4G \
                 decoding / Resizable BAR off), or a passthrough VM hides it.",

@@ -30,7 +30,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         patterns: &["is not compatible with the current pytorch installation"],
         cause: "The installed PyTorch build was not compiled for this GPU's compute capability.",
         fix: "Pin the PyTorch build for the CUDA line that supports this GPU (`stackpin pin \
-              --library torch==VERSION --toolkit X.Y`), fetch and install it.",
+              --library torch==VERSION --os OS --toolkit X.Y`), fetch and install it.",
         example: "NVIDIA GeForce RTX 3090 with CUDA capability sm_86 is not compatible with the \
                   current PyTorch installation.",
         source: "https://github.com/Turoad/CLRNet/issues/83",
@@ -83,7 +83,8 @@ pub(super) const ENTRIES: &[Entry] = &[
         patterns: &["ignored the following versions that require a different python version"],
         cause: "The pinned release publishes no wheels for this Python version.",
         fix: "Create the venv with a Python the release supports (library.python in the \
-              manifest; `stackpin pin --python X.Y`), or pin a release that has wheels for it.",
+              manifest; `stackpin pin --library NAME==VERSION --os OS \
+              --python X.Y`), or pin a release that has wheels for it.",
         example: "ERROR: Ignored the following versions that require a different python version: \
                   1.21.2 Requires-Python >=3.7,<3.11",
         source: "https://github.com/SEN1221TUD/Q2_2024/issues/7",
@@ -99,7 +100,8 @@ pub(super) const ENTRIES: &[Entry] = &[
         cause: "pip found no wheel for this version on this index, platform and Python (a +cuXYZ \
                 version needs the CUDA index; new Pythons lag behind releases).",
         fix: "Check the manifest's index_url serves this `+cuXYZ` build, and that the venv's \
-              Python has wheels for it; `stackpin pin` picks a consistent set.",
+              Python has wheels for it; `stackpin pin --library NAME==VERSION --os OS` picks a \
+              consistent set.",
         example: "ERROR: Could not find a version that satisfies the requirement \
                   torch==1.12.1+cu113 (from versions: none)",
         source: "https://github.com/runwayml/stable-diffusion/issues/14",
@@ -111,7 +113,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         patterns: &["is not a supported wheel on this platform"],
         cause: "The wheel was built for another Python version or platform (its cpXY / \
                 win_amd64 / manylinux tags do not match this interpreter).",
-        fix: "Fetch the wheels with the venv's own Python (`stackpin fetch` runs `pip download` \
+        fix: "Fetch the wheels with the venv's own Python (`stackpin fetch MANIFEST` runs `pip download` \
               for the manifest's python), or create the venv with the Python the wheel's cpXY \
               tag names.",
         example: "ERROR: torchao-0.6.1+git-cp312-cp312-win_amd64.whl is not a supported wheel on \
@@ -293,7 +295,7 @@ pub(super) const ENTRIES: &[Entry] = &[
                 platform, and fell back to a source build or to nothing.",
         fix: "Create the venv with a Python and OS the release publishes wheels for (the cpXY \
               and platform tags in the wheel names), or pin a release that has one; `stackpin \
-              pin` picks a consistent set.",
+              pin --library NAME==VERSION --os OS` picks a consistent set.",
         example: "Skipping link: none of the wheel's tags match: cp36-none-macosx_10_9_x86_64: \
                   torch-1.4.0-cp36-none-macosx_10_9_x86_64.whl",
         source: "https://github.com/pytorch/pytorch/issues/34798",
@@ -305,7 +307,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         patterns: &["has an invalid wheel", "is not a valid wheel filename"],
         cause: "The downloaded wheel is damaged or misnamed (a truncated download, or a \
                 corrupt upload), so pip cannot read its metadata.",
-        fix: "Delete the wheel from the archive and fetch it again (`stackpin fetch` checks the \
+        fix: "Delete the wheel from the archive and fetch it again (`stackpin fetch MANIFEST` checks the \
               SHA-256); if the published file itself is bad, pin another build and tell its \
               maintainers.",
         example: "ERROR: torch-sparse has an invalid wheel, could not read \

@@ -7,7 +7,8 @@ use crate::diagnose::FailureLayer::{Hardware, Memory};
 /// Shared advice for every GPU out-of-memory entry; the matcher appends the batch it saw.
 const OOM_FIX: &str = "Halve the batch and run again from a clean start (close other GPU \
 programs; `nvidia-smi` lists them), then compare the peak with the prediction: `stackpin vram \
-MANIFEST` computes the largest batch that stays under the 80% line from the scaling line.";
+--peak PEAK --batch N --vram SIZE` (the peak measured at batch N, the card's memory) \
+computes the largest batch that stays under the 80% line.";
 
 pub(super) const MEMORY: &[Entry] = &[
     Entry {
@@ -17,7 +18,7 @@ pub(super) const MEMORY: &[Entry] = &[
         patterns: &["out of memory*process * has * memory in use"],
         cause: "The GPU ran out of memory and another process holds part of it.",
         fix: "Stop the other process (its PID is in the message; `nvidia-smi` lists it), restart \
-              clean, and run again; compare the peak with `stackpin vram MANIFEST`.",
+              clean, and run again; compare the peak with `stackpin vram --peak PEAK --batch N --vram SIZE`.",
         example: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 \
                   has a total capacity of 79.15 GiB of which 5.56 MiB is free. Process 76883 has \
                   53.16 GiB memory in use.",
@@ -64,7 +65,7 @@ pub(super) const MEMORY: &[Entry] = &[
         cause: "The CUDA driver could not allocate GPU memory: the card is full (TensorFlow \
                 reserves nearly all of it up front, or another process holds it).",
         fix: "Close other GPU programs, enable memory growth (TF_FORCE_GPU_ALLOW_GROWTH=true), \
-              and size the batch with `stackpin vram MANIFEST`.",
+              and size the batch with `stackpin vram --peak PEAK --batch N --vram SIZE`.",
         example: "E tensorflow/stream_executor/cuda/cuda_driver.cc:924] failed to allocate 1.51G \
                   (1617277696 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
         source: "https://github.com/tensorflow/tensorflow/issues/12237",

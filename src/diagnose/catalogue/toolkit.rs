@@ -8,7 +8,7 @@ use crate::diagnose::FailureLayer::Toolkit;
 const INSTALL_NAMED_TOOLKIT: &str = "Toolkit and library disagree. Install the toolkit \
 version the library's release notes name (the manifest's toolkit pin) side by side in its own \
 folder and put its bin/lib on the path; do not upgrade the toolkit to the newest. `stackpin \
-doctor` shows what the host has.";
+doctor MANIFEST` shows what the host has.";
 
 pub(super) const ENTRIES: &[Entry] = &[
     Entry {
@@ -151,20 +151,6 @@ pub(super) const ENTRIES: &[Entry] = &[
         source: "https://github.com/bmaltais/kohya_ss/issues/2787 ; \
                  https://github.com/tensorflow/tensorflow/issues/39842 ; \
                  https://github.com/bmaltais/kohya_ss/issues/1096",
-    },
-    Entry {
-        id: "tk-cudnn-handle-failed",
-        layer: Toolkit,
-        specificity: Generic,
-        patterns: &["could not create cudnn handle"],
-        cause: "cuDNN failed to start: a cuDNN/toolkit mismatch, a driver too old, or the GPU \
-                already full (TensorFlow reserves nearly all memory by default).",
-        fix: "Check the lines above for a driver or cuDNN version message; otherwise enable \
-              memory growth (TF_FORCE_GPU_ALLOW_GROWTH=true), close other GPU programs and \
-              install the cuDNN the release notes name.",
-        example: "E tensorflow/stream_executor/cuda/cuda_dnn.cc:352] Could not create cudnn \
-                  handle: CUDNN_STATUS_NOT_INITIALIZED",
-        source: "https://github.com/thtrieu/darkflow/issues/930",
     },
     Entry {
         id: "tk-tf-cannot-dlopen-gpu-libraries",

@@ -40,7 +40,7 @@ const CUDA_CODES: &[Code] = &[
         layer: Memory,
         second: None,
         cause: "cudaErrorMemoryAllocation (2): the GPU ran out of memory.",
-        fix: "Halve the batch and run again with the card otherwise idle (`nvidia-smi` lists other programs); `stackpin vram MANIFEST` names the largest batch that fits.",
+        fix: "Halve the batch and run again with the card otherwise idle (`nvidia-smi` lists other programs); `stackpin vram --peak PEAK --batch N --vram SIZE` names the largest batch that fits.",
         mechanism: Mechanism::Plain,
     },
     Code {
@@ -60,7 +60,7 @@ const CUDA_CODES: &[Code] = &[
         layer: Driver,
         second: None,
         cause: "The toolkit's stub libcuda was loaded instead of the driver's (cudaErrorStubLibrary, 34): no driver is installed, or the stubs folder is on the loader path.",
-        fix: "Take the toolkit's lib64/stubs folder off LD_LIBRARY_PATH; if `nvidia-smi` fails too, install the pinned driver (`stackpin install`).",
+        fix: "Take the toolkit's lib64/stubs folder off LD_LIBRARY_PATH; if `nvidia-smi` fails too, install the pinned driver (`stackpin install MANIFEST`).",
         mechanism: Mechanism::DriverAccess,
     },
     Code {
@@ -75,7 +75,7 @@ const CUDA_CODES: &[Code] = &[
         layer: Driver,
         second: None,
         cause: "The driver is older than the CUDA runtime the program was built with (cudaErrorInsufficientDriver, 35).",
-        fix: "Install a driver at least as new as the runtime's minimum (the manifest pins one; `stackpin check` enforces the one-way rule), reboot, and prove again.",
+        fix: "Install a driver at least as new as the runtime's minimum (the manifest pins one; `stackpin check MANIFEST` enforces the one-way rule), reboot, and prove again.",
         mechanism: Mechanism::Plain,
     },
     Code {
@@ -145,7 +145,8 @@ const CUDA_CODES: &[Code] = &[
         numbers: &[222],
         words: &[
             "cudaerrorunsupportedptxversion",
-            "ptx was compiled with an unsupported toolchain",
+            // The CUDA error string; users retype it ("complied"), so the stable words only.
+            "unsupported toolchain",
         ],
         layer: Driver,
         second: None,
@@ -220,25 +221,42 @@ const CUDA_CODES: &[Code] = &[
 
 /// cuDNN's status codes, as `CUDNN_STATUS_…` names: the cuDNN that loads does not fit the CUDA
 /// or the library build (or, for a few, the card ran out of memory).
-const CUDNN_STATUS: &[Code] = &[Code {
-    id: "tk-cudnn-status-mismatch",
-    numbers: &[],
-    words: &[
-        "cudnn_status_bad_param",
-        "cudnn_status_execution_failed",
-        "cudnn_status_arch_mismatch",
-        "cudnn_status_not_initialized",
-        "cudnn_status_internal_error",
-        "cudnn_status_mapping_error",
-        "cudnn_status_runtime_prerequisite_missing",
-        "cudnn_status_version_mismatch",
-    ],
-    layer: Toolkit,
-    second: Some(Library),
-    cause: "cuDNN failed inside the library: the cuDNN that loads does not fit the CUDA toolkit or the library build (another major, or a release without this GPU's architecture); not initialised / internal errors are also what cuDNN says when the card is out of memory.",
-    fix: "Install the cuDNN and CUDA versions the library release was built with (its release notes; pip libraries bring their own nvidia-cudnn wheel: remove other cuDNN copies from LD_LIBRARY_PATH / PATH). If it only happens at large batches, halve the batch; `stackpin vram MANIFEST` names one that fits.",
-    mechanism: Mechanism::Plain,
-}];
+const CUDNN_STATUS: &[Code] = &[
+    Code {
+        // TensorFlow's "could not create cudnn handle" (any status): the threads resolve it as GPU
+        // memory (TensorFlow reserves nearly all of it; another process holds the rest) far more
+        // often than as a cuDNN that does not fit, and otherwise as the driver's state (a stale
+        // compute cache in ~/.nv, a driver too old): never a confident toolkit verdict.
+        id: "mem-cudnn-handle-create",
+        numbers: &[],
+        // "could not destroy cudnn handle" follows a failed creation: the same event.
+        words: &["create cudnn handle", "destroy cudnn handle", "cudnncreate"],
+        layer: Memory,
+        second: Some(Driver),
+        cause: "cuDNN could not create its handle: most often the GPU has no memory left for it (TensorFlow reserves nearly all of it by default, or another process holds it), otherwise the driver's state (a stale CUDA compute cache, a driver too old for the cuDNN) or a cuDNN that does not fit the library.",
+        fix: "Let the library grow its GPU memory instead of reserving it (TF_FORCE_GPU_ALLOW_GROWTH=true, or allow_growth in the session config) and stop other GPU programs (`nvidia-smi` lists them). If it fails with the card idle: delete the driver's compute cache (`rm -rf ~/.nv`), check the lines above for a driver or cuDNN version message, and install the driver and cuDNN the library's release notes name.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "tk-cudnn-status-mismatch",
+        numbers: &[],
+        words: &[
+            "cudnn_status_bad_param",
+            "cudnn_status_execution_failed",
+            "cudnn_status_arch_mismatch",
+            "cudnn_status_not_initialized",
+            "cudnn_status_internal_error",
+            "cudnn_status_mapping_error",
+            "cudnn_status_runtime_prerequisite_missing",
+            "cudnn_status_version_mismatch",
+        ],
+        layer: Toolkit,
+        second: Some(Library),
+        cause: "cuDNN failed inside the library: the cuDNN that loads does not fit the CUDA toolkit or the library build (another major, or a release without this GPU's architecture); not initialised / internal errors are also what cuDNN says when the card is out of memory.",
+        fix: "Install the cuDNN and CUDA versions the library release was built with (its release notes; pip libraries bring their own nvidia-cudnn wheel: remove other cuDNN copies from LD_LIBRARY_PATH / PATH). If it only happens at large batches, halve the batch; `stackpin vram --peak PEAK --batch N --vram SIZE` names one that fits.",
+        mechanism: Mechanism::Plain,
+    },
+];
 
 /// "unknown error" (30 before CUDA 10.1, 999 after), read as a driver fault only at start-up.
 const UNKNOWN_AT_INIT: Code = Code {
@@ -326,10 +344,12 @@ const XIDS: &[Xid] = &[
         cause: "the GPU fell off the PCIe bus (power, heat, riser or card)",
     },
     Xid {
+        // The GSP firmware ships with the driver; its RPC timeouts were driver bugs (fixed in
+        // 525.105.17, per NVIDIA's release notes) far more often than cards.
         numbers: &[119, 120],
-        id: "hw-xid-gsp",
-        layer: Hardware,
-        second: Some(FailureLayer::Driver),
+        id: "drv-xid-gsp",
+        layer: FailureLayer::Driver,
+        second: Some(Hardware),
         cause: "the GPU's GSP firmware stopped answering",
     },
 ];
@@ -648,5 +668,37 @@ mod tests {
             first("HTTP error 404 while fetching https://example.test/x"),
             None
         );
+    }
+
+    #[test]
+    fn a_cudnn_handle_that_cannot_be_created_is_memory_first_never_a_confident_toolkit() {
+        for log in [
+            "Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR",
+            "2018-05-28 23:08:09.915921: E tensorflow/stream_executor/cuda/cuda_dnn.cc:385] could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR",
+            "E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:352] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer, f.second),
+                ("mem-cudnn-handle-create", Memory, Some(Driver)),
+                "{log}"
+            );
+            assert!(f.fix.contains("ALLOW_GROWTH"), "{}", f.fix);
+            assert!(f.fix.contains("~/.nv"), "{}", f.fix);
+        }
+    }
+
+    #[test]
+    fn ptx_from_a_newer_toolchain_is_the_driver_however_it_is_spelled() {
+        for log in [
+            "Cuda failure: 222 the provided PTX was compiled with an unsupported toolchain.",
+            "gpu_burn-drv.cpp 239 the provided PTX was complied with an unsupported toolchain",
+        ] {
+            assert_eq!(
+                first(log).map(|f| f.id),
+                Some("drv-code-ptx-toolchain"),
+                "{log}"
+            );
+        }
     }
 }

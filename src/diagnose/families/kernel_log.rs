@@ -36,6 +36,42 @@ const BUS_FIX: &str = "The GPU left the PCIe bus: check power (PSU capacity, cab
 cooling, the slot and any riser; disable PCIe ASPM (`pcie_aspm=off`) if it happens when idle; \
 reboot. If it recurs on a good power supply, replace the card.";
 
+const MAP_FIX: &str = "The card is not answering on the PCIe bus: check `lspci -vv` for it and \
+its link, its power cables, the slot and any riser; do not retrain or reset the PCIe link by hand \
+(tools that do make the card drop off the bus); enable Above 4G decoding in the firmware if the \
+card shows no memory region; reboot. If it recurs on good power and a good slot, replace the \
+card.";
+
+const NO_ADAPTER_FIX: &str = "Check that the machine has an NVIDIA GPU the system can see: \
+`lspci | grep -i nvidia`. If none is listed, do not load the NVIDIA driver (remove its packages \
+or blacklist the nvidia module; another vendor's card needs its own driver), or reseat the card \
+and enable its slot in the firmware; in a VM, pass the GPU through first. If lspci lists it, \
+the driver release does not support it: pin one that does.";
+
+const GSP_FIX: &str = "Update to the newest driver of the branch (GSP RPC timeouts of the first \
+525 drivers were fixed in 525.105.17), or turn the GSP firmware off on the proprietary module \
+(`NVreg_EnableGpuFirmware=0` in /etc/modprobe.d, then reboot); if the timeouts follow one card \
+across drivers, check it as hardware.";
+
+/// The GSP firmware's timeout wordings.
+const GSP_TIMEOUT: &[&str] = &[
+    "rpc from gsp",
+    "gsp rpc timeout",
+    "gsp timeout",
+    "timeout waiting for gsp",
+];
+
+/// The driver failing to map the card's registers (its BARs).
+const MAPPING_FAILED: &[&str] = &[
+    "cannot attach gpu",
+    "osinitnvmapping failed",
+    "failed to map",
+    "bar0 is 0m",
+];
+
+/// The module finding no NVIDIA card at all.
+const NO_ADAPTER: &[&str] = &["no nvidia graphics adapter found", "no nvidia gpu found"];
+
 /// Words for a device node that cannot be used.
 const NODE_FAILED: &[&str] = &[
     "does not exist",
@@ -67,6 +103,19 @@ fn on_line(seg: &Segment<'_>) -> Option<Finding> {
             false,
         ));
     }
+    // The GSP firmware's own words, with or without the NVRM prefix and the Xid 119 number.
+    if !lower.contains("xid") && GSP_TIMEOUT.iter().any(|w| lower.contains(w)) {
+        return Some(at(
+            seg,
+            "drv-gsp-timeout",
+            Driver,
+            Some(Hardware),
+            "The GPU's GSP firmware (shipped with the driver) stopped answering the driver's calls: most often a driver bug (the first 525 drivers), otherwise a card in a bad state.",
+            GSP_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+    }
     if !lower.contains("nvrm") || lower.contains("xid") {
         return None;
     }
@@ -78,6 +127,33 @@ fn on_line(seg: &Segment<'_>) -> Option<Finding> {
             Some(Driver),
             "The driver reports that the GPU has fallen off the PCIe bus (power, heat, the slot or riser, or the card).",
             BUS_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+    }
+    // The driver cannot map the card's registers (its PCIe BARs): the card is not answering on
+    // the bus (it dropped off after a link retrain, power or a riser) or the firmware gave it no
+    // address space. RmInitAdapter fails after it, so this line names the cause.
+    if MAPPING_FAILED.iter().any(|w| lower.contains(w)) {
+        return Some(at(
+            seg,
+            "hw-nvrm-cannot-map",
+            Hardware,
+            Some(Driver),
+            "The driver cannot reach the GPU's registers over PCIe (cannot attach / map it): the card is not answering on the bus (power, a riser, a PCIe link retrain or reset), or the firmware gave it no address space.",
+            MAP_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+    }
+    if NO_ADAPTER.iter().any(|w| lower.contains(w)) {
+        return Some(at(
+            seg,
+            "drv-nvrm-no-adapter",
+            Driver,
+            Some(Hardware),
+            "The NVIDIA kernel module loaded but found no NVIDIA GPU on the PCIe bus: the machine has none (another vendor's card), or the card is not seated, disabled in the firmware, or given to a VM.",
+            NO_ADAPTER_FIX,
             Mechanism::Plain,
             false,
         ));
@@ -173,6 +249,38 @@ mod tests {
             let f = first(log).expect("a finding");
             assert_eq!(f.layer, layer, "{log}");
             assert!(f.second.is_some(), "{log}");
+        }
+        // The mapping line after RmInitAdapter names the cause: the card is not on the bus.
+        let dropped = "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:894)\n\
+                       NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0\n\
+                       NVRM: osInitNvMapping: *** Cannot attach gpu\n\
+                       NVRM: RmInitAdapter: osInitNvMapping failed, bailing out of RmInitAdapter";
+        let segments: Vec<_> = matcher::segments(dropped).collect();
+        let hw: Vec<_> = find(&segments)
+            .into_iter()
+            .filter(|f| f.id == "hw-nvrm-cannot-map")
+            .collect();
+        assert_eq!(hw.len(), 2, "{hw:?}");
+        assert_eq!((hw[0].layer, hw[0].second), (Hardware, Some(Driver)));
+        for log in [
+            "[  441.170986] NVRM: No NVIDIA graphics adapter found!",
+            "NVRM: No NVIDIA GPU found.",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(f.id, "drv-nvrm-no-adapter", "{log}");
+            assert!(f.fix.contains("lspci"), "{}", f.fix);
+            assert!(!f.fix.contains("repair"), "{}", f.fix);
+        }
+        for log in [
+            "Timeout waiting for RPC from GSP!",
+            "NVRM: _kgspRpcRecvPoll: GPU0 Timeout waiting for RPC from GSP0! Expected function 76 (GSP_RM_CONTROL)",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer, f.second),
+                ("drv-gsp-timeout", Driver, Some(Hardware)),
+                "{log}"
+            );
         }
         // Xid lines belong to the code table.
         assert_eq!(

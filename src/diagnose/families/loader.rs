@@ -24,6 +24,8 @@ const LOAD_FAILED: &[&str] = &[
     "could not load dynamic library",
     "could not locate",
     "failed to load library",
+    // nvidia-container-cli: "initialization error: load library failed: libnvidia-ml.so.1".
+    "load library failed",
     "error code 126",
     "error code 127",
     "winerror 126",
@@ -44,6 +46,9 @@ enum Owner {
     Driver,
     Cuda,
     Cudnn,
+    /// TensorRT (`libnvinfer`, `libnvonnxparser`, `nvinfer_plugin`): installed beside the toolkit
+    /// (a tar, deb or pip `tensorrt` wheel) and found through the loader path like it.
+    TensorRt,
     OwnBinary,
 }
 
@@ -218,6 +223,17 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
             "If the library ships its own cuDNN (torch wheels do, in torch\\lib), reinstall that wheel. Otherwise install the complete cuDNN archive for the toolkit's CUDA version: copy all of its bin, include and lib files into the toolkit folder (CUDA\\vX.Y), add zlibwapi.dll for cuDNN 8, and make sure that bin folder is on PATH.".to_string(),
             true,
         ),
+        // TensorFlow warns on every start that it could not load TensorRT ("Could not load
+        // dynamic library 'libnvinfer.so.7'"): harmless, so only another loader wording counts.
+        (Owner::TensorRt, _) if seg.lower.contains("could not load dynamic library") => return None,
+        (Owner::TensorRt, _) => f(
+            "tk-loader-tensorrt-missing",
+            Toolkit,
+            Some(Library),
+            format!("{file} belongs to TensorRT, which is not installed or whose lib folder is not on the loader path."),
+            "Install the TensorRT release made for this CUDA (its tar or deb package, or the `tensorrt` pip wheel) and put its lib folder on the loader path (LD_LIBRARY_PATH or a file in /etc/ld.so.conf.d/ plus `ldconfig`; PATH on Windows). The Python bindings and the libraries must be the same TensorRT version.".to_string(),
+            false,
+        ),
         (Owner::Cuda | Owner::Cudnn, _) => {
             let version = wanted.map_or(String::new(), |w| format!(" (CUDA {w})"));
             f(
@@ -225,7 +241,7 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
                 Toolkit,
                 None,
                 format!("The CUDA library {file}{version} is not on the loader path: that toolkit (or cuDNN) is not installed, or its lib folder is not registered."),
-                format!("Install the CUDA{version} libraries the library was built for (the manifest's toolkit pin, plus cuDNN if it is named) and register their folder: `ldconfig` (a file in /etc/ld.so.conf.d/) or LD_LIBRARY_PATH on Linux, PATH on Windows; `stackpin doctor` shows what the host has."),
+                format!("Install the CUDA{version} libraries the library was built for (the manifest's toolkit pin, plus cuDNN if it is named) and register their folder: `ldconfig` (a file in /etc/ld.so.conf.d/) or LD_LIBRARY_PATH on Linux, PATH on Windows; `stackpin doctor MANIFEST` shows what the host has."),
                 false,
             )
         }
@@ -284,6 +300,12 @@ fn owner(file: &str) -> Option<Owner> {
     }
     if name.starts_with("cudnn") {
         return Some(Owner::Cudnn);
+    }
+    if ["nvinfer", "nvonnxparser", "nvparsers"]
+        .iter()
+        .any(|t| name.starts_with(t))
+    {
+        return Some(Owner::TensorRt);
     }
     const CUDA: &[&str] = &[
         "cudart",
@@ -534,5 +556,35 @@ mod tests {
             "ImportError: libGL.so.1: cannot open shared object file: No such file or directory";
         let segments: Vec<_> = matcher::segments(text).collect();
         assert!(find(text, &segments).is_empty());
+    }
+
+    #[test]
+    fn tensorrt_that_will_not_load_is_the_toolkit_side_but_tensorflows_warning_is_not() {
+        for log in [
+            "ImportError: libnvinfer.so.8: cannot open shared object file: No such file or directory",
+            "onnx2trt: error while loading shared libraries: libnvinfer.so.5: cannot open shared object file: No such file or directory",
+            "Unable to open library: libnvinfer_plugin.so.8 due to libnvinfer.so.8: cannot open shared object file",
+        ] {
+            let segments: Vec<_> = matcher::segments(log).collect();
+            let f = find(log, &segments).into_iter().next().expect("a finding");
+            assert_eq!(
+                (f.id, f.layer, f.second),
+                ("tk-loader-tensorrt-missing", Toolkit, Some(Library)),
+                "{log}"
+            );
+            assert!(f.fix.contains("LD_LIBRARY_PATH"), "{}", f.fix);
+        }
+        let warning = "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open shared object file: No such file or directory";
+        let segments: Vec<_> = matcher::segments(warning).collect();
+        assert!(find(warning, &segments).is_empty());
+    }
+
+    #[test]
+    fn the_container_runtime_failing_to_load_nvml_is_the_driver() {
+        let log =
+            "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1";
+        let segments: Vec<_> = matcher::segments(log).collect();
+        let f = find(log, &segments).into_iter().next().expect("a finding");
+        assert_eq!((f.id, f.layer), ("drv-loader-driver-library", Driver));
     }
 }

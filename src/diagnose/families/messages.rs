@@ -21,6 +21,27 @@ struct Rule {
 }
 
 const RULES: &[Rule] = &[
+    // bitsandbytes' own setup: the wheel looks for a CUDA binary of its own that fits the CUDA
+    // runtime it finds (libbitsandbytes_cudaXYZ.so / .dll) and falls back to the CPU one.
+    Rule {
+        id: "lib-bitsandbytes-cuda-setup",
+        patterns: &[
+            "cuda setup failed despite",
+            "cuda setup: cuda detection failed",
+            "cuda setup: required library version not found",
+            "cuda_setup: warning! libcudart.so not found",
+            "could not find the bitsandbytes cuda binary",
+            "bitsandbytes was compiled without gpu support",
+            "libbitsandbytes_cpu*undefined symbol",
+            "cannot find*libbitsandbytes_cuda",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "bitsandbytes could not load a CUDA build of its own: the installed release has no binary for this CUDA version or operating system (old releases: Linux only, a fixed list of CUDA versions), or it cannot find the CUDA runtime (libcudart) to choose one, so it fell back to its CPU library.",
+        fix: "Upgrade bitsandbytes (`pip install --upgrade bitsandbytes`: current releases ship builds for every supported CUDA and for Windows) and run `python -m bitsandbytes` to see which binary and CUDA it picks. If it still cannot find the CUDA runtime, point it at the installed one: BNB_CUDA_VERSION=XYZ (the CUDA the library uses) and the toolkit's lib64 on LD_LIBRARY_PATH.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
     // Installer log lines.
     Rule {
         id: "drv-installer-kernel-too-new",
@@ -32,7 +53,7 @@ const RULES: &[Rule] = &[
         layer: Driver,
         second: None,
         cause: "The driver's kernel module does not build against the running kernel (modpost: GPL-only or unknown symbols): the kernel is newer than this driver release supports.",
-        fix: "Pin a newer driver release whose notes support this kernel (`stackpin pin --driver VERSION`), fetch and install it; or boot the older kernel the driver was built for. Reinstalling the same driver will fail the same way.",
+        fix: "Pin a newer driver release whose notes support this kernel (`stackpin pin --library NAME==VERSION --os linux --driver VERSION`), fetch and install it; or boot the older kernel the driver was built for. Reinstalling the same driver will fail the same way.",
         mechanism: Mechanism::DriverBuild,
         decisive: true,
     },
@@ -47,7 +68,7 @@ const RULES: &[Rule] = &[
         layer: Driver,
         second: None,
         cause: "The driver's kernel module does not compile against the running kernel's headers: the kernel's API changed after this driver release.",
-        fix: "Pin a newer driver release that supports this kernel (`stackpin pin --driver VERSION`), or boot the older kernel; reinstalling the same driver will fail the same way.",
+        fix: "Pin a newer driver release that supports this kernel (`stackpin pin --library NAME==VERSION --os linux --driver VERSION`), or boot the older kernel; reinstalling the same driver will fail the same way.",
         mechanism: Mechanism::DriverBuild,
         decisive: true,
     },
@@ -62,7 +83,7 @@ const RULES: &[Rule] = &[
         layer: Driver,
         second: None,
         cause: "The NVIDIA kernel module did not build for the running kernel: its headers are missing, or the kernel is newer than this driver release supports.",
-        fix: "Install the headers of the kernel named in the log (linux-headers-$(uname -r), kernel-devel or kernel-headers) and build again; if it still fails, pin a newer driver release that supports this kernel (`stackpin pin --driver VERSION`), or boot the previous kernel.",
+        fix: "Install the headers of the kernel named in the log (linux-headers-$(uname -r), kernel-devel or kernel-headers) and build again; if it still fails, pin a newer driver release that supports this kernel (`stackpin pin --library NAME==VERSION --os linux --driver VERSION`), or boot the previous kernel.",
         mechanism: Mechanism::DriverBuild,
         decisive: true,
     },
@@ -139,7 +160,7 @@ const RULES: &[Rule] = &[
         layer: Toolkit,
         second: None,
         cause: "A CUDA extension build needs the toolkit (nvcc) and CUDA_HOME does not point at one.",
-        fix: "Set CUDA_HOME to the toolkit's own folder (e.g. /usr/local/cuda-12.4, the manifest's toolkit.root) and put its bin on PATH; if no toolkit is there, install the pinned one (`stackpin install`).",
+        fix: "Set CUDA_HOME to the toolkit's own folder (e.g. /usr/local/cuda-12.4, the manifest's toolkit.root) and put its bin on PATH; if no toolkit is there, install the pinned one (`stackpin install MANIFEST`).",
         mechanism: Mechanism::Plain,
         decisive: false,
     },
@@ -234,7 +255,7 @@ const RULES: &[Rule] = &[
         layer: Memory,
         second: None,
         cause: "The library's GPU allocator could not get the memory it asked for: the model, batch or number of parallel sessions does not fit on the card.",
-        fix: "Lower what runs at once (batch size, execution threads or parallel sessions, max memory setting) and run with the card otherwise idle (`nvidia-smi` lists other programs); `stackpin vram MANIFEST` names the largest batch that fits.",
+        fix: "Lower what runs at once (batch size, execution threads or parallel sessions, max memory setting) and run with the card otherwise idle (`nvidia-smi` lists other programs); `stackpin vram --peak PEAK --batch N --vram SIZE` names the largest batch that fits.",
         mechanism: Mechanism::Plain,
         decisive: false,
     },
@@ -484,5 +505,28 @@ mod tests {
             ),
             vec!["drv-container-no-gpu-runtime"]
         );
+    }
+
+    #[test]
+    fn bitsandbytes_cuda_setup_is_the_library_wheel_with_the_toolkit_second() {
+        for log in [
+            "RuntimeError: \n        CUDA Setup failed despite GPU being available. Please run the following command to get more information:",
+            "CUDA SETUP: CUDA detection failed! Possible reasons:",
+            "CUDA SETUP: Required library version not found: libbitsandbytes_cuda121.so. Maybe you need to compile it from source?",
+            "AttributeError: /usr/local/lib/python3.10/dist-packages/bitsandbytes/libbitsandbytes_cpu.so: undefined symbol: cadam32bit_grad_fp32",
+            "UserWarning: The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit multiplication, and GPU quantization are unavailable.",
+        ] {
+            let segments: Vec<_> = matcher::segments(log).collect();
+            let f = find(&segments)
+                .into_iter()
+                .find(|f| f.id == "lib-bitsandbytes-cuda-setup")
+                .unwrap_or_else(|| panic!("no bitsandbytes finding for {log}"));
+            assert_eq!((f.layer, f.second), (Library, Some(Toolkit)), "{log}");
+            assert!(
+                f.fix.contains("pip install --upgrade bitsandbytes"),
+                "{}",
+                f.fix
+            );
+        }
     }
 }

@@ -32,7 +32,7 @@ driver layer is what fails (no driver, a driver not loaded, or a GPU hidden from
 const NO_GPU_FIX: &str = "Run `nvidia-smi`: it must list the GPU. If it fails, install or repair \
 the pinned driver (`stackpin repair MANIFEST`) and reboot; if it works, check \
 CUDA_VISIBLE_DEVICES and that the library's CUDA build is not newer than the driver's CUDA \
-(`stackpin doctor`). Do not reinstall the library: it is there.";
+(`stackpin doctor MANIFEST`). Do not reinstall the library: it is there.";
 const CPU_BUILD_CAUSE: &str = "The training library installed is a CPU-only build (+cpu, or \
 built for no CUDA), so it can never see the GPU.";
 const CPU_BUILD_FIX: &str = "Install the +cuXYZ build the manifest pins from the archive \

@@ -28,8 +28,8 @@ struct Status {
 }
 
 const MEMORY_FIX: &str = "Free the GPU (stop other GPU programs; `nvidia-smi` lists them) and halve the \
-batch; `stackpin vram MANIFEST` names the largest batch that fits. If it fails at the first \
-call with the card idle, check that the library's CUDA build fits the driver (`stackpin check`).";
+batch; `stackpin vram --peak PEAK --batch N --vram SIZE` names the largest batch that fits. If it fails at the first \
+call with the card idle, check that the library's CUDA build fits the driver (`stackpin check MANIFEST`).";
 
 const BUILD_FIX: &str = "Install a build of the training library made for this GPU and the \
 CUDA it brings (a newer +cuXYZ wheel that lists the card's compute capability); remove other \
@@ -51,7 +51,7 @@ const STATUSES: &[Status] = &[
         layer: Memory,
         second: Some(Driver),
         cause: "A CUDA math library could not create its handle: most often the GPU has no memory left for it, otherwise the CUDA runtime cannot use the driver (a runtime newer than the driver, or a broken driver state).",
-        fix: "Free the GPU (stop other GPU programs; `nvidia-smi` lists them) and halve the batch (`stackpin vram MANIFEST` names a batch that fits). If it fails at the first call with the card idle, the library's CUDA needs a newer driver: install the pinned driver (`stackpin check` enforces the pair) and reboot.",
+        fix: "Free the GPU (stop other GPU programs; `nvidia-smi` lists them) and halve the batch (`stackpin vram --peak PEAK --batch N --vram SIZE` names a batch that fits). If it fails at the first call with the card idle, the library's CUDA needs a newer driver: install the pinned driver (`stackpin check MANIFEST` enforces the pair) and reboot.",
     },
     Status {
         names: &["arch_mismatch"],
@@ -89,7 +89,7 @@ const STATUSES: &[Status] = &[
         layer: Library,
         second: Some(Memory),
         cause: "A CUDA math library failed internally: a library build whose CUDA does not support this GPU, a mismatched CUDA library on the loader path, or too little GPU memory for its workspace.",
-        fix: "Install the library build whose CUDA supports this GPU (a newer +cuXYZ wheel) and keep other CUDA copies off LD_LIBRARY_PATH / PATH; if it only happens at large sizes, halve the batch (`stackpin vram MANIFEST`).",
+        fix: "Install the library build whose CUDA supports this GPU (a newer +cuXYZ wheel) and keep other CUDA copies off LD_LIBRARY_PATH / PATH; if it only happens at large sizes, halve the batch (`stackpin vram --peak PEAK --batch N --vram SIZE`).",
     },
 ];
 
