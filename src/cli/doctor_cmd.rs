@@ -82,9 +82,7 @@ fn read_manifest(path: &Path) -> Result<(Manifest, String), Failure> {
 
 fn examine(m: &Manifest, text: &str, archive: &Path, gpu: Option<u32>) -> Examination {
     let stack = StackDir::new(archive, &m.name);
-    let host = LiveHost::new(gpu, m);
-    let facts = doctor::gather(m, Some(text), &stack, &host, &RealSystem);
-    doctor::judge(&facts)
+    doctor::examine(m, Some(text), &stack, &RealSystem, gpu)
 }
 
 #[derive(Serialize)]

@@ -405,7 +405,9 @@ mod tests {
 
         let found = find_program("stackpin-tool", path.clone()).expect("found by bare name");
         assert_eq!(
-            found.file_name().map(|n| n.to_string_lossy().to_lowercase()),
+            found
+                .file_name()
+                .map(|n| n.to_string_lossy().to_lowercase()),
             Some("stackpin-tool.cmd".to_string()),
             "{found:?}"
         );
