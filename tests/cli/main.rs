@@ -8,7 +8,6 @@ mod data;
 mod diagnose;
 mod doctor;
 mod fakes;
-mod fakes_windows;
 mod first_hour;
 mod host;
 mod hostile;
