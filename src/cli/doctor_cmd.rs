@@ -83,9 +83,7 @@ fn read_manifest(path: &Path) -> Result<(Manifest, String), Failure> {
 
 fn examine(m: &Manifest, text: &str, archive: &Archive, gpu: Option<u32>) -> Examination {
     let stack = archive.stack(&m.name);
-    let host = LiveHost::new(gpu, m);
-    let facts = doctor::gather(m, Some(text), &stack, &host, &RealSystem);
-    doctor::judge(&facts)
+    doctor::examine(m, Some(text), &stack, &RealSystem, gpu)
 }
 
 /// `doctor --json`, one shape for MANIFEST and `--all` (as `status`): a single stack is the list

@@ -20,6 +20,7 @@ use serde::Serialize;
 use crate::archive::{self, AuditReport, StackDir};
 use crate::compat::Os;
 use crate::host::System;
+use crate::install::host_view::LiveHost;
 use crate::install::proof::{self, DriverSeen, HostView, LibrarySeen, Proof};
 use crate::install::state::ChainState;
 use crate::manifest::{Layer, Manifest, Role};
@@ -185,6 +186,19 @@ pub struct Facts<'a> {
     pub module_problem: Option<String>,
 }
 
+/// Examines one stack on the host behind `system` (the real machine, or a test's fake): asks
+/// it everything once, then judges. `gpu` is `--gpu`.
+pub fn examine(
+    m: &Manifest,
+    manifest_text: Option<&str>,
+    stack: &StackDir,
+    system: &dyn System,
+    gpu: Option<u32>,
+) -> Examination {
+    let host = LiveHost::on(system, gpu);
+    judge(&gather(m, manifest_text, stack, &host, system))
+}
+
 /// Asks the host, the archive and the record everything the checks need.
 pub fn gather<'a>(
     m: &'a Manifest,
@@ -264,5 +278,238 @@ use crate::exit::{Exit, ExitStatus};
 impl ExitStatus for DoctorError {
     fn exit(&self) -> Exit {
         Exit::Input
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! doctor against a fake host that spawns nothing: every answer nvidia-smi, nvcc's folder,
+    //! the venv's Python and PowerShell give comes from a table.
+
+    use super::*;
+    use crate::host::nvidia_smi::QUERY_GPU;
+    use crate::host::system::FakeSystem;
+
+    const LINUX: &str = include_str!("../../manifests/torch-2.5.1-cu124-linux.yaml");
+    const WINDOWS: &str = include_str!("../../manifests/torch-2.5.1-cu124-windows.yaml");
+    const HEADER: &str = include_str!("../../tests/fixtures/nvidia-smi/header-570.txt");
+    const SMI: &str = "/usr/bin/nvidia-smi";
+    const VENV_PYTHON: &str = "/opt/stackpin/torch-2.5.1-cu124-linux/bin/python";
+
+    fn manifest(text: &str) -> Manifest {
+        crate::manifest::parse(text, Path::new("m.yaml")).expect("shipped manifest parses")
+    }
+
+    fn gpu_row(driver: &str) -> String {
+        format!("0, NVIDIA L4, GPU-5a1f0c2e-9d1b-4c1e-8f3a-0b6e2d7c9a11, {driver}, 23034, 8.9\n")
+    }
+
+    fn torch_line(version: &str) -> String {
+        format!(
+            r#"{{"library": "torch", "python": "3.12.3", "version": "{version}", "cuda": "12.4", "cudnn": "90100", "cuda_available": true, "device_count": 1, "arch_list": ["sm_80", "sm_89", "sm_90"], "device_capability": "8.9", "device_name": "NVIDIA L4", "ok": true}}"#
+        )
+    }
+
+    /// A Linux host where the shipped Linux stack holds: driver, toolkit folder and venv.
+    fn linux_host(driver: &str, torch: &str) -> FakeSystem {
+        let mut sys = FakeSystem::new(Os::Linux);
+        sys.on_path
+            .insert("nvidia-smi".to_string(), PathBuf::from(SMI));
+        sys.answer(SMI, &[QUERY_GPU], 0, &gpu_row(driver))
+            .answer(SMI, &[], 0, HEADER)
+            .file(
+                "/usr/local/cuda-12.4/version.json",
+                r#"{"cuda": {"name": "CUDA SDK", "version": "12.4.1"}}"#,
+            )
+            .file(VENV_PYTHON, "")
+            .answer(VENV_PYTHON, &["-c"], 0, &torch_line(torch));
+        sys
+    }
+
+    /// The record the stack got when it was proven with exactly its pins.
+    fn record(m: &Manifest) -> ProvenStack {
+        serde_json::from_value(serde_json::json!({
+            "record": 1, "stack": m.name,
+            "proven_at": "2026-12-01T10:00:00Z",
+            "host": {"hostname": "ws-01", "os": m.os, "os_version": null, "kernel": null, "cpu": null},
+            "gpus": [{"index": 0, "name": "NVIDIA L4", "vram_mib": 23034,
+                      "compute_capability": "8.9", "driver": m.driver.version.to_string(),
+                      "driver_cuda": "12.8"}],
+            "toolkit": {"version": "12.4.1", "root": m.toolkit.root, "nvcc": null},
+            "library": {"name": "torch", "version": "2.5.1+cu124", "cuda_build": "12.4", "cudnn": null},
+            "example": {"argv": [], "batch": 64, "gpu_index": 0, "duration_s": 40.0,
+                        "exit_code": 0, "samples_per_s": null, "log": "x.log"},
+            "peak": {"outside_mib": 2560, "outside_source": "per_process", "baseline_mib": null,
+                     "framework_mib": null, "framework_counter": null, "allocated_mib": null,
+                     "context_mib": null, "authority": "outside", "mib": 2560.0},
+            "per_sample_mib": 40.0,
+            "line": {"share": 0.8, "mib": 18427.2, "vram_mib": 23034},
+            "predictions": [], "largest_safe_batch": 192, "environment": {}
+        }))
+        .expect("record")
+    }
+
+    /// Examines `text`'s stack, proven earlier, on `sys`, with an archive in a temp dir.
+    fn examine_on(text: &str, sys: &FakeSystem) -> Examination {
+        let m = manifest(text);
+        let archive = tempfile::tempdir().expect("tempdir");
+        let stack = StackDir::new(archive.path(), &m.name);
+        std::fs::create_dir_all(stack.root()).expect("stack folder");
+        record(&m)
+            .write(&stack.proven_stack_path())
+            .expect("record written");
+        examine(&m, Some(text), &stack, sys, None)
+    }
+
+    fn verdict(exam: &Examination, id: CheckId) -> (Status, String) {
+        let check = exam.check(id).expect("check present");
+        (check.status, check.found.clone())
+    }
+
+    fn drift(exam: &Examination) -> Vec<String> {
+        exam.drift.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn a_healthy_host_passes_every_layer_check_with_no_drift() {
+        let exam = examine_on(LINUX, &linux_host("595.71.05", "2.5.1+cu124"));
+        for id in [CheckId::Driver, CheckId::Toolkit, CheckId::Library] {
+            let (status, found) = verdict(&exam, id);
+            assert_eq!(status, Status::Pass, "{id:?}: {found}");
+        }
+        assert_eq!(drift(&exam), Vec::<String>::new());
+        assert!(exam.drifted_layers().is_empty());
+        assert_eq!(
+            exam.windows_driver, None,
+            "PowerShell is only asked on Windows"
+        );
+    }
+
+    #[test]
+    fn a_changed_driver_is_drift_naming_both_versions() {
+        let exam = examine_on(LINUX, &linux_host("590.48.01", "2.5.1+cu124"));
+        assert!(!exam.ok);
+        assert_eq!(verdict(&exam, CheckId::Driver).0, Status::Fail);
+        assert_eq!(drift(&exam), ["driver 595.71.05 → 590.48.01"]);
+        assert_eq!(exam.drifted_layers(), [Layer::Driver]);
+    }
+
+    #[test]
+    fn a_changed_toolkit_is_drift_naming_both_versions() {
+        let mut sys = linux_host("595.71.05", "2.5.1+cu124");
+        sys.file(
+            "/usr/local/cuda-12.4/version.json",
+            r#"{"cuda": {"name": "CUDA SDK", "version": "12.4.0"}}"#,
+        );
+        let exam = examine_on(LINUX, &sys);
+        assert!(!exam.ok);
+        assert_eq!(verdict(&exam, CheckId::Toolkit).0, Status::Fail);
+        assert_eq!(
+            drift(&exam),
+            ["toolkit 12.4.1 → CUDA 12.4.0 in /usr/local/cuda-12.4, 12.4.1 pinned"]
+        );
+        assert_eq!(exam.drifted_layers(), [Layer::Toolkit]);
+    }
+
+    #[test]
+    fn a_changed_library_is_drift_naming_both_versions() {
+        let exam = examine_on(LINUX, &linux_host("595.71.05", "2.6.0+cu124"));
+        assert!(!exam.ok);
+        assert_eq!(verdict(&exam, CheckId::Library).0, Status::Fail);
+        assert_eq!(exam.drifted_layers(), [Layer::Library]);
+        assert_eq!(drift(&exam), ["library torch 2.5.1+cu124 → 2.6.0"]);
+    }
+
+    #[test]
+    fn a_toolkit_gone_from_its_folder_fails_and_is_reinstalled() {
+        let mut sys = linux_host("595.71.05", "2.5.1+cu124");
+        sys.files
+            .retain(|p, _| !p.starts_with("/usr/local/cuda-12.4"));
+        sys.dirs
+            .retain(|p, _| !p.starts_with("/usr/local/cuda-12.4"));
+        let exam = examine_on(LINUX, &sys);
+        assert!(!exam.ok);
+        let (status, found) = verdict(&exam, CheckId::Toolkit);
+        assert_eq!(status, Status::Fail);
+        assert!(found.contains("/usr/local/cuda-12.4"), "{found}");
+        assert_eq!(exam.drifted_layers(), [Layer::Toolkit]);
+    }
+
+    #[test]
+    fn a_broken_venv_fails_the_library_check_with_the_import_error() {
+        let mut sys = linux_host("595.71.05", "2.5.1+cu124");
+        sys.programs.remove(Path::new(VENV_PYTHON));
+        sys.answer(
+            VENV_PYTHON,
+            &["-c"],
+            0,
+            r#"{"library": "torch", "python": "3.12.3", "ok": false, "error": "ImportError: libcudnn.so.9: cannot open shared object file"}"#,
+        );
+        let exam = examine_on(LINUX, &sys);
+        assert!(!exam.ok);
+        let (status, found) = verdict(&exam, CheckId::Library);
+        assert_eq!(status, Status::Fail);
+        assert!(found.contains("libcudnn.so.9"), "{found}");
+        assert_eq!(exam.drifted_layers(), [Layer::Library]);
+    }
+
+    #[test]
+    fn a_venv_without_its_python_fails_the_library_check() {
+        let mut sys = linux_host("595.71.05", "2.5.1+cu124");
+        sys.files.remove(Path::new(VENV_PYTHON));
+        let exam = examine_on(LINUX, &sys);
+        assert_eq!(verdict(&exam, CheckId::Library).0, Status::Fail);
+        assert_eq!(exam.drifted_layers(), [Layer::Library]);
+    }
+
+    #[test]
+    fn a_driver_replaced_by_a_windows_feature_update_is_named_with_its_provider_and_date() {
+        let m = manifest(WINDOWS);
+        let pinned = m.driver.version.to_string();
+        let mut sys = FakeSystem::new(Os::Windows);
+        let smi = "C:/Windows/System32/nvidia-smi.exe";
+        let ps = "C:/Windows/System32/WindowsPowerShell/v1.0/powershell.exe";
+        sys.on_path.insert("nvidia-smi".into(), PathBuf::from(smi));
+        sys.on_path.insert("powershell".into(), PathBuf::from(ps));
+        let command = ["-NoProfile", "-NonInteractive", "-Command"];
+        let ask = |query: &str| {
+            let mut argv = command.to_vec();
+            argv.push(query);
+            argv.into_iter().map(String::from).collect::<Vec<_>>()
+        };
+        sys.answer(smi, &[QUERY_GPU], 0, &gpu_row("551.86"))
+            .answer(smi, &[], 0, HEADER)
+            .answer(
+                ps,
+                &ask(windows_driver::QUERY).iter().map(String::as_str).collect::<Vec<_>>(),
+                0,
+                r#"{"DeviceName": "NVIDIA L4", "DriverVersion": "31.0.15.5186",
+                    "DriverProviderName": "NVIDIA", "InfName": "oem42.inf", "DriverDate": "2024-03-15"}"#,
+            )
+            .answer(
+                ps,
+                &ask(windows_driver::UPDATE_HISTORY_QUERY)
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>(),
+                0,
+                r#"{"Title": "NVIDIA - Display - 31.0.15.5186", "Date": "2030-01-02"}"#,
+            );
+        let exam = examine_on(WINDOWS, &sys);
+        assert!(!exam.ok);
+        assert_eq!(drift(&exam)[0], format!("driver {pinned} → 551.86"));
+        let (status, found) = verdict(&exam, CheckId::Driver);
+        assert_eq!(status, Status::Fail);
+        assert!(found.contains("provider NVIDIA, oem42.inf"), "{found}");
+        assert!(
+            found.contains("installed by Windows Update")
+                && found.contains("on 2030-01-02, after the stack was proven"),
+            "{found}"
+        );
+        assert!(
+            exam.windows_driver.is_some(),
+            "the driver PowerShell named is kept"
+        );
+        assert!(exam.drifted_layers().contains(&Layer::Driver));
     }
 }

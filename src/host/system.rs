@@ -44,7 +44,8 @@ pub trait System {
         args: &[String],
         timeout: Duration,
     ) -> Result<RunOutput, HostError>;
-    /// Finds `program` on `PATH` (with `.exe` on Windows).
+    /// Finds `program` on `PATH` (with the `PATHEXT` extensions, `.exe` `.cmd` `.bat`, on
+    /// Windows).
     fn which(&self, program: &str) -> Option<PathBuf>;
     /// One environment variable, `None` when unset or not UTF-8.
     fn env(&self, key: &str) -> Option<String>;
@@ -76,15 +77,7 @@ impl System for RealSystem {
     }
 
     fn which(&self, program: &str) -> Option<PathBuf> {
-        let path = std::env::var_os("PATH")?;
-        let names: Vec<String> = if cfg!(windows) && !program.ends_with(".exe") {
-            vec![format!("{program}.exe"), program.to_string()]
-        } else {
-            vec![program.to_string()]
-        };
-        std::env::split_paths(&path)
-            .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
-            .find(|candidate| is_executable(candidate))
+        find_program(program, std::env::var_os("PATH")?)
     }
 
     fn env(&self, key: &str) -> Option<String> {
@@ -126,17 +119,23 @@ impl System for RealSystem {
     }
 }
 
-#[cfg(unix)]
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    path.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
-#[cfg(not(unix))]
-fn is_executable(path: &Path) -> bool {
-    path.is_file()
+/// Finds `program` in the folders of `path` (a `PATH`-style list) through the `which` crate,
+/// which honours `PATHEXT` on Windows: a bare `conda` finds `conda.bat`, `pip` finds `pip.cmd`.
+/// Only executable files count on Unix.
+fn find_program(program: &str, path: std::ffi::OsString) -> Option<PathBuf> {
+    // The working folder only matters for a name with a separator in it, which stackpin's own
+    // look-ups never pass; `.` keeps a missing current folder from failing the search.
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    which::which_in(program, Some(&path), &cwd)
+        .or_else(|e| {
+            // A Windows with no usable `PATHEXT` still finds `name.exe`, as before the crate.
+            if cfg!(windows) && !program.to_ascii_lowercase().ends_with(".exe") {
+                which::which_in(format!("{program}.exe"), Some(&path), &cwd)
+            } else {
+                Err(e)
+            }
+        })
+        .ok()
 }
 
 /// Runs a probe through [`crate::exec`]: a tree of its own, ended whole at the timeout, output
@@ -367,6 +366,52 @@ mod tests {
             )
             .expect_err("missing");
         assert!(err.to_string().contains("/no/such/stackpin-prog"), "{err}");
+    }
+
+    /// A `PATH` of two folders in a temp dir: the program sits in the second.
+    fn two_folder_path(dir: &Path) -> (PathBuf, std::ffi::OsString) {
+        let (first, second) = (dir.join("first"), dir.join("second"));
+        std::fs::create_dir_all(&first).expect("first");
+        std::fs::create_dir_all(&second).expect("second");
+        let path = std::env::join_paths([&first, &second]).expect("join");
+        (second, path)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn lookup_finds_an_executable_on_a_built_path_and_skips_one_without_the_x_bit() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (second, path) = two_folder_path(dir.path());
+        let tool = second.join("stackpin-tool");
+        std::fs::write(&tool, "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let plain = second.join("stackpin-plain");
+        std::fs::write(&plain, "not a program").expect("write");
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+
+        assert_eq!(find_program("stackpin-tool", path.clone()), Some(tool));
+        assert_eq!(find_program("stackpin-plain", path.clone()), None);
+        assert_eq!(find_program("stackpin-absent", path), None);
+    }
+
+    #[cfg(windows)]
+    #[test]
+    fn lookup_finds_a_cmd_script_by_its_bare_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (second, path) = two_folder_path(dir.path());
+        let script = second.join("stackpin-tool.cmd");
+        std::fs::write(&script, "@echo off\r\n").expect("write");
+
+        let found = find_program("stackpin-tool", path.clone()).expect("found by bare name");
+        assert_eq!(
+            found
+                .file_name()
+                .map(|n| n.to_string_lossy().to_lowercase()),
+            Some("stackpin-tool.cmd".to_string()),
+            "{found:?}"
+        );
+        assert_eq!(find_program("stackpin-absent", path), None);
     }
 
     #[test]

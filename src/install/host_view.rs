@@ -10,9 +10,9 @@ use crate::host::{self, DriverState, LibraryProbe, RealSystem, System};
 use crate::manifest::Manifest;
 use crate::version::Version;
 
-/// The machine stackpin runs on.
-pub struct LiveHost {
-    system: RealSystem,
+/// The machine stackpin runs on, seen through a [`System`] (the real one, or a test's fake).
+pub struct LiveHost<'s> {
+    system: &'s dyn System,
     gpu: Option<u32>,
     wsl: bool,
     smi_timeout: Duration,
@@ -20,12 +20,18 @@ pub struct LiveHost {
     run_checks: bool,
 }
 
-impl LiveHost {
+impl LiveHost<'static> {
     /// Probes this machine for `m`'s stack, with `--gpu` when given.
     pub fn new(gpu: Option<u32>, _m: &Manifest) -> Self {
-        let system = RealSystem;
-        let wsl = host::os_info::probe(&system).wsl;
-        let smi_timeout = host::smi_timeout(&system);
+        LiveHost::on(&RealSystem, gpu)
+    }
+}
+
+impl<'s> LiveHost<'s> {
+    /// Probes the host behind `system`, with `--gpu` when given.
+    pub fn on(system: &'s dyn System, gpu: Option<u32>) -> Self {
+        let wsl = host::os_info::probe(system).wsl;
+        let smi_timeout = host::smi_timeout(system);
         Self {
             system,
             gpu,
@@ -43,17 +49,17 @@ impl LiveHost {
     }
 }
 
-impl HostView for LiveHost {
+impl HostView for LiveHost<'_> {
     fn os(&self) -> Os {
         self.system.os()
     }
 
     fn is_admin(&self) -> bool {
-        host::os_info::probe(&self.system).admin.unwrap_or(false)
+        host::os_info::probe(self.system).admin.unwrap_or(false)
     }
 
     fn driver(&self) -> DriverSeen {
-        let probe = host::nvidia_smi::probe(&self.system, self.wsl, self.smi_timeout);
+        let probe = host::nvidia_smi::probe(self.system, self.wsl, self.smi_timeout);
         let version = match probe.state {
             DriverState::Ok => probe
                 .gpus
@@ -71,7 +77,7 @@ impl HostView for LiveHost {
     }
 
     fn toolkit(&self, root: &Path) -> Option<ToolkitSeen> {
-        let info = host::find_toolkit(&self.system, root)?;
+        let info = host::find_toolkit(self.system, root)?;
         let (version, nvcc_release) = if info.exact_update_known {
             (info.version.clone(), None)
         } else {
@@ -89,7 +95,7 @@ impl HostView for LiveHost {
             return LibrarySeen::NoInterpreter;
         }
         match host::library_probe::probe(
-            &self.system,
+            self.system,
             python,
             library,
             host::library_probe::PROBE_TIMEOUT,
@@ -124,7 +130,7 @@ impl HostView for LiveHost {
     }
 
     fn gpus(&self) -> Vec<(String, String)> {
-        let probe = host::nvidia_smi::probe(&self.system, self.wsl, self.smi_timeout);
+        let probe = host::nvidia_smi::probe(self.system, self.wsl, self.smi_timeout);
         probe
             .gpus
             .into_iter()
@@ -134,11 +140,11 @@ impl HostView for LiveHost {
     }
 
     fn interpreter_version(&self, python: &str) -> Result<Version, String> {
-        host::interpreter::version(&self.system, python).map_err(|e| e.to_string())
+        host::interpreter::version(self.system, python).map_err(|e| e.to_string())
     }
 
     fn compute_capability(&self) -> Option<String> {
-        let probe = host::nvidia_smi::probe(&self.system, self.wsl, self.smi_timeout);
+        let probe = host::nvidia_smi::probe(self.system, self.wsl, self.smi_timeout);
         let visible = self.system.env("CUDA_VISIBLE_DEVICES");
         let choice = host::gpu_select::choose(&probe.gpus, self.gpu, visible.as_deref()).ok()?;
         let index = choice.index?;

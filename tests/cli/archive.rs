@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use crate::common::TestContext;
 use crate::server::{Route, TestServer};
 
 const STACK: &str = "test-stack";
@@ -25,7 +26,7 @@ fn payload(len: usize, seed: u8) -> Vec<u8> {
 }
 
 struct Ctx {
-    dir: tempfile::TempDir,
+    ctx: TestContext,
     server: TestServer,
     bodies: [Vec<u8>; 3],
 }
@@ -39,14 +40,19 @@ impl Ctx {
             server.file(name, body);
         }
         Self {
-            dir: tempfile::tempdir().expect("tempdir"),
+            ctx: TestContext::new(),
             server,
             bodies,
         }
     }
 
+    /// The temp folder, the working folder of every command.
+    fn root(&self) -> &Path {
+        self.ctx.root()
+    }
+
     fn archive(&self) -> PathBuf {
-        self.dir.path().join("archive")
+        self.ctx.path("archive")
     }
 
     fn stack(&self) -> PathBuf {
@@ -92,7 +98,7 @@ example:
             urls[2],
             pin(pins[2]).replace("\n    sha256", "\n      sha256"),
         );
-        let path = self.dir.path().join("stack.yaml");
+        let path = self.ctx.path("stack.yaml");
         std::fs::write(&path, text).expect("manifest");
         path
     }
@@ -103,14 +109,10 @@ example:
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_stackpin"));
-        cmd.args(args)
-            .env_remove("RUST_BACKTRACE")
-            .env("STACKPIN_ARCHIVE", self.archive())
-            .env("STACKPIN_TEST_ADMIN", "0")
+        let mut cmd = self.ctx.stackpin(args);
+        cmd.env("STACKPIN_ARCHIVE", self.archive())
             .env("STACKPIN_RETRY_BASE_MS", "0")
-            .env("STACKPIN_STALL_SECS", "2")
-            .current_dir(self.dir.path());
+            .env("STACKPIN_STALL_SECS", "2");
         cmd
     }
 
@@ -126,7 +128,7 @@ example:
     }
 
     fn audit(&self) -> Run {
-        let manifest = self.dir.path().join("stack.yaml");
+        let manifest = self.ctx.path("stack.yaml");
         self.run(&["audit", manifest.to_str().expect("utf-8")])
     }
 
@@ -516,7 +518,7 @@ fn unsafe_file_names_in_urls_are_refused_before_any_download() {
         assert!(run.stderr().contains("unsafe"), "{bad}: {}", run.stderr());
     }
     assert!(!ctx.archive().exists(), "nothing written");
-    assert!(!ctx.dir.path().join("pwned.run").exists());
+    assert!(!ctx.root().join("pwned.run").exists());
 }
 
 #[test]
@@ -640,7 +642,7 @@ fn audit_finds_a_flipped_byte_a_missing_file_and_a_stray_and_fetch_repairs_them(
         "{out}"
     );
 
-    let manifest = ctx.dir.path().join("stack.yaml");
+    let manifest = ctx.root().join("stack.yaml");
     let json = ctx.run(&["audit", manifest.to_str().expect("utf-8"), "--json"]);
     json.expect_code(1);
     let doc: serde_json::Value = serde_json::from_str(&json.stdout()).expect("json");
@@ -673,8 +675,8 @@ fn audit_finds_a_flipped_byte_a_missing_file_and_a_stray_and_fetch_repairs_them(
 fn bundle_then_unbundle_elsewhere_audits_clean() {
     let ctx = Ctx::new();
     ctx.fetch(&[]).expect_code(0);
-    let zip = ctx.dir.path().join("stack.zip");
-    let manifest = ctx.dir.path().join("stack.yaml");
+    let zip = ctx.root().join("stack.zip");
+    let manifest = ctx.root().join("stack.yaml");
     ctx.run(&[
         "bundle",
         manifest.to_str().expect("utf-8"),
@@ -682,8 +684,8 @@ fn bundle_then_unbundle_elsewhere_audits_clean() {
         zip.to_str().expect("utf-8"),
     ])
     .expect_code(0);
-    assert!(zip.is_file() && !ctx.dir.path().join("stack.zip.partial").exists());
-    let elsewhere = ctx.dir.path().join("offline");
+    assert!(zip.is_file() && !ctx.root().join("stack.zip.partial").exists());
+    let elsewhere = ctx.root().join("offline");
     let run = ctx.run(&[
         "unbundle",
         zip.to_str().expect("utf-8"),
@@ -763,7 +765,7 @@ fn evil_zip(path: &Path, build: impl FnOnce(&mut zip::ZipWriter<std::fs::File>))
 #[test]
 fn zip_slip_absolute_paths_and_symlinks_are_refused() {
     let ctx = Ctx::new();
-    let target = ctx.dir.path().join("target");
+    let target = ctx.root().join("target");
     let cases: [(&str, EvilEntries); 3] = [
         (
             "escapes",
@@ -800,8 +802,7 @@ fn zip_slip_absolute_paths_and_symlinks_are_refused() {
     ];
     for (why, build) in cases {
         let zip = ctx
-            .dir
-            .path()
+            .root()
             .join(format!("evil-{}.zip", why.replace(' ', "-")));
         evil_zip(&zip, build);
         let run = ctx.run(&[
@@ -818,7 +819,7 @@ fn zip_slip_absolute_paths_and_symlinks_are_refused() {
         );
         assert!(!target.join(STACK).exists(), "{why}: nothing unpacked");
     }
-    assert!(!ctx.dir.path().join("evil.txt").exists());
+    assert!(!ctx.root().join("evil.txt").exists());
 }
 
 #[test]
@@ -866,13 +867,8 @@ fn the_mirror_is_tried_first_and_a_bad_mirror_copy_falls_back_to_the_original() 
 fn pip_wheels_are_downloaded_for_the_target_and_locked() {
     let ctx = Ctx::new();
     let mut index = crate::library_layer::Index::new();
-    let six = crate::library_layer::build_wheel(
-        &ctx.dir.path().join("wheels"),
-        "six",
-        "1.16.0",
-        "good",
-        &[],
-    );
+    let six =
+        crate::library_layer::build_wheel(&ctx.root().join("wheels"), "six", "1.16.0", "good", &[]);
     index.wheel(&six);
     let urls = [DRIVER, TOOLKIT].map(|n| ctx.server.url(n));
     let text = format!(
@@ -910,7 +906,7 @@ example:
         .file(&DRIVER.replace(".run", ".exe"), &ctx.bodies[0]);
     ctx.server
         .file(&TOOLKIT.replace(".run", ".exe"), &ctx.bodies[1]);
-    let manifest = ctx.dir.path().join("stack.yaml");
+    let manifest = ctx.root().join("stack.yaml");
     std::fs::write(&manifest, text).expect("manifest");
     let run = ctx.run(&["fetch", manifest.to_str().expect("utf-8")]);
     if run.code() == 2 {

@@ -1,7 +1,13 @@
-//! Running the real `stackpin` binary the way a user does, with a clean environment.
+//! Running the real `stackpin` binary the way a user does, with a clean environment, and the
+//! one [`TestContext`] every harness builds on: a temp folder that is also the working folder,
+//! the archive in it, the variables the command sees, and the `stackpin` command itself. The
+//! fake hosts (`fakes.rs`) are a `TestContext` with fake programs laid into it.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
+
+use tempfile::TempDir;
 
 /// A `stackpin` command with the variables that would change its output removed.
 pub fn stackpin() -> Command {
@@ -9,16 +15,127 @@ pub fn stackpin() -> Command {
     cmd.env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LIB_BACKTRACE")
         .env_remove("STACKPIN_ARCHIVE")
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .env_remove("STACKPIN_NVIDIA_SMI_TIMEOUT")
         // Tests run as root in CI: the archive default must stay ./installers, not /var/lib.
         .env("STACKPIN_TEST_ADMIN", "0")
         .env("STACKPIN_DATA_DIR", no_data_dir());
     cmd
 }
 
+/// One test's world: a temp folder (the command's working folder), the archive under it, and
+/// the variables set or removed for every command it builds.
+pub struct TestContext {
+    dir: TempDir,
+    /// `Some`: set to this value; `None`: removed. Later entries win.
+    env: Vec<(OsString, Option<OsString>)>,
+}
+
+#[allow(dead_code)] // a shared harness: each test module uses a different part of it
+impl TestContext {
+    /// A fresh temp folder and nothing set beyond [`stackpin`]'s clean environment.
+    pub fn new() -> Self {
+        Self::in_dir(tempfile::tempdir().expect("temp dir"))
+    }
+
+    /// A temp folder whose name starts with `prefix` (`"stackpin win host "`: a path with
+    /// spaces, as Windows has them).
+    pub fn with_prefix(prefix: &str) -> Self {
+        Self::in_dir(
+            tempfile::Builder::new()
+                .prefix(prefix)
+                .tempdir()
+                .expect("temp dir"),
+        )
+    }
+
+    fn in_dir(dir: TempDir) -> Self {
+        Self { dir, env: vec![] }
+    }
+
+    /// The temp folder, also the working folder of every command.
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A path inside the temp folder.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root().join(rel)
+    }
+
+    /// The archive a command uses without `--archive` or `STACKPIN_ARCHIVE`: `./installers`.
+    pub fn archive(&self) -> PathBuf {
+        self.path("installers")
+    }
+
+    /// Sets `key` for every command built from now on.
+    pub fn set_env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
+        self.env
+            .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
+        self
+    }
+
+    /// Removes `key` from the environment of every command built from now on.
+    pub fn remove_env(&mut self, key: impl AsRef<OsStr>) -> &mut Self {
+        self.env.push((key.as_ref().to_owned(), None));
+        self
+    }
+
+    /// [`TestContext::set_env`] for building a context in one expression.
+    pub fn with_env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.set_env(key, value);
+        self
+    }
+
+    /// `stackpin ARGS` in the temp folder with this context's environment.
+    pub fn stackpin<I, S>(&self, args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = stackpin();
+        cmd.args(args).current_dir(self.root());
+        for (key, value) in &self.env {
+            match value {
+                Some(value) => cmd.env(key, value),
+                None => cmd.env_remove(key),
+            };
+        }
+        cmd
+    }
+
+    /// Runs `stackpin ARGS` to completion.
+    pub fn run<I, S>(&self, args: I) -> Outcome
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        run(&mut self.stackpin(args))
+    }
+
+    /// Runs `stackpin ARGS` to completion, for tests that read the raw `Output`.
+    pub fn output<I, S>(&self, args: I) -> Output
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.stackpin(args).output().expect("stackpin runs")
+    }
+}
+
 /// A data folder no test writes into: commands see the built-in release data, never the
 /// user's own data folder. Tests of `stackpin data` set their own.
 pub fn no_data_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-release-data")
+}
+
+/// What every harness that fetches, installs and proves sets on its commands: the archive named
+/// outright, the admin check skipped (the fake installers need no root), and no wait between
+/// download retries.
+pub fn installing<'c>(cmd: &'c mut Command, archive: &Path) -> &'c mut Command {
+    cmd.env("STACKPIN_ARCHIVE", archive)
+        .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
+        .env("STACKPIN_RETRY_BASE_MS", "0")
 }
 
 /// What a finished command left behind.

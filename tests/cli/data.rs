@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{Outcome, repo, run, stackpin};
+use crate::common::{Outcome, TestContext, repo, run};
 #[cfg(unix)]
 use crate::fakes::FakeHost;
 use crate::server::{Route, TestServer};
@@ -19,18 +19,18 @@ const NEW_DATE: &str = "2026-12-20";
 
 /// A temp folder with a data folder (`data/`) for stackpin and room for sets.
 struct Lab {
-    dir: tempfile::TempDir,
+    ctx: TestContext,
 }
 
 impl Lab {
     fn new() -> Self {
         Self {
-            dir: tempfile::tempdir().expect("temp dir"),
+            ctx: TestContext::new(),
         }
     }
 
     fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
+        self.ctx.path(rel)
     }
 
     fn data_dir(&self) -> PathBuf {
@@ -39,9 +39,8 @@ impl Lab {
 
     /// `stackpin ARGS` with this lab's data folder.
     fn stackpin(&self, args: &[&str]) -> Command {
-        let mut cmd = stackpin();
-        cmd.args(args)
-            .env("STACKPIN_DATA_DIR", self.data_dir())
+        let mut cmd = self.ctx.stackpin(args);
+        cmd.env("STACKPIN_DATA_DIR", self.data_dir())
             .env("STACKPIN_RETRY_BASE_MS", "0");
         cmd
     }

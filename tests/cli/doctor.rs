@@ -71,19 +71,18 @@ impl Clinic {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let mut cmd = self.host.stackpin(
-            args.iter()
-                .copied()
-                .chain([self.manifest.to_str().expect("utf-8 path")]),
-        );
-        cmd.env("STACKPIN_ARCHIVE", self.archive())
-            .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
-            .env("STACKPIN_RETRY_BASE_MS", "0");
-        cmd.output().expect("stackpin runs")
+        self.host
+            .installing(
+                args.iter()
+                    .copied()
+                    .chain([self.manifest.to_str().expect("utf-8 path")]),
+            )
+            .output()
+            .expect("stackpin runs")
     }
 
     fn archive(&self) -> PathBuf {
-        self.host.root().join("installers")
+        self.host.archive()
     }
 
     fn record(&self) -> String {

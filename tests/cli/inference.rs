@@ -55,7 +55,7 @@ impl Bench {
 
     fn run(&self, args: &[&str]) -> Output {
         let mut cmd = self.host.stackpin(args);
-        cmd.env("STACKPIN_ARCHIVE", self.host.root().join("installers"));
+        cmd.env("STACKPIN_ARCHIVE", self.host.archive());
         cmd.output().expect("stackpin runs")
     }
 

@@ -107,15 +107,14 @@ impl Lab {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let mut cmd = self.host.stackpin(
-            args.iter()
-                .copied()
-                .chain([self.manifest.to_str().expect("utf-8 path")]),
-        );
-        cmd.env("STACKPIN_ARCHIVE", self.host.root().join("installers"))
-            .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
-            .env("STACKPIN_RETRY_BASE_MS", "0");
-        cmd.output().expect("stackpin runs")
+        self.host
+            .installing(
+                args.iter()
+                    .copied()
+                    .chain([self.manifest.to_str().expect("utf-8 path")]),
+            )
+            .output()
+            .expect("stackpin runs")
     }
 
     fn order(&self) -> Vec<String> {

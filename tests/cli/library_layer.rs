@@ -180,7 +180,7 @@ impl Lab {
             reqs = requirements.join(", "),
         );
         std::fs::write(&manifest, yaml).expect("manifest");
-        let archive = host.root().join("installers");
+        let archive = host.archive();
         Self {
             host,
             _installers: installers,
@@ -197,9 +197,7 @@ impl Lab {
                 .copied()
                 .chain([self.manifest.to_str().expect("utf-8")]),
         );
-        cmd.env("STACKPIN_ARCHIVE", &self.archive)
-            .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
-            .env("STACKPIN_RETRY_BASE_MS", "0");
+        crate::common::installing(&mut cmd, &self.archive);
         for (k, v) in &self.hostile {
             cmd.env(k, v);
         }

@@ -8,7 +8,10 @@ mod data;
 mod diagnose;
 mod doctor;
 mod fakes;
-mod fakes_windows;
+/// The Windows flavour's old home: `crate::fakes_windows::{WinHost, fake_program}` still works.
+#[cfg(windows)]
+#[allow(unused_imports)]
+use fakes as fakes_windows;
 mod first_hour;
 mod host;
 mod hostile;

@@ -71,7 +71,7 @@ impl Bench {
                 .copied()
                 .chain([self.manifest.to_str().expect("utf-8")]),
         );
-        cmd.env("STACKPIN_ARCHIVE", self.host.root().join("installers"));
+        cmd.env("STACKPIN_ARCHIVE", self.host.archive());
         cmd.output().expect("stackpin runs")
     }
 

@@ -96,11 +96,7 @@ impl Station {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let mut cmd = self.host.stackpin(args);
-        cmd.env("STACKPIN_ARCHIVE", self.host.root().join("installers"))
-            .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
-            .env("STACKPIN_RETRY_BASE_MS", "0");
-        cmd.output().expect("stackpin runs")
+        self.host.installing(args).output().expect("stackpin runs")
     }
 
     fn manifest(&self) -> &str {

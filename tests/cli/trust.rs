@@ -98,15 +98,11 @@ impl Vault {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = self.host.stackpin(
+        self.host.installing(
             args.iter()
                 .copied()
                 .chain([self.manifest.to_str().expect("utf-8 path")]),
-        );
-        cmd.env("STACKPIN_ARCHIVE", self.archive())
-            .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
-            .env("STACKPIN_RETRY_BASE_MS", "0");
-        cmd
+        )
     }
 
     fn run(&self, args: &[&str]) -> Output {
@@ -118,7 +114,7 @@ impl Vault {
     }
 
     fn archive(&self) -> PathBuf {
-        self.host.root().join("installers")
+        self.host.archive()
     }
 
     fn stack(&self) -> PathBuf {

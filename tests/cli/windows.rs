@@ -16,7 +16,7 @@ use std::time::Duration;
 use stackpin::install::runner::{Step, StepStatus, run_step, substitute};
 
 use crate::common::{shipped_manifests, stackpin};
-use crate::fakes_windows::{WinHost, fake_program};
+use crate::fakes::{WinHost, fake_program};
 use crate::server::TestServer;
 
 fn json(out: &Output) -> serde_json::Value {

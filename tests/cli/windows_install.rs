@@ -9,7 +9,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::Output;
 
-use crate::fakes_windows::{WinHost, fake_program};
+use crate::fakes::{WinHost, fake_program};
 use crate::server::TestServer;
 
 const DRIVER_EXE: &str = "581.15-desktop-win10-win11-64bit-international-dch-whql.exe";
@@ -76,11 +76,8 @@ impl Lab {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let mut cmd = self.host.stackpin(args.iter().copied());
+        let mut cmd = self.host.installing(args.iter().copied());
         cmd.arg(&self.manifest)
-            .env("STACKPIN_ARCHIVE", self.host.root().join("installers"))
-            .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
-            .env("STACKPIN_RETRY_BASE_MS", "0")
             .env("FAKE_INSTALLER_LOG", self.order_log());
         cmd.output().expect("stackpin runs")
     }

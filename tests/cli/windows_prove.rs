@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::Output;
 
 use crate::common::text;
-use crate::fakes_windows::{WinHost, fake_program};
+use crate::fakes::{WinHost, fake_program};
 use crate::server::TestServer;
 
 const DRIVER: &str = "581.15";
@@ -111,7 +111,7 @@ impl Bench {
     fn command(&self, args: &[&str]) -> std::process::Command {
         let mut cmd = self.host.stackpin(args.iter().copied());
         cmd.arg(&self.manifest)
-            .env("STACKPIN_ARCHIVE", self.host.root().join("installers"))
+            .env("STACKPIN_ARCHIVE", self.host.archive())
             .env("STACKPIN_RETRY_BASE_MS", "0");
         cmd
     }

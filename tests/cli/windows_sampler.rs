@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use stackpin::prove::sampler::{MemorySource, RootOnly, Sampler};
 
-use crate::fakes_windows::fake_program;
+use crate::fakes::fake_program;
 
 const IDLE: u64 = 300;
 
