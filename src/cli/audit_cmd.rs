@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use serde::Serialize;
 
-use super::fetch_cmd::{Bars, failure, size_text};
+use super::term::{Bars, failure, size_text};
 use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::{self, FileAudit, FileStatus, StackDir};
 use crate::manifest;

@@ -262,7 +262,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     );
     let host = LiveHost::new(args.gpu, &m);
     let quiet = global.quiet || global.json;
-    let install_reporter = super::install_cmd::CliReporter { quiet };
+    let install_reporter = super::term::CliReporter { quiet };
     let ctx = RepairContext {
         host: &host,
         install_reporter: if quiet {
@@ -270,7 +270,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
         } else {
             &install_reporter
         },
-        prove_reporter: &super::prove_cmd::Spinner::new(global),
+        prove_reporter: &super::term::Spinner::new(global),
         interrupted: &interrupted,
         skip_admin_check: super::defaults::skip_admin_check(),
         gpu: args.gpu,

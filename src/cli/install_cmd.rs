@@ -5,14 +5,13 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 
 use super::check_cmd::require_valid;
+use super::term::CliReporter;
 use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
 use crate::install::plan::{self, Verdict};
-use crate::install::proof::Proof;
-use crate::install::runner::{StepOutcome, shell_words};
+use crate::install::runner::shell_words;
 use crate::install::{
-    self, ChainEnd, InstallOptions, InstallReport, InstallReporter, LayerAction,
-    host_view::LiveHost,
+    self, ChainEnd, InstallOptions, InstallReport, LayerAction, host_view::LiveHost,
 };
 use crate::manifest::Layer;
 
@@ -188,38 +187,6 @@ fn print_plan(plan: &plan::Plan, no_archive: bool) {
     if no_archive {
         println!();
         println!("  the archive has no lock for this stack yet: run `stackpin fetch` first");
-    }
-}
-
-pub(super) struct CliReporter {
-    pub(super) quiet: bool,
-}
-
-impl InstallReporter for CliReporter {
-    fn layer_in_place(&self, proof: &Proof) {
-        if !self.quiet {
-            eprintln!("✓ {} already in place: {}", proof.layer, proof.seen);
-        }
-    }
-    fn step_started(&self, layer: Layer, argv: &[String]) {
-        if !self.quiet {
-            eprintln!("→ {layer}: {}", shell_words(argv));
-        }
-    }
-    fn step_finished(&self, layer: Layer, outcome: &StepOutcome) {
-        if !self.quiet {
-            eprintln!(
-                "  {layer} {} in {:.1}s; log: {}",
-                outcome.status.as_str(),
-                outcome.duration.as_secs_f64(),
-                outcome.log.display()
-            );
-        }
-    }
-
-    fn warning(&self, text: &str) {
-        // `text` starts with "warning: " already (it is also the step log's line).
-        eprintln!("  {text}");
     }
 }
 

@@ -25,6 +25,7 @@ mod pin_cmd;
 mod prove_cmd;
 mod record_cmd;
 mod status_cmd;
+mod term;
 mod vram_cmd;
 
 use std::io::Write;

@@ -1,20 +1,19 @@
 //! `stackpin prove` and `stackpin up` (fetch → install → prove).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::anyhow;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use super::check_cmd::require_valid;
 use super::install_cmd::{InstallArgs, run_install};
+use super::term::{Spinner, render_batch_plan};
 use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
 use crate::install::host_view::LiveHost;
 use crate::install::{ChainEnd, InstallReport};
 use crate::prove::MemorySource;
-use crate::prove::run::{ProveError, ProveOptions, ProveReporter, Proven, prove};
+use crate::prove::run::{ProveError, ProveOptions, Proven, prove};
 use crate::record::PeakAuthority;
 
 pub const PROVE_EXAMPLES: &str = "\
@@ -84,63 +83,6 @@ pub struct UpArgs {
     pub no_wait: bool,
     #[command(flatten)]
     pub prove: ProveFlags,
-}
-
-pub(super) struct Spinner {
-    bar: Option<ProgressBar>,
-}
-
-impl Spinner {
-    pub(super) fn new(global: &GlobalArgs) -> Self {
-        let visible =
-            !global.quiet && !global.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
-        let bar = visible.then(|| {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar.enable_steady_tick(Duration::from_millis(120));
-            bar
-        });
-        Self { bar }
-    }
-}
-
-impl ProveReporter for Spinner {
-    fn run_started(&self, batch: u32, argv: &[String]) {
-        match &self.bar {
-            Some(bar) => bar.set_message(format!("batch {batch}: starting {}", argv.join(" "))),
-            None => eprintln!("→ example at batch {batch}: {}", argv.join(" ")),
-        }
-    }
-    fn tick(&self, batch: u32, elapsed: Duration, current_mib: Option<u64>) {
-        if let Some(bar) = &self.bar {
-            let mem = current_mib.map_or("—".to_string(), |m| format!("{m} MiB"));
-            bar.set_message(format!(
-                "batch {batch}: {:>5.1}s  GPU memory {mem}",
-                elapsed.as_secs_f64()
-            ));
-        }
-    }
-    fn run_finished(&self, batch: u32, peak: Option<f64>) {
-        let text = format!(
-            "batch {batch}: done, peak {}",
-            peak.map_or("unknown".to_string(), |p| format!("{p:.0} MiB"))
-        );
-        match &self.bar {
-            Some(bar) => bar.println(format!("✓ {text}")),
-            None => eprintln!("  {text}"),
-        }
-    }
-}
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-    }
 }
 
 /// The error with its exit status, layer and fix (`crate::exit`); a failed example's message
@@ -294,7 +236,7 @@ fn print_proven(p: &Proven) {
         );
     }
     println!();
-    print!("{}", super::vram_cmd::render(&p.plan));
+    print!("{}", render_batch_plan(&p.plan));
     println!();
     println!("record: {}", p.record_path.display());
     println!("plot:   {}", p.plot_path.display());
