@@ -202,6 +202,7 @@ fn fetch_first(manifest: &Path, global: &GlobalArgs) -> Result<(), Failure> {
         json: false,
         quiet: global.quiet || global.json,
         archive: global.archive.clone(),
+        color: global.color,
     };
     match super::fetch_cmd::run(&parsed.fetch, &quiet)? {
         Exit::Ok => Ok(()),
@@ -262,7 +263,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     );
     let host = LiveHost::new(args.gpu, &m);
     let quiet = global.quiet || global.json;
-    let install_reporter = super::term::CliReporter { quiet };
+    let install_reporter = super::term::CliReporter::new(quiet);
     let ctx = RepairContext {
         host: &host,
         install_reporter: if quiet {
@@ -337,9 +338,16 @@ fn print_repair(report: &RepairReport, guard: &Guard, applied: bool, os: Os) {
     if let (Some(before), Some(after)) = (&report.proven_at.0, &report.proven_at.1)
         && report.proven.is_some()
     {
-        println!("  record   proven {before} → proven {after}");
+        println!(
+            "  record   proven {} → proven {}",
+            super::term::timestamp_text(before),
+            super::term::timestamp_text(after)
+        );
     } else if let Some(after) = report.proven.as_ref().map(|r| &r.proven_at) {
-        println!("  record   none → proven {after}");
+        println!(
+            "  record   none → proven {}",
+            super::term::timestamp_text(after)
+        );
     }
     let what = match os {
         Os::Windows => "guard (Windows Update)",

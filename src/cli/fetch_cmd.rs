@@ -113,7 +113,12 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
     };
     let bars = Bars::new(global);
     let archive_dir = global.archive_dir();
-    let report = archive::fetch(&manifest, &text, &archive_dir, &config, &bars).map_err(failure)?;
+    let stack = archive::StackDir::new(&archive_dir, &manifest.name);
+    let report = bars
+        .on_interrupt(stack.root(), || {
+            archive::fetch(&manifest, &text, &archive_dir, &config, &bars)
+        })
+        .map_err(failure)?;
     bars.clear();
     for error in &report.errors {
         super::print_error(&anyhow!("{error}"));

@@ -261,9 +261,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
         force: args.force.clone(),
         skip_admin_check: super::defaults::skip_admin_check(),
     };
-    let reporter = CliReporter {
-        quiet: global.quiet || global.json,
-    };
+    let reporter = CliReporter::new(global.quiet || global.json);
     // The error knows its exit status: refused 1, not admin or an unreadable lock/state 2.
     let report = install::install(&m, &stack, &host, &options, &interrupted, &reporter)?;
     if args.reboot && matches!(report.end, ChainEnd::RebootRequired { .. }) {

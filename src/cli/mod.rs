@@ -130,6 +130,10 @@ pub struct GlobalArgs {
     /// Administrator, ./installers otherwise]
     #[arg(long, global = true, env = "STACKPIN_ARCHIVE", value_name = "DIR")]
     pub archive: Option<PathBuf>,
+    /// Colour for errors, warnings and verdicts: auto (a terminal, unless NO_COLOR is set),
+    /// always, never.
+    #[arg(long, global = true, value_enum, default_value_t, value_name = "WHEN")]
+    pub color: term::ColorWhen,
 }
 
 impl GlobalArgs {
@@ -248,6 +252,7 @@ fn require_gpu_flag(command: &Command) -> Result<(), Failure> {
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
 pub fn main() -> ExitCode {
     let cli = parse_cli();
+    term::init_color(cli.global.color);
     let result = require_gpu_flag(&cli.command).and_then(|()| match &cli.command {
         Command::Check(args) => check_cmd::run(args, &cli.global),
         Command::Pin(args) => pin_cmd::run(args, &cli.global),
@@ -421,8 +426,8 @@ fn parse_cli() -> Cli {
 
 /// `error: …` then one `caused by: …` line per source, the house format.
 pub fn print_error(error: &anyhow::Error) {
-    let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "error: {error}");
+    let mut stderr = anstream::stderr().lock();
+    let _ = writeln!(stderr, "{} {error}", term::error_label());
     for cause in error.chain().skip(1) {
         let _ = writeln!(stderr, "  caused by: {cause}");
     }

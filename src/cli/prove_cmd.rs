@@ -267,6 +267,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         json: false,
         quiet: global.quiet || global.json,
         archive: global.archive.clone(),
+        color: global.color,
     };
     if args.no_wait
         && let Ok(m) = crate::manifest::read(&args.fetch.manifest)

@@ -389,7 +389,7 @@ fn print_human(s: &StackStatus) {
     match &s.proven {
         Some(p) => println!(
             "  proven:  {} on {}{}, batch {} peak {:.0} MiB, largest safe batch {}",
-            p.proven_at,
+            super::term::timestamp_text(&p.proven_at),
             p.hostname,
             p.gpu
                 .as_deref()
