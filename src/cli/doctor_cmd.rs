@@ -154,26 +154,33 @@ fn interrupted_in(archive: &std::path::Path, stack: &str) -> Vec<String> {
 }
 
 fn print_examination(exam: &Examination) {
-    println!("doctor: {} ({})", exam.stack, exam.os);
+    use super::term::{say, say_verdict};
+    say(&format!("doctor: {} ({})", exam.stack, exam.os), "  ");
     for d in &exam.drift {
-        println!("  drift: {d}");
+        say_verdict(&format!("  drift: {d}"), "    ", "drift");
     }
     if let Some(d) = &exam.windows_driver {
-        println!("  running driver: {} — {}", d.describe(), d.origin(None));
-        println!(
-            "  guard (repair --apply-guard): {}",
-            guard::WINDOWS_COVERAGE
+        say(
+            &format!("  running driver: {} — {}", d.describe(), d.origin(None)),
+            "    ",
+        );
+        say(
+            &format!(
+                "  guard (repair --apply-guard): {}",
+                guard::WINDOWS_COVERAGE
+            ),
+            "    ",
         );
     }
     for c in &exam.checks {
-        println!(
-            "  {:<8} {}: {}",
-            c.status.as_str(),
-            c.check.question(),
-            c.found
+        let status = c.status.as_str();
+        say_verdict(
+            &format!("  {status:<8} {}: {}", c.check.question(), c.found),
+            "           ",
+            status,
         );
         if let Some(fix) = &c.fix {
-            println!("           fix: {fix}");
+            say(&format!("           fix: {fix}"), "                ");
         }
     }
     let failed = exam
@@ -182,9 +189,12 @@ fn print_examination(exam: &Examination) {
         .filter(|c| c.status == Status::Fail)
         .count();
     if failed == 0 {
-        println!("ready to train: every check passed or could not be told");
+        say(
+            "ready to train: every check passed or could not be told",
+            "  ",
+        );
     } else {
-        println!("{failed} check(s) failed");
+        say_verdict(&format!("{failed} check(s) failed"), "  ", "failed");
     }
 }
 

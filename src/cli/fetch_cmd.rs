@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::anyhow;
 use serde::Serialize;
 
-use super::term::{Bars, failure, size_text};
+use super::term::{Bars, failure, say, size_text};
 use super::{CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::{
     self, ArchiveError, FetchConfig, FetchedFile, FileOutcome, RetryPolicy, Timeouts,
@@ -145,26 +145,35 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
                 FileOutcome::Mirror => "mirror",
                 FileOutcome::Repaired => "repaired",
             };
-            println!(
-                "{what:<11} {}/{} ({}) sha256 {}",
-                f.layer,
-                f.file,
-                size_text(f.size),
-                f.sha256
+            say(
+                &format!(
+                    "{what:<11} {}/{} ({}) sha256 {}",
+                    f.layer,
+                    f.file,
+                    size_text(f.size),
+                    f.sha256
+                ),
+                "            ",
             );
         }
         match exit {
-            Exit::Ok => println!(
-                "{}: {} files archived and verified; next: stackpin audit {}",
-                report.stack.display(),
-                report.files.len(),
-                args.manifest.display()
+            Exit::Ok => say(
+                &format!(
+                    "{}: {} files archived and verified; next: stackpin audit {}",
+                    report.stack.display(),
+                    report.files.len(),
+                    args.manifest.display()
+                ),
+                "  ",
             ),
-            _ => println!(
-                "{}: {} files failed; run `stackpin fetch {}` again to resume",
-                report.stack.display(),
-                report.errors.len(),
-                args.manifest.display()
+            _ => say(
+                &format!(
+                    "{}: {} files failed; run `stackpin fetch {}` again to resume",
+                    report.stack.display(),
+                    report.errors.len(),
+                    args.manifest.display()
+                ),
+                "  ",
             ),
         }
     }

@@ -122,50 +122,53 @@ fn not_fetched(m: &crate::manifest::Manifest, stack: &StackDir) -> Vec<plan::Arc
 }
 
 fn print_plan(plan: &plan::Plan, no_archive: bool) {
-    println!("plan for {} ({})", plan.stack, plan.os);
+    use super::term::say;
+    say(&format!("plan for {} ({})", plan.stack, plan.os), "  ");
     for note in &plan.notes {
-        println!("  note: {note}");
+        say(&format!("  note: {note}"), "        ");
     }
     println!();
-    let width = plan
+    let rows: Vec<Vec<String>> = plan
         .layers
         .iter()
-        .map(|l| l.pinned.chars().count())
-        .max()
-        .unwrap_or(6)
-        .max(6);
-    println!(
-        "  {:<8} {:<width$}  {:<12} host",
-        "layer", "pinned", "verdict"
+        .map(|l| {
+            let verdict = match &l.verdict {
+                Verdict::InPlace => "in place",
+                Verdict::ToInstall { .. } => "to install",
+                Verdict::Blocked { .. } => "BLOCKED",
+            };
+            vec![
+                l.layer.as_str().to_string(),
+                l.pinned.clone(),
+                verdict.to_string(),
+                l.proof.seen.clone(),
+            ]
+        })
+        .collect();
+    let width = super::term::report_width();
+    let table = super::term::table(
+        &["layer", "pinned", "verdict", "host"],
+        &rows,
+        width,
+        Some(2),
     );
+    anstream::print!("{table}");
     for l in &plan.layers {
-        let verdict = match &l.verdict {
-            Verdict::InPlace => "in place",
-            Verdict::ToInstall { .. } => "to install",
-            Verdict::Blocked { .. } => "BLOCKED",
-        };
-        println!(
-            "  {:<8} {:<width$}  {:<12} {}",
-            l.layer.as_str(),
-            l.pinned,
-            verdict,
-            l.proof.seen
-        );
         if let Verdict::Blocked { why } = &l.verdict {
-            println!("           why: {why}");
+            say(&format!("  {} why: {why}", l.layer), "    ");
         }
     }
     println!();
     println!("  what the numbers mean:");
     for line in &plan.explain {
-        println!("    - {line}");
+        say(&format!("    - {line}"), "      ");
     }
     println!();
     println!("  install would run, in this order:");
     let mut n = 0;
     for l in &plan.layers {
         if matches!(l.verdict, Verdict::InPlace) {
-            println!("    {}: nothing (proof holds)", l.layer);
+            say(&format!("    {}: nothing (proof holds)", l.layer), "      ");
             continue;
         }
         for c in &l.commands {
@@ -175,18 +178,30 @@ fn print_plan(plan: &plan::Plan, no_archive: bool) {
                 .as_ref()
                 .map(|f| format!("   [{}: {}]", f.file, f.state.as_str()))
                 .unwrap_or_default();
-            println!("    {n}. {}{state}", shell_words(&c.argv));
+            say(
+                &format!("    {n}. {}{state}", shell_words(&c.argv)),
+                "       ",
+            );
         }
         if l.commands.is_empty() {
-            println!("    {}: no archived installer yet", l.layer);
+            say(
+                &format!("    {}: no archived installer yet", l.layer),
+                "      ",
+            );
         }
         if l.reboot_after {
-            println!("       → reboot after the driver, then run the same command again");
+            say(
+                "       → reboot after the driver, then run the same command again",
+                "         ",
+            );
         }
     }
     if no_archive {
         println!();
-        println!("  the archive has no lock for this stack yet: run `stackpin fetch` first");
+        say(
+            "  the archive has no lock for this stack yet: run `stackpin fetch` first",
+            "  ",
+        );
     }
 }
 

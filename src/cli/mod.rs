@@ -409,7 +409,8 @@ fn print_document(exit: Exit, failure: Option<&Failure>) {
 fn parse_cli() -> Cli {
     let asks_version = std::env::args_os().any(|a| a == "--version" || a == "-V");
     if !asks_version {
-        return Cli::parse();
+        let matches = with_examples_for_width(Cli::command()).get_matches();
+        return Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     }
     let in_use = crate::dataset::in_use();
     let version = format!(
@@ -420,8 +421,32 @@ fn parse_cli() -> Cli {
     );
     // clap takes a `'static` version string; this runs once per process.
     let version: &'static str = Box::leak(version.into_boxed_str());
-    let matches = Cli::command().version(version).get_matches();
+    let matches = with_examples_for_width(Cli::command().version(version)).get_matches();
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// Every subcommand's examples broken to the terminal's width (see
+/// [`term::examples_for_width`]), so clap's reflow never splits a command mid-line.
+fn with_examples_for_width(cmd: clap::Command) -> clap::Command {
+    // clap wraps help at the terminal width, at most 100 columns.
+    let width = term::width().min(100);
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let mut cmd = match cmd.get_after_help().map(ToString::to_string) {
+        Some(help) => cmd.after_help(term::examples_for_width(&help, width)),
+        None => cmd,
+    };
+    for name in names {
+        cmd = cmd.mut_subcommand(name, |sub| {
+            match sub.get_after_help().map(ToString::to_string) {
+                Some(help) => sub.after_help(term::examples_for_width(&help, width)),
+                None => sub,
+            }
+        });
+    }
+    cmd
 }
 
 /// `error: …` then one `caused by: …` line per source, the house format.

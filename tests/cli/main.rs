@@ -22,6 +22,7 @@ mod pin;
 mod prove;
 mod server;
 mod status;
+mod terminal;
 mod trust;
 mod vram;
 mod windows;

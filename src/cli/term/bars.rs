@@ -252,9 +252,8 @@ impl Bars {
         work: impl FnOnce() -> T,
     ) -> T {
         use std::sync::atomic::{AtomicBool, Ordering};
-        let pressed = crate::exec::interrupt::on_ctrl_c(
-            "keeping the partial downloads for the next fetch",
-        );
+        let pressed =
+            crate::exec::interrupt::on_ctrl_c("keeping the partial downloads for the next fetch");
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -281,7 +280,15 @@ impl Bars {
             Some(m) => {
                 let _ = m.println(line);
             }
-            None => anstream::eprintln!("{line}"),
+            // A log line: whole, unless COLUMNS or a terminal gives a width to keep to.
+            None => match super::report_width() {
+                Some(w) => {
+                    for part in super::wrap(line, w, "    ") {
+                        anstream::eprintln!("{part}");
+                    }
+                }
+                None => anstream::eprintln!("{line}"),
+            },
         }
     }
 
@@ -461,6 +468,9 @@ mod tests {
         let line = tally.archived_line("toolkit/b.run", 300 * MIB, later);
         assert!(line.contains("resumed at 277.0 MiB: 2.0 MiB new"), "{line}");
         assert!(line.contains("1.0 MiB/s"), "{line}");
-        assert!(!line.contains("277.0 MiB/s") && !line.contains("139"), "{line}");
+        assert!(
+            !line.contains("277.0 MiB/s") && !line.contains("139"),
+            "{line}"
+        );
     }
 }

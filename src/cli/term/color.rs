@@ -45,11 +45,11 @@ pub(in crate::cli) fn warning_label() -> String {
 pub(in crate::cli) fn verdict(word: &str) -> String {
     let color = match word.trim().to_ascii_lowercase().as_str() {
         "fail" | "failed" | "drift" | "blocked" | "missing" | "corrupt" | "error" | "over"
-        | "timed out" | "interrupted" | "refused" => {
-            AnsiColor::Red
-        }
+        | "timed out" | "interrupted" | "refused" => AnsiColor::Red,
         "warn" | "warning" | "stale" | "unknown" | "skip" | "skipped" => AnsiColor::Yellow,
-        "ok" | "pass" | "passed" | "proven" | "in place" | "holds" | "succeeded" => AnsiColor::Green,
+        "ok" | "pass" | "passed" | "proven" | "in place" | "holds" | "succeeded" => {
+            AnsiColor::Green
+        }
         "succeeded, reboot required" | "reboot required" => AnsiColor::Yellow,
         _ => return word.to_string(),
     };

@@ -69,10 +69,10 @@ impl CliReporter {
             });
             Running::Heartbeat(stop, handle)
         };
-        if let Ok(mut slot) = self.running.lock() {
-            if let Some(old) = slot.replace(running) {
-                stop(old);
-            }
+        if let Ok(mut slot) = self.running.lock()
+            && let Some(old) = slot.replace(running)
+        {
+            stop(old);
         }
     }
 
@@ -104,11 +104,7 @@ impl Drop for CliReporter {
 impl InstallReporter for CliReporter {
     fn layer_in_place(&self, proof: &Proof) {
         if !self.quiet {
-            anstream::eprintln!(
-                "✓ {} already in place: {}",
-                proof.layer,
-                proof.seen
-            );
+            anstream::eprintln!("✓ {} already in place: {}", proof.layer, proof.seen);
         }
     }
     fn step_started(&self, layer: Layer, argv: &[String]) {
