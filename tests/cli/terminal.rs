@@ -279,3 +279,73 @@ fn colour_follows_the_flag_and_no_color() {
         assert_eq!(all.contains('\u{1b}'), painted, "{args:?} {env:?}: {all:?}");
     }
 }
+
+#[test]
+fn ctrl_c_during_a_download_names_the_kept_partial_and_the_next_fetch_resumes_it() {
+    let scene = Scene::new();
+    let body: Vec<u8> = (0..3_000_000u32).map(|i| (i % 241) as u8).collect();
+    scene.server.route(
+        TOOLKIT_FILE,
+        Route {
+            body: body.clone(),
+            throttle: Some(Duration::from_millis(100)),
+            ..Route::default()
+        },
+    );
+    let partial = scene.archive().join(format!(
+        "narrow-terminal-stack/toolkit/{TOOLKIT_FILE}.partial"
+    ));
+    let mut child = scene
+        .command(&["fetch", scene.manifest()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("fetch starts");
+    // Wait until some of the toolkit is on disk, then press Ctrl-C.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::fs::metadata(&partial).map_or(0, |m| m.len()) < 200_000 {
+        assert!(std::time::Instant::now() < deadline, "no partial appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        assert!(std::time::Instant::now() < deadline, "fetch did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    let kept = format!("interrupted: kept {}", partial.display());
+    assert!(err.contains(&kept), "names the kept partial: {err}");
+    assert!(
+        err.contains("the next `stackpin fetch` resumes it"),
+        "{err}"
+    );
+    let kept_len = std::fs::metadata(&partial).expect("partial kept").len();
+    assert!(kept_len > 0 && kept_len < body.len() as u64);
+
+    // And it does: the next fetch resumes from the kept bytes.
+    scene.server.route(
+        TOOLKIT_FILE,
+        Route {
+            body,
+            ..Route::default()
+        },
+    );
+    let again = scene
+        .command(&["fetch", scene.manifest()])
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert_eq!(again.status.code(), Some(0), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("fetched ") && l.contains(TOOLKIT_FILE))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("resumed at"), "{line}");
+}

@@ -159,6 +159,15 @@ impl Tally {
         )
     }
 
+    /// The heartbeat line when one is due (every [`HEARTBEAT`]), for logs without a terminal.
+    fn heartbeat(&mut self, now: Instant) -> Option<String> {
+        if now.duration_since(self.last_beat) < HEARTBEAT {
+            return None;
+        }
+        self.last_beat = now;
+        Some(format!("still fetching: {}", self.summary(now)))
+    }
+
     /// Downloads cut short: each with the bytes on disk.
     fn in_flight(&self) -> Vec<(String, u64, Option<u64>)> {
         self.order
@@ -384,9 +393,9 @@ impl Progress for Bars {
             bar.set_prefix(format!("{}{of} {rate}", size_text(position)));
         }
         self.redraw_total(&tally, now);
-        if self.lines && now.duration_since(tally.last_beat) >= HEARTBEAT {
-            tally.last_beat = now;
-            let line = format!("still fetching: {}", tally.summary(now));
+        if self.lines
+            && let Some(line) = tally.heartbeat(now)
+        {
             drop(tally);
             self.say(&line);
         }
@@ -450,6 +459,22 @@ mod tests {
         let text = tally.summary(t0 + Duration::from_secs(1));
         // 15 MiB left at 5 MiB/s.
         assert!(text.contains("5.0 MiB/s, eta 3s"), "{text}");
+    }
+
+    #[test]
+    fn a_heartbeat_every_ten_seconds_and_no_more() {
+        let t0 = Instant::now();
+        let mut tally = Tally::new(t0);
+        tally.entry("toolkit/b.run").total = Some(10 * MIB);
+        assert_eq!(tally.heartbeat(t0 + Duration::from_secs(9)), None);
+        let beat = tally.heartbeat(t0 + Duration::from_secs(10));
+        assert!(
+            beat.as_deref()
+                .is_some_and(|b| b.starts_with("still fetching: 0 B of 10.0 MiB, 0/1 files")),
+            "{beat:?}"
+        );
+        assert_eq!(tally.heartbeat(t0 + Duration::from_secs(15)), None);
+        assert!(tally.heartbeat(t0 + Duration::from_secs(20)).is_some());
     }
 
     #[test]

@@ -294,8 +294,8 @@ mod tests {
     #[test]
     fn long_examples_continue_with_a_backslash() {
         let help = "Examples:\n  sudo stackpin up manifests/torch-2.5.1-cu124-linux.yaml --yes --json\nprose";
-        let out = examples_for_width(help, 40);
-        assert!(out.lines().all(|l| l.chars().count() <= 40), "{out}");
+        let out = examples_for_width(help, 50);
+        assert!(out.lines().all(|l| l.chars().count() <= 50), "{out}");
         assert_eq!(
             out,
             "Examples:\n  sudo stackpin up \\\n      manifests/torch-2.5.1-cu124-linux.yaml \\\n      --yes --json\nprose"
