@@ -139,8 +139,8 @@ fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {
     }
     let failed =
         count(FileStatus::Missing) + count(FileStatus::Corrupt) + count(FileStatus::Untrusted);
-    let verdict = if failed == 0 { "ok" } else { "FAILED" };
-    println!(
+    let verdict = super::term::verdict(if failed == 0 { "ok" } else { "FAILED" });
+    anstream::println!(
         "{stack}: {verdict} ({} ok, {} missing, {} corrupt, {} unexpected, {} partial, {} untrusted){}",
         count(FileStatus::Ok),
         count(FileStatus::Missing),

@@ -342,7 +342,7 @@ fn stage_word(stage: Stage) -> &'static str {
 }
 
 fn print_human(s: &StackStatus) {
-    println!("{}: {}", s.stack, stage_word(s.stage));
+    anstream::println!("{}: {}", s.stack, super::term::verdict(stage_word(s.stage)));
     match &s.audit {
         Some(a) if a.incomplete > 0 => println!(
             "  archive: incomplete: run `stackpin fetch MANIFEST` ({} requirement(s) not archived yet)",
