@@ -261,8 +261,10 @@ impl Bars {
         work: impl FnOnce() -> T,
     ) -> T {
         use std::sync::atomic::{AtomicBool, Ordering};
-        let pressed =
-            crate::exec::interrupt::on_ctrl_c("keeping the partial downloads for the next fetch");
+        let pressed = crate::exec::interrupt::on_ctrl_c(
+            // `up` and `repair` go on to install in this process, under this same handler.
+            "stopping after the running step (a cut download keeps its partial for the next fetch)",
+        );
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -309,8 +311,8 @@ impl Bars {
 
     /// The per-file bar's template for this width: name, bar, then our own numbers.
     fn file_style(&self) -> ProgressStyle {
-        // "] " + numbers up to ~33 columns ("1023.9 MiB/1023.9 MiB 1023.9 MiB/s") + " [".
-        let room = self.width.saturating_sub(38);
+        // " [", "] " and our numbers: up to 35 columns ("1023.9 MiB/1023.99 GiB 1023.9 MiB/s").
+        let room = self.width.saturating_sub(40);
         let name = (room * 6 / 10).clamp(8, 40);
         let bar = room.saturating_sub(name).clamp(3, 30);
         style(&format!("{{msg:{name}!}} [{{bar:{bar}}}] {{prefix}}"))
