@@ -235,7 +235,9 @@ impl Downloader {
         let start = if resumed { have } else { 0 };
         let total = response.content_length().map(|n| n + start);
         progress.started(label, total);
-        progress.advanced(label, start);
+        if start > 0 {
+            progress.resumed(label, start);
+        }
         let file = File::options()
             .create(true)
             .append(resumed)

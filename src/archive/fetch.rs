@@ -101,6 +101,17 @@ pub fn fetch(
     let mut lock = stack.read_lock()?;
     lock.stack = manifest.name.clone();
     let wanted = plan(manifest, &lock, config.locked)?;
+    let sizes: Vec<(String, Option<u64>)> = wanted
+        .iter()
+        .map(|w| {
+            let known = lock
+                .find(w.layer, &w.file)
+                .filter(|e| e.url == w.url)
+                .map(|e| e.size);
+            (format!("{}/{}", w.layer, w.file), known)
+        })
+        .collect();
+    progress.planned(&sizes);
     let path = stack.manifest_path();
     crate::fsutil::write_atomic(&path, manifest_text.as_bytes())
         .map_err(|e| ArchiveError::io("writing", path, e))?;
@@ -243,6 +254,7 @@ impl Shared<'_> {
                     .map_err(|e| ArchiveError::io("reading", &final_path, e))?;
                 if &actual == expected {
                     self.record(want, &actual, size)?;
+                    self.progress.archived(&label, size);
                     return Ok(self.fetched(want, actual, size, FileOutcome::AlreadyArchived));
                 }
                 self.progress.note(&format!(
@@ -300,6 +312,7 @@ impl Shared<'_> {
             .map_err(|e| ArchiveError::io("renaming into place", &final_path, e))?;
         make_read_only(&final_path)?;
         self.record(want, &actual, size)?;
+        self.progress.archived(&label, size);
         Ok(self.fetched(want, actual, size, outcome))
     }
 

@@ -26,7 +26,7 @@ pub use layout::{
     LockEntry, Lockfile, PinConflict, StackDir, StackLock, hash_file, layer_files, manifest_pin,
     pin_conflict, pin_conflicts, stage_verified, verify_entry, verify_pinned,
 };
-pub use pip::{PipTarget, foreign_variables, hermetic_settings, is_foreign_variable};
+pub use pip::{PIP_LABEL, PipTarget, foreign_variables, hermetic_settings, is_foreign_variable};
 pub use root::Archive;
 pub use uv::{UV_SOURCE_PREFIX, extract_uv, is_installer_entry, uv_binary_path, uv_entry};
 
@@ -59,6 +59,16 @@ pub trait Progress: Sync {
     fn finished(&self, file: &str);
     /// Something the user should know while waiting (another fetch holds the lock, a retry).
     fn note(&self, text: &str);
+    /// Before any work: every file this run will deal with, and its size where already known
+    /// (from the lock), so a total can count the files not yet started.
+    fn planned(&self, _files: &[(String, Option<u64>)]) {}
+    /// `bytes` of `file` were already on disk (a kept partial) and are not downloaded again:
+    /// they count toward the file's size, never toward the download rate.
+    fn resumed(&self, file: &str, bytes: u64) {
+        self.advanced(file, bytes);
+    }
+    /// `file` is archived and verified, `bytes` in all.
+    fn archived(&self, _file: &str, _bytes: u64) {}
 }
 
 /// A [`Progress`] that reports nothing, for callers (and tests) without a screen.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::fetch_cmd::{Bars, size_text};
+use super::term::{Bars, size_text};
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::{self, FileAudit, FileStatus};
 use crate::manifest;
@@ -127,8 +127,8 @@ fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {
     }
     let failed =
         count(FileStatus::Missing) + count(FileStatus::Corrupt) + count(FileStatus::Untrusted);
-    let verdict = if failed == 0 { "ok" } else { "FAILED" };
-    println!(
+    let verdict = super::term::verdict(if failed == 0 { "ok" } else { "FAILED" });
+    anstream::println!(
         "{stack}: {verdict} ({} ok, {} missing, {} corrupt, {} unexpected, {} partial, {} untrusted){}",
         count(FileStatus::Ok),
         count(FileStatus::Missing),

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 
-use super::memory_table::{amount, gib, grouped, mib};
+use super::term::{amount, gib, grouped, mib, print_report};
 use super::{CliError, CmdResult, Exit, GlobalArgs, print_json};
 use crate::budget::{self, Budget, ModelBudget, Precision, ProcessBudget};
 
@@ -48,7 +48,7 @@ pub fn run(args: &BudgetArgs, global: &GlobalArgs) -> CmdResult {
     if global.json {
         print_json(&budget)?;
     } else {
-        super::memory_table::print_report(&render(&budget));
+        print_report(&render(&budget));
     }
     let over = budget.gpu.as_ref().is_some_and(|card| !card.fits);
     Ok(Exit::verdict(!over))

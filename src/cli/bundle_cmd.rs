@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::fetch_cmd::{Bars, failure, size_text};
+use super::term::{Bars, failure, size_text};
 use super::{CmdResult, Exit, GlobalArgs, print_json};
 use crate::archive::{self};
 use crate::manifest;

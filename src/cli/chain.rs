@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 
-use super::install_cmd::CliReporter;
+use super::term::CliReporter;
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
@@ -146,9 +146,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
         force: args.force.clone(),
         skip_admin_check: super::defaults::skip_admin_check(),
     };
-    let reporter = CliReporter {
-        quiet: global.quiet || global.json,
-    };
+    let reporter = CliReporter::new(global.quiet || global.json);
     // The error knows its exit status: refused 1, not admin or an unreadable lock/state 2.
     let report = install::install(&m, &stack, &host, &options, &interrupted, &reporter)?;
     if args.reboot && matches!(report.end, ChainEnd::RebootRequired { .. }) {

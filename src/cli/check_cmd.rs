@@ -153,10 +153,10 @@ fn print_human(file: &str, report: &Report, quiet: bool) {
             None => file.to_string(),
         };
         let word = match p.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
+            Severity::Error => super::term::error_label(),
+            Severity::Warning => super::term::warning_label(),
         };
-        println!("{place}: {word}: {}: {}", p.field, p.message);
+        anstream::println!("{place}: {word} {}: {}", p.field, p.message);
     }
     if !quiet {
         let (errors, warnings) = (
@@ -164,6 +164,9 @@ fn print_human(file: &str, report: &Report, quiet: bool) {
             report.count(Severity::Warning),
         );
         let verdict = if report.ok { "ok" } else { "FAILED" };
-        println!("{file}: {verdict} ({errors} errors, {warnings} warnings)");
+        anstream::println!(
+            "{file}: {} ({errors} errors, {warnings} warnings)",
+            super::term::verdict(verdict)
+        );
     }
 }

@@ -326,7 +326,10 @@ fn run_show(global: &GlobalArgs) -> CmdResult {
     let _ = writeln!(out, "  sha256    {}", set.sha256());
     if let Some(i) = installed {
         let from = i.from.as_deref().unwrap_or("unknown");
-        let at = i.installed_at.as_deref().unwrap_or("unknown");
+        let at = i
+            .installed_at
+            .as_deref()
+            .map_or("unknown".to_string(), super::term::timestamp_text);
         let _ = writeln!(
             out,
             "  file      {} (from {from}, installed {at})",

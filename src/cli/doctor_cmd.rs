@@ -163,26 +163,33 @@ fn interrupted_in(archive: &Archive, stack: &str) -> Vec<String> {
 }
 
 fn print_examination(exam: &Examination) {
-    println!("doctor: {} ({})", exam.stack, exam.os);
+    use super::term::{say, say_verdict};
+    say(&format!("doctor: {} ({})", exam.stack, exam.os), "  ");
     for d in &exam.drift {
-        println!("  drift: {d}");
+        say_verdict(&format!("  drift: {d}"), "    ", "drift");
     }
     if let Some(d) = &exam.windows_driver {
-        println!("  running driver: {} — {}", d.describe(), d.origin(None));
-        println!(
-            "  guard (repair --apply-guard): {}",
-            guard::WINDOWS_COVERAGE
+        say(
+            &format!("  running driver: {} — {}", d.describe(), d.origin(None)),
+            "    ",
+        );
+        say(
+            &format!(
+                "  guard (repair --apply-guard): {}",
+                guard::WINDOWS_COVERAGE
+            ),
+            "    ",
         );
     }
     for c in &exam.checks {
-        println!(
-            "  {:<8} {}: {}",
-            c.status.as_str(),
-            c.check.question(),
-            c.found
+        let status = c.status.as_str();
+        say_verdict(
+            &format!("  {status:<8} {}: {}", c.check.question(), c.found),
+            "           ",
+            status,
         );
         if let Some(fix) = &c.fix {
-            println!("           fix: {fix}");
+            say(&format!("           fix: {fix}"), "                ");
         }
     }
     let failed = exam
@@ -191,9 +198,12 @@ fn print_examination(exam: &Examination) {
         .filter(|c| c.status == Status::Fail)
         .count();
     if failed == 0 {
-        println!("ready to train: every check passed or could not be told");
+        say(
+            "ready to train: every check passed or could not be told",
+            "  ",
+        );
     } else {
-        println!("{failed} check(s) failed");
+        say_verdict(&format!("{failed} check(s) failed"), "  ", "failed");
     }
 }
 
@@ -211,6 +221,7 @@ fn fetch_first(manifest: &Path, global: &GlobalArgs) -> Result<(), Failure> {
         json: false,
         quiet: global.quiet || global.json,
         archive: global.archive.clone(),
+        color: global.color,
     };
     match super::fetch_cmd::run(&parsed.fetch, &quiet)? {
         Exit::Ok => Ok(()),
@@ -273,7 +284,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     );
     let host = LiveHost::new(args.gpu, &m);
     let quiet = global.quiet || global.json;
-    let install_reporter = super::install_cmd::CliReporter { quiet };
+    let install_reporter = super::term::CliReporter::new(quiet);
     let ctx = RepairContext {
         host: &host,
         install_reporter: if quiet {
@@ -281,7 +292,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
         } else {
             &install_reporter
         },
-        prove_reporter: &super::prove_cmd::Spinner::new(global),
+        prove_reporter: &super::term::Spinner::new(global),
         interrupted: &interrupted,
         skip_admin_check: super::defaults::skip_admin_check(),
         gpu: args.gpu,
@@ -349,9 +360,16 @@ fn print_repair(report: &RepairReport, guard: &Guard, applied: bool, os: Os) {
     if let (Some(before), Some(after)) = (&report.proven_at.0, &report.proven_at.1)
         && report.proven.is_some()
     {
-        println!("  record   proven {before} → proven {after}");
+        println!(
+            "  record   proven {} → proven {}",
+            super::term::timestamp_text(before),
+            super::term::timestamp_text(after)
+        );
     } else if let Some(after) = report.proven.as_ref().map(|r| &r.proven_at) {
-        println!("  record   none → proven {after}");
+        println!(
+            "  record   none → proven {}",
+            super::term::timestamp_text(after)
+        );
     }
     let what = match os {
         Os::Windows => "guard (Windows Update)",

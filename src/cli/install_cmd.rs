@@ -8,10 +8,8 @@ use super::chain::{InstallArgs, finish, not_fetched, run_install};
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::install::plan::{self, Verdict};
-use crate::install::proof::Proof;
-use crate::install::runner::{StepOutcome, shell_words};
-use crate::install::{self, InstallReporter, host_view::LiveHost};
-use crate::manifest::Layer;
+use crate::install::runner::shell_words;
+use crate::install::{self, host_view::LiveHost};
 
 pub const PLAN_EXAMPLES: &str = "\
 Examples:
@@ -69,50 +67,53 @@ pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
 }
 
 fn print_plan(plan: &plan::Plan, no_archive: bool) {
-    println!("plan for {} ({})", plan.stack, plan.os);
+    use super::term::say;
+    say(&format!("plan for {} ({})", plan.stack, plan.os), "  ");
     for note in &plan.notes {
-        println!("  note: {note}");
+        say(&format!("  note: {note}"), "        ");
     }
     println!();
-    let width = plan
+    let rows: Vec<Vec<String>> = plan
         .layers
         .iter()
-        .map(|l| l.pinned.chars().count())
-        .max()
-        .unwrap_or(6)
-        .max(6);
-    println!(
-        "  {:<8} {:<width$}  {:<12} host",
-        "layer", "pinned", "verdict"
+        .map(|l| {
+            let verdict = match &l.verdict {
+                Verdict::InPlace => "in place",
+                Verdict::ToInstall { .. } => "to install",
+                Verdict::Blocked { .. } => "BLOCKED",
+            };
+            vec![
+                l.layer.as_str().to_string(),
+                l.pinned.clone(),
+                verdict.to_string(),
+                l.proof.seen.clone(),
+            ]
+        })
+        .collect();
+    let width = super::term::report_width();
+    let table = super::term::table(
+        &["layer", "pinned", "verdict", "host"],
+        &rows,
+        width,
+        Some(2),
     );
+    anstream::print!("{table}");
     for l in &plan.layers {
-        let verdict = match &l.verdict {
-            Verdict::InPlace => "in place",
-            Verdict::ToInstall { .. } => "to install",
-            Verdict::Blocked { .. } => "BLOCKED",
-        };
-        println!(
-            "  {:<8} {:<width$}  {:<12} {}",
-            l.layer.as_str(),
-            l.pinned,
-            verdict,
-            l.proof.seen
-        );
         if let Verdict::Blocked { why } = &l.verdict {
-            println!("           why: {why}");
+            say(&format!("  {} why: {why}", l.layer), "    ");
         }
     }
     println!();
     println!("  what the numbers mean:");
     for line in &plan.explain {
-        println!("    - {line}");
+        say(&format!("    - {line}"), "      ");
     }
     println!();
     println!("  install would run, in this order:");
     let mut n = 0;
     for l in &plan.layers {
         if matches!(l.verdict, Verdict::InPlace) {
-            println!("    {}: nothing (proof holds)", l.layer);
+            say(&format!("    {}: nothing (proof holds)", l.layer), "      ");
             continue;
         }
         for c in &l.commands {
@@ -122,50 +123,30 @@ fn print_plan(plan: &plan::Plan, no_archive: bool) {
                 .as_ref()
                 .map(|f| format!("   [{}: {}]", f.file, f.state.as_str()))
                 .unwrap_or_default();
-            println!("    {n}. {}{state}", shell_words(&c.argv));
+            say(
+                &format!("    {n}. {}{state}", shell_words(&c.argv)),
+                "       ",
+            );
         }
         if l.commands.is_empty() {
-            println!("    {}: no archived installer yet", l.layer);
+            say(
+                &format!("    {}: no archived installer yet", l.layer),
+                "      ",
+            );
         }
         if l.reboot_after {
-            println!("       → reboot after the driver, then run the same command again");
+            say(
+                "       → reboot after the driver, then run the same command again",
+                "         ",
+            );
         }
     }
     if no_archive {
         println!();
-        println!("  the archive has no lock for this stack yet: run `stackpin fetch` first");
-    }
-}
-
-pub(super) struct CliReporter {
-    pub(super) quiet: bool,
-}
-
-impl InstallReporter for CliReporter {
-    fn layer_in_place(&self, proof: &Proof) {
-        if !self.quiet {
-            eprintln!("✓ {} already in place: {}", proof.layer, proof.seen);
-        }
-    }
-    fn step_started(&self, layer: Layer, argv: &[String]) {
-        if !self.quiet {
-            eprintln!("→ {layer}: {}", shell_words(argv));
-        }
-    }
-    fn step_finished(&self, layer: Layer, outcome: &StepOutcome) {
-        if !self.quiet {
-            eprintln!(
-                "  {layer} {} in {:.1}s; log: {}",
-                outcome.status.as_str(),
-                outcome.duration.as_secs_f64(),
-                outcome.log.display()
-            );
-        }
-    }
-
-    fn warning(&self, text: &str) {
-        // `text` starts with "warning: " already (it is also the step log's line).
-        eprintln!("  {text}");
+        say(
+            "  the archive has no lock for this stack yet: run `stackpin fetch` first",
+            "  ",
+        );
     }
 }
 

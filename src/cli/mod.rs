@@ -23,13 +23,13 @@ mod fetch_cmd;
 mod host_cmd;
 mod install_cmd;
 mod measure_cmd;
-mod memory_table;
 mod outdated_cmd;
 mod pin_cmd;
 mod prove_cmd;
 mod record_cmd;
 mod status_cmd;
 mod valid_manifest;
+mod term;
 mod vram_cmd;
 
 use std::io::Write;
@@ -110,6 +110,10 @@ pub struct GlobalArgs {
     /// Administrator, ./installers otherwise]
     #[arg(long, global = true, env = "STACKPIN_ARCHIVE", value_name = "DIR")]
     pub archive: Option<PathBuf>,
+    /// Colour for errors, warnings and verdicts: auto (a terminal, unless NO_COLOR is set),
+    /// always, never.
+    #[arg(long, global = true, value_enum, default_value_t, value_name = "WHEN")]
+    pub color: term::ColorWhen,
 }
 
 impl GlobalArgs {
@@ -244,6 +248,7 @@ fn require_gpu_flag(command: &Command) -> Result<(), Failure> {
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
 pub fn main() -> ExitCode {
     let cli = parse_cli();
+    term::init_color(cli.global.color);
     let result = require_gpu_flag(&cli.command).and_then(|()| match &cli.command {
         Command::Check(args) => check_cmd::run(args, &cli.global),
         Command::Pin(args) => pin_cmd::run(args, &cli.global),
@@ -402,7 +407,8 @@ fn print_document(exit: Exit, failure: Option<&Failure>, can_stop_for_reboot: bo
 fn parse_cli() -> Cli {
     let asks_version = std::env::args_os().any(|a| a == "--version" || a == "-V");
     if !asks_version {
-        return Cli::parse();
+        let matches = with_examples_for_width(Cli::command()).get_matches();
+        return Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     }
     let in_use = crate::dataset::in_use();
     let version = format!(
@@ -413,14 +419,38 @@ fn parse_cli() -> Cli {
     );
     // clap takes a `'static` version string; this runs once per process.
     let version: &'static str = Box::leak(version.into_boxed_str());
-    let matches = Cli::command().version(version).get_matches();
+    let matches = with_examples_for_width(Cli::command().version(version)).get_matches();
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// Every subcommand's examples broken to the terminal's width (see
+/// [`term::examples_for_width`]), so clap's reflow never splits a command mid-line.
+fn with_examples_for_width(cmd: clap::Command) -> clap::Command {
+    // clap wraps help at the terminal width, at most 100 columns.
+    let width = term::width().min(100);
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let mut cmd = match cmd.get_after_help().map(ToString::to_string) {
+        Some(help) => cmd.after_help(term::examples_for_width(&help, width)),
+        None => cmd,
+    };
+    for name in names {
+        cmd = cmd.mut_subcommand(name, |sub| {
+            match sub.get_after_help().map(ToString::to_string) {
+                Some(help) => sub.after_help(term::examples_for_width(&help, width)),
+                None => sub,
+            }
+        });
+    }
+    cmd
 }
 
 /// `error: …` then one `caused by: …` line per source, the house format.
 pub fn print_error(error: &anyhow::Error) {
-    let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "error: {error}");
+    let mut stderr = anstream::stderr().lock();
+    let _ = writeln!(stderr, "{} {error}", term::error_label());
     for cause in error.chain().skip(1) {
         let _ = writeln!(stderr, "  caused by: {cause}");
     }

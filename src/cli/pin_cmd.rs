@@ -162,7 +162,7 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
             let _ = writeln!(err, "note: {note}");
         }
         for warning in &warnings {
-            let _ = writeln!(err, "warning: {warning}");
+            anstream::eprintln!("{} {warning}", super::term::warning_label());
         }
         if let Some(path) = &args.output {
             let _ = writeln!(

@@ -1,15 +1,12 @@
 //! `stackpin prove` and `stackpin up` (fetch → install → prove).
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::anyhow;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use super::chain::{InstallArgs, check_long_paths, end_exit, finish, reboot_now};
-use super::fetch_cmd::{Bars, size_text};
-use super::install_cmd::CliReporter;
+use super::term::{Bars, CliReporter, Spinner, render_batch_plan, size_text};
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::FileOutcome;
@@ -87,63 +84,6 @@ pub struct UpArgs {
     pub no_wait: bool,
     #[command(flatten)]
     pub prove: ProveFlags,
-}
-
-pub(super) struct Spinner {
-    bar: Option<ProgressBar>,
-}
-
-impl Spinner {
-    pub(super) fn new(global: &GlobalArgs) -> Self {
-        let visible =
-            !global.quiet && !global.json && std::io::IsTerminal::is_terminal(&std::io::stderr());
-        let bar = visible.then(|| {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar.enable_steady_tick(Duration::from_millis(120));
-            bar
-        });
-        Self { bar }
-    }
-}
-
-impl ProveReporter for Spinner {
-    fn run_started(&self, batch: u32, argv: &[String]) {
-        match &self.bar {
-            Some(bar) => bar.set_message(format!("batch {batch}: starting {}", argv.join(" "))),
-            None => eprintln!("→ example at batch {batch}: {}", argv.join(" ")),
-        }
-    }
-    fn tick(&self, batch: u32, elapsed: Duration, current_mib: Option<u64>) {
-        if let Some(bar) = &self.bar {
-            let mem = current_mib.map_or("—".to_string(), |m| format!("{m} MiB"));
-            bar.set_message(format!(
-                "batch {batch}: {:>5.1}s  GPU memory {mem}",
-                elapsed.as_secs_f64()
-            ));
-        }
-    }
-    fn run_finished(&self, batch: u32, peak: Option<f64>) {
-        let text = format!(
-            "batch {batch}: done, peak {}",
-            peak.map_or("unknown".to_string(), |p| format!("{p:.0} MiB"))
-        );
-        match &self.bar {
-            Some(bar) => bar.println(format!("✓ {text}")),
-            None => eprintln!("  {text}"),
-        }
-    }
-}
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-    }
 }
 
 /// The error with its exit status, layer and fix (`crate::exit`); a failed example's message
@@ -297,7 +237,7 @@ fn print_proven(p: &Proven) {
         );
     }
     println!();
-    print!("{}", super::memory_table::render(&p.plan));
+    print!("{}", render_batch_plan(&p.plan));
     println!();
     println!("record: {}", p.record_path.display());
     println!("plot:   {}", p.plot_path.display());
@@ -391,10 +331,11 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         json: false,
         quiet: global.quiet || global.json,
         archive: global.archive.clone(),
+        color: global.color,
     };
     let view = UpView {
         bars: Bars::new(&quiet),
-        install: CliReporter { quiet: quiet.quiet },
+        install: CliReporter::new(quiet.quiet),
         spinner: Spinner::new(global),
         quiet: quiet.quiet,
     };

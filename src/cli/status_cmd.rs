@@ -103,7 +103,7 @@ fn stage_word(stage: Stage) -> &'static str {
 }
 
 fn print_human(s: &StackStatus) {
-    println!("{}: {}", s.stack, stage_word(s.stage));
+    anstream::println!("{}: {}", s.stack, super::term::verdict(stage_word(s.stage)));
     match &s.audit {
         Some(a) if a.incomplete > 0 => println!(
             "  archive: incomplete: run `stackpin fetch MANIFEST` ({} requirement(s) not archived yet)",
@@ -150,7 +150,7 @@ fn print_human(s: &StackStatus) {
     match &s.proven {
         Some(p) => println!(
             "  proven:  {} on {}{}, batch {} peak {:.0} MiB, largest safe batch {}",
-            p.proven_at,
+            super::term::timestamp_text(&p.proven_at),
             p.hostname,
             p.gpu
                 .as_deref()

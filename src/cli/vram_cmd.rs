@@ -1,9 +1,9 @@
 //! `stackpin vram --peak 2.5GB --batch 64 --vram 5GB`: the guide's batch arithmetic as a table.
 //!
-//! The numbers come from [`crate::vram`]; this module reads the flags; the table is drawn by
-//! `cli::memory_table`, which `prove`, `up` and `budget` share.
+//! The numbers come from [`crate::vram`]; this module reads the flags; the table and the number
+//! formatting live in [`super::term`], shared with `budget`, `prove` and `up`.
 
-use super::memory_table::{print_report, render};
+use super::term::{print_report, render_batch_plan};
 use super::{CmdResult, Exit, GlobalArgs, print_json};
 use crate::manifest::{DEFAULT_VRAM_LINE, VramSettings};
 use crate::size;
@@ -83,7 +83,7 @@ pub fn run(args: &VramArgs, global: &GlobalArgs) -> CmdResult {
     if global.json {
         print_json(&plan)?;
     } else {
-        print_report(&render(&plan));
+        print_report(&render_batch_plan(&plan));
     }
     Ok(Exit::verdict(plan.largest_safe_batch.is_some()))
 }

@@ -216,8 +216,14 @@ fn a_swapped_driver_fails_doctor_and_repair_reinstalls_only_the_driver_then_prov
     assert_eq!(clinic.order(), ["driver"], "nothing else ran: {all}");
     let after = proven_at(&clinic.record());
     assert!(after > before, "a new record: {before} → {after}");
+    // Human output reads the record's times to the second (no nanoseconds).
+    let shown = |t: &str| format!("{} UTC", t.get(..19).unwrap_or(t).replace('T', " "));
     assert!(
-        all.contains(&format!("proven {before} → proven {after}")),
+        all.contains(&format!(
+            "proven {} → proven {}",
+            shown(&before),
+            shown(&after)
+        )),
         "{all}"
     );
 

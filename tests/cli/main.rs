@@ -25,6 +25,7 @@ mod pin;
 mod prove;
 mod server;
 mod status;
+mod terminal;
 mod trust;
 mod vram;
 mod windows;

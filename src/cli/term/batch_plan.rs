@@ -1,18 +1,12 @@
-//! The memory report as text: the batch table with a bar per batch showing its share of the card
-//! and the line marked, and the number formatting every memory command shares (`mib`, `gib`,
-//! `grouped`). Used by `vram`, `prove`, `up` and `budget`; numbers come from [`crate::vram`].
+//! The batch plan as people read it: what was measured, the card, the rule, a table with a
+//! bar per batch showing its share of the card and the line marked, and the answer. `vram`
+//! prints it alone, `prove` after a proven run.
 
+use super::numbers::{amount, gib, grouped, mib};
 use crate::vram::{BatchPlan, Rule};
 
-/// Prints a finished report on stdout. A reader that went away (`| head`) is not an error
-/// worth a panic: the report was for them.
-pub fn print_report(text: &str) {
-    use std::io::Write;
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
-}
-
 /// The whole human report: what was measured, the card, the rule, the table, the answer.
-pub fn render(plan: &BatchPlan) -> String {
+pub(in crate::cli) fn render_batch_plan(plan: &BatchPlan) -> String {
     let mut out = String::new();
     let mut row = |label: &str, text: String| out.push_str(&format!("{label:<10} {text}\n"));
     let points: Vec<String> = plan
@@ -195,50 +189,6 @@ fn percent(value: f64) -> String {
     format!("{} %", grouped(value, 0))
 }
 
-/// `2,560 MiB`, `1,375.1 MiB`, `34.375 MiB`.
-pub fn mib(value: f64) -> String {
-    format!("{} MiB", amount(value))
-}
-
-/// `2,560`, `1,375.1`, `34.375`: whole numbers bare, one decimal from 100 up, up to three
-/// below, trailing zeros dropped.
-pub fn amount(value: f64) -> String {
-    let decimals = if value.abs() >= 100.0 { 1 } else { 3 };
-    let text = grouped(value, decimals);
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        text
-    }
-}
-
-/// `3.75 GiB`: two decimals, the way GPU tools print gigabytes.
-pub fn gib(value: f64) -> String {
-    format!("{} GiB", grouped(value / 1024.0, 2))
-}
-
-/// `1,234.5`: thousands grouped with commas, as the guide writes them.
-pub fn grouped(value: f64, decimals: usize) -> String {
-    let text = format!("{:.*}", decimals, value.abs());
-    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
-    let mut out = String::new();
-    for (i, digit) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    if !fraction.is_empty() {
-        out.push('.');
-        out.push_str(fraction);
-    }
-    // "-0" after rounding a tiny negative is still zero.
-    if value < 0.0 && out.chars().any(|c| c.is_ascii_digit() && c != '0') {
-        out.insert(0, '-');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,20 +199,5 @@ mod tests {
         assert_eq!(bar(100.0, 0.8), "████████████████│████ ");
         assert_eq!(bar(125.0, 0.8), "████████████████│████▸");
         assert_eq!(bar(0.0, 1.0), "····················│ ");
-    }
-
-    #[test]
-    fn numbers_are_grouped_like_the_guide_writes_them() {
-        assert_eq!(grouped(2560.0, 0), "2,560");
-        assert_eq!(grouped(1_234_567.25, 2), "1,234,567.25");
-        assert_eq!(grouped(102.4, 1), "102.4");
-        assert_eq!(grouped(-300.0, 0), "-300");
-        assert_eq!(grouped(-0.0001, 1), "0.0");
-        assert_eq!(mib(34.375), "34.375 MiB");
-        assert_eq!(mib(2560.0), "2,560 MiB");
-        assert_eq!(mib(9.5367), "9.537 MiB");
-        assert_eq!(amount(4096.0), "4,096");
-        assert_eq!(amount(300.0), "300");
-        assert_eq!(gib(3840.0), "3.75 GiB");
     }
 }
