@@ -1,6 +1,5 @@
 //! `stackpin fetch MANIFEST`: archives a stack's installers (drawn by [`super::term::Bars`]).
 
-
 use anyhow::anyhow;
 use serde::Serialize;
 

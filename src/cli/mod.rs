@@ -28,8 +28,8 @@ mod pin_cmd;
 mod prove_cmd;
 mod record_cmd;
 mod status_cmd;
-mod valid_manifest;
 mod term;
+mod valid_manifest;
 mod vram_cmd;
 
 use std::io::Write;
