@@ -228,8 +228,9 @@ pub fn unbundle(
     }
     if target.lock_path().exists() {
         return Err(bad(format!(
-            "{} already holds this stack; run `stackpin audit` on it, or move it away and unbundle again",
-            target.root().display()
+            "{} already holds this stack; run `stackpin audit {}` on it, or move it away and unbundle again",
+            target.root().display(),
+            target.manifest_path().display()
         )));
     }
     std::fs::create_dir_all(archive).map_err(|e| ArchiveError::io("creating", archive, e))?;

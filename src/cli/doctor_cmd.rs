@@ -7,6 +7,7 @@ use anyhow::anyhow;
 use clap::Parser;
 use serde::Serialize;
 
+use super::hints;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::{Archive, StackDir};
 use crate::compat::Os;
@@ -30,7 +31,7 @@ Drift names what changed since the stack was proven: \"driver 566.36 → 551.86\
 pub const REPAIR_EXAMPLES: &str = "\
 Examples:
   sudo stackpin repair manifests/torch-2.5.1-cu124-linux.yaml --yes
-  sudo stackpin repair manifests/torch-2.5.1-windows.yaml --yes --apply-guard
+  sudo stackpin repair manifests/torch-2.5.1-cu124-windows.yaml --yes --apply-guard
 
 Reinstalls only the drifted layers from the archive (never downloads unless --fetch), in order,
 each verified; then proves the stack again and prints before → after. After a driver reinstall
@@ -92,7 +93,7 @@ fn examine(m: &Manifest, text: &str, archive: &Archive, gpu: Option<u32>) -> Exa
 struct DoctorJson<'a> {
     archive: &'a Path,
     ok: bool,
-    stacks: &'a [Examination],
+    stacks: Vec<serde_json::Value>,
 }
 
 pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
@@ -100,7 +101,7 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
     let exams = match &args.manifest {
         Some(path) => {
             let (m, text) = read_manifest(path)?;
-            vec![examine(&m, &text, &archive, args.gpu)]
+            vec![(path.clone(), examine(&m, &text, &archive, args.gpu))]
         }
         None => {
             // The stacks fetch wrote a manifest into: doctor reads the pins from it.
@@ -119,7 +120,7 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
             let mut exams = Vec::new();
             for dir in dirs {
                 let (m, text) = read_manifest(&dir.manifest_path())?;
-                exams.push(examine(&m, &text, &archive, args.gpu));
+                exams.push((dir.manifest_path(), examine(&m, &text, &archive, args.gpu)));
             }
             exams
         }
@@ -127,24 +128,33 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
     // A layer left marked running by a stackpin that was stopped mid-step is in an unknown state.
     let interrupted: Vec<String> = exams
         .iter()
-        .flat_map(|e| interrupted_in(&archive, &e.stack))
+        .flat_map(|(_, e)| interrupted_in(&archive, &e.stack))
         .collect();
     for line in &interrupted {
         eprintln!("interrupted: {line}");
     }
-    let ok = exams.iter().all(|e| e.ok) && interrupted.is_empty();
+    let ok = exams.iter().all(|(_, e)| e.ok) && interrupted.is_empty();
     if global.json {
+        // Each stack's fixes name its own manifest (`--all` walks several).
+        let mut stacks = Vec::new();
+        for (manifest, exam) in &exams {
+            let mut value = serde_json::to_value(exam).map_err(|e| {
+                CliError::broke(anyhow::Error::new(e).context("encoding JSON output"))
+            })?;
+            hints::for_stack(manifest, || hints::complete_value(&mut value));
+            stacks.push(value);
+        }
         print_json(&DoctorJson {
             archive: archive.root(),
             ok,
-            stacks: &exams,
+            stacks,
         })?;
     } else {
-        for (i, exam) in exams.iter().enumerate() {
+        for (i, (manifest, exam)) in exams.iter().enumerate() {
             if i > 0 {
                 println!();
             }
-            print_examination(exam);
+            hints::for_stack(manifest, || print_examination(exam));
         }
     }
     Ok(Exit::verdict(ok))

@@ -20,6 +20,7 @@ mod doctor_cmd;
 mod error;
 mod fetch_args;
 mod fetch_cmd;
+pub mod hints;
 mod host_cmd;
 mod install_cmd;
 mod measure_cmd;
@@ -222,6 +223,30 @@ impl Command {
         )
     }
 
+    /// The manifest the command was given, for the commands that take one.
+    fn manifest(&self) -> Option<&std::path::Path> {
+        let path = match self {
+            Command::Check(a) if a.manifests.len() == 1 => &a.manifests[0],
+            Command::Fetch(a) => &a.manifest,
+            Command::Audit(a) => a.manifest.as_ref()?,
+            Command::Bundle(a) => &a.manifest,
+            Command::Plan(a) => &a.manifest,
+            Command::Install(a) => &a.manifest,
+            Command::Prove(a) => &a.manifest,
+            Command::Up(a) => &a.fetch.manifest,
+            Command::Doctor(a) => a.manifest.as_ref()?,
+            Command::Repair(a) => &a.manifest,
+            Command::Status(a) => a.manifest.as_ref()?,
+            Command::Outdated(a) => a.manifest.as_ref()?,
+            Command::Measure(a) => a.manifest.as_ref()?,
+            Command::Record(a) => match &a.command {
+                record_cmd::RecordCommand::Export(e) => &e.manifest,
+            },
+            _ => return None,
+        };
+        Some(path)
+    }
+
     /// `--gpu N`, for the commands that take it.
     fn gpu(&self) -> Option<u32> {
         match self {
@@ -249,6 +274,12 @@ fn require_gpu_flag(command: &Command) -> Result<(), Failure> {
 pub fn main() -> ExitCode {
     let cli = parse_cli();
     term::init_color(cli.global.color);
+    hints::set_current(hints::Invocation {
+        manifest: cli.command.manifest().map(Into::into),
+        archive: cli.global.archive.clone(),
+        gpu: cli.command.gpu(),
+        up: matches!(cli.command, Command::Up(_)),
+    });
     let result = require_gpu_flag(&cli.command).and_then(|()| match &cli.command {
         Command::Check(args) => check_cmd::run(args, &cli.global),
         Command::Pin(args) => pin_cmd::run(args, &cli.global),
@@ -339,6 +370,7 @@ pub fn envelope(
     let mut report = report;
     if let Some(value) = report.as_mut() {
         round_floats(value);
+        hints::complete_value(value);
     }
     let mut doc = match report {
         Some(serde_json::Value::Object(map)) => map,
@@ -366,12 +398,12 @@ pub fn envelope(
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(": caused by: ");
-        error.insert("message".to_string(), serde_json::Value::from(message));
+        error.insert("message".to_string(), serde_json::Value::from(hints::complete(&message)));
         if let Some(layer) = &f.layer {
             error.insert("layer".to_string(), serde_json::Value::from(layer.clone()));
         }
         if let Some(fix) = &f.fix {
-            error.insert("fix".to_string(), serde_json::Value::from(fix.clone()));
+            error.insert("fix".to_string(), serde_json::Value::from(hints::complete(fix)));
         }
         doc.insert("error".to_string(), serde_json::Value::Object(error));
     } else if exit != Exit::Ok && !doc.contains_key("error") {
@@ -450,9 +482,14 @@ fn with_examples_for_width(cmd: clap::Command) -> clap::Command {
 /// `error: …` then one `caused by: …` line per source, the house format.
 pub fn print_error(error: &anyhow::Error) {
     let mut stderr = anstream::stderr().lock();
-    let _ = writeln!(stderr, "{} {error}", term::error_label());
+    let _ = writeln!(
+        stderr,
+        "{} {}",
+        term::error_label(),
+        hints::complete(&error.to_string())
+    );
     for cause in error.chain().skip(1) {
-        let _ = writeln!(stderr, "  caused by: {cause}");
+        let _ = writeln!(stderr, "  caused by: {}", hints::complete(&cause.to_string()));
     }
 }
 

@@ -15,14 +15,14 @@ const DRIVER: &str = "595.71.05";
 const SWAPPED: &str = "590.48.01";
 
 /// A host with the whole stack in place, its installers archived, installed and proven.
-struct Clinic {
-    host: FakeHost,
+pub(crate) struct Clinic {
+    pub(crate) host: FakeHost,
     _server: TestServer,
-    manifest: PathBuf,
+    pub(crate) manifest: PathBuf,
 }
 
 impl Clinic {
-    fn proven() -> Self {
+    pub(crate) fn proven() -> Self {
         let host = FakeHost::new()
             .gpu("NVIDIA L4", 23034, "8.9")
             .driver(DRIVER, "12.8")
@@ -70,7 +70,7 @@ impl Clinic {
         clinic
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.host
             .installing(
                 args.iter()
@@ -81,7 +81,7 @@ impl Clinic {
             .expect("stackpin runs")
     }
 
-    fn archive(&self) -> PathBuf {
+    pub(crate) fn archive(&self) -> PathBuf {
         self.host.archive()
     }
 

@@ -13,6 +13,7 @@ mod fakes;
 #[allow(unused_imports)]
 use fakes as fakes_windows;
 mod first_hour;
+mod hints;
 mod host;
 mod hostile;
 mod inference;

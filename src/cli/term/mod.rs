@@ -111,6 +111,7 @@ pub(in crate::cli) fn wrap(text: &str, width: usize, indent: &str) -> Vec<String
 /// Prints `text` on stdout, wrapped to the report width (see [`report_width`]) with `indent`
 /// before continuation lines; colour codes pass through anstream.
 pub(in crate::cli) fn say(text: &str, indent: &str) {
+    let text = &super::hints::complete(text);
     match report_width() {
         Some(w) => {
             for line in wrap(text, w, indent) {
@@ -123,6 +124,7 @@ pub(in crate::cli) fn say(text: &str, indent: &str) {
 
 /// Like [`say`], with the first `word` of the first line coloured as a verdict.
 pub(in crate::cli) fn say_verdict(text: &str, indent: &str, word: &str) {
+    let text = &super::hints::complete(text);
     let lines = match report_width() {
         Some(w) => wrap(text, w, indent),
         None => vec![text.to_string()],
