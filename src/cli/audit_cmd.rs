@@ -110,14 +110,21 @@ fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {
             ),
             FileStatus::Untrusted => {
                 if let Some(c) = &f.pin_conflict {
-                    println!("           {}", c.clone().into_error());
+                    println!(
+                        "           {}",
+                        super::hints::complete(&c.clone().into_error().to_string())
+                    );
                 }
             }
             FileStatus::Partial => {
-                println!("           left by an interrupted download; `stackpin fetch` resumes it")
+                println!(
+                    "           left by an interrupted download; {}",
+                    super::hints::complete("`stackpin fetch` resumes it")
+                )
             }
             FileStatus::Incomplete => println!(
-                "           asked for by the manifest, not archived: incomplete: run `stackpin fetch`"
+                "           asked for by the manifest, not archived: incomplete: {}",
+                super::hints::complete("run `stackpin fetch`")
             ),
             FileStatus::Unexpected => println!(
                 "           not in stack.lock; remove it, or fetch a manifest that names it"
@@ -137,9 +144,9 @@ fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {
         count(FileStatus::Partial),
         count(FileStatus::Untrusted),
         if failed > 0 {
-            "; run `stackpin fetch MANIFEST` to fetch them again"
+            super::hints::complete("; run `stackpin fetch MANIFEST` to fetch them again")
         } else {
-            ""
+            String::new()
         }
     );
 }

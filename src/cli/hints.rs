@@ -43,7 +43,11 @@ impl Invocation {
             };
             let span = &rest[open + 1..open + 1 + len];
             out.push_str(&rest[..=open]);
-            out.push_str(&self.complete_command(span).unwrap_or_else(|| span.to_string()));
+            out.push_str(
+                &self
+                    .complete_command(span)
+                    .unwrap_or_else(|| span.to_string()),
+            );
             out.push('`');
             rest = &rest[open + len + 2..];
         }
@@ -97,21 +101,27 @@ impl Invocation {
             }
         }
         let subcommand = words[at + 1].as_str();
-        if let Some(archive) = &self.archive {
-            if USES_ARCHIVE.contains(&subcommand) && !words.iter().any(|w| w == "--archive") {
-                words.push("--archive".into());
-                words.push(archive.display().to_string());
-            }
+        if let Some(archive) = &self.archive
+            && USES_ARCHIVE.contains(&subcommand)
+            && !words.iter().any(|w| w == "--archive")
+        {
+            words.push("--archive".into());
+            words.push(archive.display().to_string());
         }
-        if let Some(gpu) = self.gpu {
-            if takes("gpu") && !words.iter().any(|w| w == "--gpu") {
-                words.push("--gpu".into());
-                words.push(gpu.to_string());
-            }
+        if let Some(gpu) = self.gpu
+            && takes("gpu")
+            && !words.iter().any(|w| w == "--gpu")
+        {
+            words.push("--gpu".into());
+            words.push(gpu.to_string());
         }
         let quoted: Vec<String> = words
             .iter()
-            .map(|w| shlex::try_quote(w).map(|q| q.into_owned()).unwrap_or_else(|_| w.clone()))
+            .map(|w| {
+                shlex::try_quote(w)
+                    .map(|q| q.into_owned())
+                    .unwrap_or_else(|_| w.clone())
+            })
             .collect();
         Some(quoted.join(" "))
     }
@@ -233,11 +243,23 @@ mod tests {
     #[test]
     fn a_bare_command_that_needs_a_manifest_gets_one() {
         let inv = run("torch.yaml");
-        assert_eq!(inv.complete("`stackpin fetch`"), "`stackpin fetch torch.yaml`");
-        assert_eq!(inv.complete("`stackpin audit`"), "`stackpin audit torch.yaml`");
+        assert_eq!(
+            inv.complete("`stackpin fetch`"),
+            "`stackpin fetch torch.yaml`"
+        );
+        assert_eq!(
+            inv.complete("`stackpin audit`"),
+            "`stackpin audit torch.yaml`"
+        );
         // A command that names its stack set, or takes no manifest, is left as it is.
-        assert_eq!(inv.complete("`stackpin audit --all`"), "`stackpin audit --all`");
-        assert_eq!(inv.complete("`stackpin data update`"), "`stackpin data update`");
+        assert_eq!(
+            inv.complete("`stackpin audit --all`"),
+            "`stackpin audit --all`"
+        );
+        assert_eq!(
+            inv.complete("`stackpin data update`"),
+            "`stackpin data update`"
+        );
         assert_eq!(
             inv.complete("`stackpin install other.yaml`"),
             "`stackpin install other.yaml`"

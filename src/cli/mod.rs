@@ -398,12 +398,18 @@ pub fn envelope(
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(": caused by: ");
-        error.insert("message".to_string(), serde_json::Value::from(hints::complete(&message)));
+        error.insert(
+            "message".to_string(),
+            serde_json::Value::from(hints::complete(&message)),
+        );
         if let Some(layer) = &f.layer {
             error.insert("layer".to_string(), serde_json::Value::from(layer.clone()));
         }
         if let Some(fix) = &f.fix {
-            error.insert("fix".to_string(), serde_json::Value::from(hints::complete(fix)));
+            error.insert(
+                "fix".to_string(),
+                serde_json::Value::from(hints::complete(fix)),
+            );
         }
         doc.insert("error".to_string(), serde_json::Value::Object(error));
     } else if exit != Exit::Ok && !doc.contains_key("error") {
@@ -489,7 +495,11 @@ pub fn print_error(error: &anyhow::Error) {
         hints::complete(&error.to_string())
     );
     for cause in error.chain().skip(1) {
-        let _ = writeln!(stderr, "  caused by: {}", hints::complete(&cause.to_string()));
+        let _ = writeln!(
+            stderr,
+            "  caused by: {}",
+            hints::complete(&cause.to_string())
+        );
     }
 }
 

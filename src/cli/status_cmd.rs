@@ -75,7 +75,13 @@ pub fn run(args: &StatusArgs, global: &GlobalArgs) -> CmdResult {
         }
     } else {
         for s in &stacks {
-            print_human(s);
+            if args.manifest.is_some() {
+                print_human(s);
+            } else {
+                // `--all`: each stack's hints name the manifest fetch keeps in its folder.
+                let kept = archive.stack(&s.stack).manifest_path();
+                super::hints::for_stack(&kept, || print_human(s));
+            }
         }
     }
     if ok || !global.json {
@@ -102,14 +108,21 @@ fn stage_word(stage: Stage) -> &'static str {
     }
 }
 
+/// `println!` with every quoted `stackpin …` command completed from what the user ran.
+macro_rules! say_line {
+    ($($arg:tt)*) => {
+        println!("{}", super::hints::complete(&format!($($arg)*)))
+    };
+}
+
 fn print_human(s: &StackStatus) {
     anstream::println!("{}: {}", s.stack, super::term::verdict(stage_word(s.stage)));
     match &s.audit {
-        Some(a) if a.incomplete > 0 => println!(
+        Some(a) if a.incomplete > 0 => say_line!(
             "  archive: incomplete: run `stackpin fetch MANIFEST` ({} requirement(s) not archived yet)",
             a.incomplete
         ),
-        Some(a) => println!(
+        Some(a) => say_line!(
             "  archive: stack.lock; {} ok, {} missing, {} corrupt, {} unexpected, {} partial, {} untrusted{}",
             a.ok,
             a.missing,
@@ -123,7 +136,7 @@ fn print_human(s: &StackStatus) {
                 "; run `stackpin fetch MANIFEST` to repair"
             }
         ),
-        None => println!("  archive: no stack.lock; run `stackpin fetch MANIFEST`"),
+        None => say_line!("  archive: no stack.lock; run `stackpin fetch MANIFEST`"),
     }
     let layers: Vec<String> = Layer::ORDER
         .iter()
@@ -139,16 +152,16 @@ fn print_human(s: &StackStatus) {
             format!("{l} {word}")
         })
         .collect();
-    println!("  install: {}", layers.join(" · "));
+    say_line!("  install: {}", layers.join(" · "));
     for (layer, st) in &s.install.layers {
         if st.status == LayerStatus::Failed
             && let Some(log) = &st.log
         {
-            println!("           {layer} log: {}", log.display());
+            say_line!("           {layer} log: {}", log.display());
         }
     }
     match &s.proven {
-        Some(p) => println!(
+        Some(p) => say_line!(
             "  proven:  {} on {}{}, batch {} peak {:.0} MiB, largest safe batch {}",
             super::term::timestamp_text(&p.proven_at),
             p.hostname,
@@ -160,9 +173,9 @@ fn print_human(s: &StackStatus) {
             p.largest_safe_batch
                 .map_or("none".to_string(), |b| b.to_string())
         ),
-        None => println!("  proven:  no record yet; `stackpin prove MANIFEST` writes one"),
+        None => say_line!("  proven:  no record yet; `stackpin prove MANIFEST` writes one"),
     }
     for problem in &s.problems {
-        println!("  problem: {problem}");
+        say_line!("  problem: {problem}");
     }
 }

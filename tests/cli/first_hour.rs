@@ -247,7 +247,13 @@ mod consent {
         let fresh = lab.host.root().join("fresh-archive");
         let out = lab.run(&["up"], &fresh);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-        assert!(text(&out).contains("`stackpin up`"), "{}", text(&out));
+        // The hint is the command that was run, with its manifest and archive.
+        let hint = format!(
+            "`stackpin up {} --archive {}`",
+            lab.manifest.display(),
+            fresh.display()
+        );
+        assert!(text(&out).contains(&hint), "{}", text(&out));
         assert!(!fresh.exists(), "up fetched before asking");
         assert!(lab.nothing_ran());
     }
