@@ -56,7 +56,11 @@ const CUDA_CODES: &[Code] = &[
     Code {
         id: "drv-code-stub-library",
         numbers: &[34],
-        words: &["cudaerrorstublibrary", "cuda driver is a stub library"],
+        words: &[
+            "cudaerrorstublibrary",
+            "cuda_error_stub_library",
+            "cuda driver is a stub library",
+        ],
         layer: Driver,
         second: None,
         cause: "The toolkit's stub libcuda was loaded instead of the driver's (cudaErrorStubLibrary, 34): no driver is installed, or the stubs folder is on the loader path.",
@@ -145,6 +149,7 @@ const CUDA_CODES: &[Code] = &[
         numbers: &[222],
         words: &[
             "cudaerrorunsupportedptxversion",
+            "cuda_error_unsupported_ptx_version",
             // The CUDA error string; users retype it ("complied"), so the stable words only.
             "unsupported toolchain",
         ],
@@ -193,6 +198,77 @@ const CUDA_CODES: &[Code] = &[
         mechanism: Mechanism::Plain,
     },
     Code {
+        // The driver API's name and the runtime's for one failure: the module's binary does not
+        // load (arrayfire/arrayfire#2527, StanfordLegion/legion#660: the library's generated
+        // code; cupy/cupy#8045: a release without the card's architecture).
+        id: "lib-code-invalid-image",
+        numbers: &[200],
+        words: &[
+            "cuda_error_invalid_image",
+            "cudaerrorinvalidkernelimage",
+            "device kernel image is invalid",
+        ],
+        layer: Library,
+        second: Some(Driver),
+        cause: "The GPU code of a module will not load (invalid kernel image, 200): the library (or its JIT) produced or shipped code this GPU and driver cannot run.",
+        fix: "Install the library release that supports this GPU's compute capability (its release notes list them); if it generates kernels at run time, update it (or shorten what it JIT-compiles). If every CUDA program fails this way, update the driver.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        // nicehash/excavator#54 and NVIDIA-AI-IOT/Lidar_AI_Solution#35 (a driver older than the
+        // toolkit that wrote the PTX); huggingface/candle#3210 (PTX built for another target).
+        id: "drv-code-invalid-ptx",
+        numbers: &[218],
+        words: &[
+            "cuda_error_invalid_ptx",
+            "cudaerrorinvalidptx",
+            "ptx jit compilation failed",
+        ],
+        layer: Driver,
+        second: Some(Library),
+        cause: "The driver could not JIT-compile the program's PTX (218): most often the driver is older than the CUDA that wrote the PTX, otherwise the PTX was built for another target.",
+        fix: "Install a driver at least as new as the toolkit that built the program (the manifest's pin; `stackpin check MANIFEST` enforces the pair), reboot, and run again; if the driver is current, rebuild the program for this GPU's compute capability.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "drv-code-jit-compiler-missing",
+        numbers: &[221],
+        words: &[
+            "cuda_error_jit_compiler_not_found",
+            "cudaerrorjitcompilernotfound",
+            "ptx jit compiler library not found",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The driver's PTX JIT compiler library (libnvidia-ptxjitcompiler) is missing (221): a partial driver install, or a container that was not given it.",
+        fix: "Reinstall the pinned driver completely (`stackpin repair MANIFEST`); in a container, start it with the NVIDIA runtime and the compute capability (`--gpus all`, NVIDIA_DRIVER_CAPABILITIES=compute,utility).",
+        mechanism: Mechanism::DriverAccess,
+    },
+    Code {
+        // Kernel faults that name no layer by themselves, like an illegal address: pytorch/
+        // pytorch#32893 and valeoai/WaffleIron#4 (misaligned address: fixed by another torch
+        // build), NVIDIA/apex#124 (legacy `cuda runtime error (74)`).
+        id: "lib-code-kernel-fault",
+        numbers: &[714, 715, 716, 718],
+        words: &[
+            "cudaerrormisalignedaddress",
+            "cuda_error_misaligned_address",
+            "misaligned address",
+            "cudaerrorillegalinstruction",
+            "cuda_error_illegal_instruction",
+            "an illegal instruction was encountered",
+            "cudaerrorhardwarestackerror",
+            "cuda_error_hardware_stack_error",
+            "cudaerrorinvalidpc",
+            "cuda_error_invalid_pc",
+        ],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "A GPU kernel faulted (misaligned address, illegal instruction, stack error): usually a bug in a kernel of the library, an extension or the model code, or a library build that does not fit; rarely the card.",
+        fix: "Run once with CUDA_LAUNCH_BLOCKING=1 to find the kernel; install the library build made for this GPU and CUDA (its newest patch release) and rebuild custom extensions against it. If it strikes random kernels, check dmesg for NVRM Xid lines and test the card.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
         id: "drv-code-system-not-ready",
         numbers: &[802],
         words: &["cudaerrorsystemnotready", "system not yet initialized"],
@@ -210,6 +286,7 @@ const CUDA_CODES: &[Code] = &[
             "unsupported display driver / cuda driver combination",
             "forward compatibility was attempted on non supported hw",
             "cudaerrorcompatnotsupportedondevice",
+            "cuda_error_compat_not_supported_on_device",
         ],
         layer: Driver,
         second: None,
@@ -438,7 +515,7 @@ fn is_legacy(lower: &str) -> bool {
 
 /// Today's number for a pre-CUDA-10.1 code (the ones the tables know; others unchanged):
 /// 4 launch failure, 6 launch timeout, 8 invalid device function, 30 unknown, 38 no device,
-/// 48 no kernel image. None of these numbers is used by the renumbered enum for another
+/// 48 no kernel image, 74 misaligned address. None of these numbers is used by the renumbered enum for another
 /// error the tables know.
 fn current_number(legacy: u32) -> u32 {
     match legacy {
@@ -448,6 +525,7 @@ fn current_number(legacy: u32) -> u32 {
         30 => 999,
         38 => 100,
         48 => 209,
+        74 => 716,
         n => n,
     }
 }
@@ -685,6 +763,60 @@ mod tests {
             );
             assert!(f.fix.contains("ALLOW_GROWTH"), "{}", f.fix);
             assert!(f.fix.contains("~/.nv"), "{}", f.fix);
+        }
+    }
+
+    #[test]
+    fn driver_api_names_are_read_like_the_runtimes() {
+        for (log, id, layer, second) in [
+            // arrayfire/arrayfire#2527, StanfordLegion/legion#660.
+            (
+                "CU Error CUDA_ERROR_INVALID_IMAGE(200): device kernel image is invalid",
+                "lib-code-invalid-image",
+                Library,
+                Some(Driver),
+            ),
+            (
+                "CU: cuModuleLoadDataEx = 200 (CUDA_ERROR_INVALID_IMAGE): device kernel image is invalid",
+                "lib-code-invalid-image",
+                Library,
+                Some(Driver),
+            ),
+            // chelsea0x3b/cudarc#278, NVIDIA-AI-IOT/Lidar_AI_Solution#35.
+            (
+                "called `Result::unwrap()` on an `Err` value: DriverError(CUDA_ERROR_INVALID_PTX, \"a PTX JIT compilation failed\")",
+                "drv-code-invalid-ptx",
+                Driver,
+                Some(Library),
+            ),
+            (
+                "CUDA Runtime error create_frustum_kernel # a PTX JIT compilation failed, code = cudaErrorInvalidPtx [ 218 ] in file camera-geometry.cu:209",
+                "drv-code-invalid-ptx",
+                Driver,
+                Some(Library),
+            ),
+            // pytorch/pytorch#32893, NVIDIA/apex#124, NVIDIA/Fuser#4970.
+            (
+                "RuntimeError: CUDA error: misaligned address",
+                "lib-code-kernel-fault",
+                Library,
+                Some(Hardware),
+            ),
+            (
+                "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCTensorCopy.cu line=84 error=74 : misaligned address",
+                "lib-code-kernel-fault",
+                Library,
+                Some(Hardware),
+            ),
+            (
+                "CUDA_ERROR_MISALIGNED_ADDRESS failed with error misaligned address",
+                "lib-code-kernel-fault",
+                Library,
+                Some(Hardware),
+            ),
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!((f.id, f.layer, f.second), (id, layer, second), "{log}");
         }
     }
 

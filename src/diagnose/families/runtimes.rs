@@ -1,0 +1,243 @@
+//! The runtimes around CUDA that a training workstation also runs, each with its own failure
+//! wording: NCCL's result codes (`ncclInvalidUsage`, `ncclInternalError`), XLA's "DNN library
+//! initialization failed" trailer (JAX, TensorFlow on XLA), ONNX Runtime's execution-provider
+//! library that will not load, and the container toolkit's CUDA requirement check.
+//!
+//! Each is placed by what its mechanism says about the stack, with a second layer where the
+//! threads split, and never decisive: a catalogue entry with a source, or a line that names the
+//! cause (a cuDNN version pair, a cuDNN handle that could not be created, a missing `lib…so`),
+//! wins. NCCL's remote errors ("remote process exited or there was a network error") and the
+//! collective watchdog's timeouts name another rank's failure, not a layer: they stay `unknown`.
+
+use super::{Finding, Mechanism, at};
+use crate::diagnose::FailureLayer::{Driver, Hardware, Library, Toolkit};
+use crate::diagnose::matcher::Segment;
+
+pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
+    let mut found = Vec::new();
+    let any = |words: &[&str]| {
+        segments
+            .iter()
+            .any(|s| words.iter().any(|w| s.lower.contains(w)))
+    };
+    let duplicate_gpu = any(&["duplicate gpu detected"]);
+    // XLA's trailer says "look at the errors above": a line above that names the cause wins.
+    let dnn_cause_named = any(&[
+        "cudnn handle",
+        "loaded runtime cudnn library",
+        "cudnn version",
+        "cudnn_status",
+        "out of memory",
+    ]);
+    for seg in segments {
+        let lower = &seg.lower;
+        if let Some(f) = nccl(seg, lower, duplicate_gpu) {
+            found.push(f);
+        } else if lower.contains("dnn library initialization failed") && !dnn_cause_named {
+            found.push(at(
+                seg,
+                "tk-xla-dnn-init",
+                Toolkit,
+                Some(Library),
+                "XLA could not start cuDNN (DNN library initialization failed): the cuDNN that loads does not fit the one the library was built with (an older or other-major cuDNN first on the loader path), or a cuDNN handle could not be created.",
+                "Read the lines above it for the cuDNN version pair. Install the library's own CUDA wheels in a fresh venv (JAX: `pip install -U \"jax[cuda12]\"`; TensorFlow: `tensorflow[and-cuda]`) and take other cuDNN copies (/usr/local/cuda*/lib64, a conda cudnn) off LD_LIBRARY_PATH; if a cuDNN handle failed with the card full, let the library grow its memory (XLA_PYTHON_CLIENT_PREALLOCATE=false).",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if is_ort_provider_load(lower) {
+            found.push(at(
+                seg,
+                "tk-ort-provider-load",
+                Toolkit,
+                Some(Library),
+                "ONNX Runtime's CUDA/TensorRT execution-provider library is there but will not load: a CUDA or cuDNN library of the major version this onnxruntime-gpu build needs is missing from the loader path (Windows error 126), or the build is for another CUDA/cuDNN major.",
+                "Install the CUDA and cuDNN majors this onnxruntime-gpu release lists in its requirements (or the onnxruntime-gpu build for the CUDA/cuDNN you have), and put their bin folders on PATH (Windows) / lib folders on LD_LIBRARY_PATH; in Python, `import torch` before onnxruntime loads the CUDA libraries torch's wheels bring.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if lower.contains("requirement error: unsatisfied condition: cuda") {
+            found.push(at(
+                seg,
+                "drv-container-cuda-requirement",
+                Driver,
+                None,
+                "The container toolkit refused the container: its image needs a newer CUDA than the host driver supports (the image's `cuda>=X.Y` requirement).",
+                "On the host, install a driver at least as new as the image's CUDA requires (the toolkit's release notes list the minimum driver), reboot, and start the container again; or use an image built for an older CUDA. Setting NVIDIA_DISABLE_REQUIRES=true only skips the check.",
+                Mechanism::Plain,
+                false,
+            ));
+        }
+    }
+    found
+}
+
+/// NCCL's result codes on a line that names NCCL: invalid usage (the program's ranks and GPUs)
+/// and internal errors (the transport under the collective: P2P, shared memory, the network).
+fn nccl(seg: &Segment<'_>, lower: &str, duplicate_gpu: bool) -> Option<Finding> {
+    if !lower.contains("nccl") {
+        return None;
+    }
+    if lower.contains("invalid usage") || lower.contains("ncclinvalidusage") {
+        let (cause, fix) = if duplicate_gpu {
+            (
+                "NCCL refused to start: two ranks of the training run are on the same GPU (\"Duplicate GPU detected\"), so the program starts more processes than it gives GPUs, or never sets each rank's device.",
+                "Start one process per GPU (torchrun's --nproc_per_node no larger than the GPUs CUDA_VISIBLE_DEVICES leaves) and set each rank's device from its local rank (`torch.cuda.set_device(local_rank)`) before the first collective; do not hard-code one default GPU.",
+            )
+        } else {
+            (
+                "NCCL reports invalid usage: the training program's ranks, devices or collective calls do not match (two ranks on one GPU, ranks calling different collectives), or ranks run different NCCL versions.",
+                "Rerun with NCCL_DEBUG=WARN to read NCCL's reason; start one process per GPU with each rank's device set from its local rank, and install the same library build (and its NCCL) on every node.",
+            )
+        };
+        return Some(at(
+            seg,
+            "lib-nccl-invalid-usage",
+            Library,
+            None,
+            cause,
+            fix,
+            Mechanism::Plain,
+            false,
+        ));
+    }
+    if lower.contains("internal error") || lower.contains("ncclinternalerror") {
+        return Some(at(
+            seg,
+            "lib-nccl-internal-error",
+            Library,
+            Some(Hardware),
+            "NCCL failed inside a collective (internal error): NCCL 2.18 reports every network failure this way; otherwise its transport (GPU peer-to-peer, shared memory, the network interface) fails on this machine.",
+            "Rerun with NCCL_DEBUG=WARN (then INFO) and read the WARN line; try NCCL_P2P_DISABLE=1 (peer-to-peer blocked by IOMMU/ACS or unsupported between the cards), set NCCL_SOCKET_IFNAME to the right interface, and use a library build with a newer NCCL (2.19+).",
+            Mechanism::Plain,
+            false,
+        ));
+    }
+    None
+}
+
+/// ONNX Runtime's provider library (`onnxruntime_providers_cuda` / `_tensorrt`) failing to load
+/// with no dependency named on the line (the loader family reads a named `lib…so`).
+fn is_ort_provider_load(lower: &str) -> bool {
+    (lower.contains("onnxruntime_providers_cuda")
+        || lower.contains("onnxruntime_providers_tensorrt"))
+        && (lower.contains("loadlibrary failed") || lower.contains("failed to load library"))
+        && !lower.contains("cannot open shared object file")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::FailureLayer;
+    use crate::diagnose::matcher;
+
+    fn first(text: &str) -> Option<Finding> {
+        let segments: Vec<_> = matcher::segments(text).collect();
+        find(&segments).into_iter().next()
+    }
+
+    fn layers(text: &str) -> Option<(&'static str, FailureLayer, Option<FailureLayer>)> {
+        first(text).map(|f| (f.id, f.layer, f.second))
+    }
+
+    #[test]
+    fn nccl_invalid_usage_is_the_programs_ranks_and_names_the_duplicate_gpu() {
+        // verl-project/verl#161, NVIDIA/nccl#1241, Peterande/D-FINE#289 (one device per rank).
+        for log in [
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.20.5\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\nDuplicate GPU detected : rank 1 and rank 0 both on CUDA device 10",
+            "torch.distributed.DistBackendError: NCCL error in: /opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1287, invalid usage, NCCL version 2.17.1\nncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\nDuplicate GPU detected : rank 3 and rank 2 both on CUDA device e2000",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer),
+                ("lib-nccl-invalid-usage", Library),
+                "{log}"
+            );
+            assert!(f.fix.contains("set_device"), "{}", f.fix);
+        }
+        // horovod/horovod#3929: the bare result, no duplicate named.
+        let f = first("ncclCommInitRank failed: invalid usage").expect("a finding");
+        assert!(f.fix.contains("NCCL_DEBUG=WARN"), "{}", f.fix);
+    }
+
+    #[test]
+    fn nccl_internal_errors_are_likely_the_library_with_the_transport_second() {
+        // MariusBeckerIESE/ChatBot_AI#7, NVIDIA/nccl#1247, NVIDIA/nccl#1092.
+        for log in [
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, internal error - please report this issue to the NCCL developers, NCCL version 2.18.1",
+            "ncclInternalError: Internal check failed.\nLast error:\nAttribute busid of node nic not found",
+        ] {
+            assert_eq!(
+                layers(log),
+                Some(("lib-nccl-internal-error", Library, Some(Hardware))),
+                "{log}"
+            );
+        }
+    }
+
+    #[test]
+    fn another_ranks_failure_names_no_layer() {
+        for log in [
+            "RuntimeError: NCCL communicator was aborted on rank 1.  Original reason for failure was: NCCL error: remote process exited or there was a network error",
+            "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600054 milliseconds before timing out.",
+        ] {
+            assert_eq!(first(log), None, "{log}");
+        }
+    }
+
+    #[test]
+    fn xlas_dnn_start_up_failure_is_the_cudnn_that_loads_unless_a_line_above_names_the_cause() {
+        // jax-ml/jax#15742, #16082 (the trailer alone), cloudhan/jax-windows-builder#34.
+        for log in [
+            "jaxlib.xla_extension.XlaRuntimeError: FAILED_PRECONDITION: DNN library initialization failed. Look at the errors above for more details.",
+            "XlaRuntimeError: FAILED_PRECONDITION: DNN library initialization failed. Look at the errors above for more details.",
+        ] {
+            assert_eq!(
+                layers(log),
+                Some(("tk-xla-dnn-init", Toolkit, Some(Library))),
+                "{log}"
+            );
+        }
+        // jax-ml/jax#23145: the handle line above names the cause (the memory family reads it).
+        let log = "E external/xla/xla/stream_executor/cuda/cuda_dnn.cc:439] Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\njaxlib.xla_extension.XlaRuntimeError: FAILED_PRECONDITION: DNN library initialization failed";
+        assert_eq!(first(log), None);
+    }
+
+    #[test]
+    fn onnx_runtimes_provider_dll_that_will_not_load_is_the_cuda_it_needs() {
+        // microsoft/onnxruntime#14837, microsoft/onnxruntime#22491 (cuDNN 8 under a build for 9).
+        for log in [
+            "onnxruntime::ProviderLibrary::Get [ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 \"\" when trying to load \"E:\\x\\build\\examples\\Release\\onnxruntime_providers_cuda.dll\"",
+            "[E:onnxruntime:Default, provider_bridge_ort.cc:1992 onnxruntime::TryGetProviderInfo_CUDA] D:\\a\\_work\\1\\s\\onnxruntime\\core\\session\\provider_bridge_ort.cc:1637 onnxruntime::ProviderLibrary::Get [ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 \"\" when trying to load \"C:\\Work\\SD-ComfyUI\\python_embeded\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_cuda.dll\"",
+        ] {
+            assert_eq!(
+                layers(log),
+                Some(("tk-ort-provider-load", Toolkit, Some(Library))),
+                "{log}"
+            );
+        }
+        // A named dependency is the loader family's.
+        assert_eq!(
+            first(
+                "FAIL : Failed to load library libonnxruntime_providers_cuda.so with error: libcufft.so.10: cannot open shared object file: No such file or directory"
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn the_container_toolkits_cuda_requirement_is_the_host_driver() {
+        // NVIDIA/nvidia-docker#1442 (host driver older than 450), nodefluxio/vortex#106.
+        for log in [
+            "docker: Error response from daemon: OCI runtime create failed: container_linux.go:370: starting container process caused: process_linux.go:459: container init caused: Running hook #0:: error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: requirement error: unsatisfied condition: cuda>=11.0, please update your driver to a newer version, or use an earlier cuda container: unknown.",
+            "nvidia-container-cli: requirement error: unsatisfied condition: cuda >= 9.0",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer),
+                ("drv-container-cuda-requirement", Driver),
+                "{log}"
+            );
+            assert!(f.fix.contains("host"), "{}", f.fix);
+        }
+    }
+}
