@@ -1,7 +1,9 @@
 //! The runtimes around CUDA that a training workstation also runs, each with its own failure
 //! wording: NCCL's result codes (`ncclInvalidUsage`, `ncclInternalError`), XLA's "DNN library
 //! initialization failed" trailer (JAX, TensorFlow on XLA), ONNX Runtime's execution-provider
-//! library that will not load, and the container toolkit's CUDA requirement check.
+//! library that will not load, JAX's check of the CUDA components it finds, cuDNN 8's zlib on
+//! Windows, TensorRT engines built elsewhere, torch.compile's Triton on a GPU too old for it, and
+//! the container toolkit's CUDA requirement check.
 //!
 //! Each is placed by what its mechanism says about the stack, with a second layer where the
 //! threads split, and never decisive: a catalogue entry with a source, or a line that names the
@@ -55,6 +57,54 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 Mechanism::Plain,
                 false,
             ));
+        } else if JAX_CUDA_COMPONENTS.iter().any(|w| lower.contains(w)) {
+            found.push(at(
+                seg,
+                "tk-jax-cuda-components",
+                Toolkit,
+                Some(Library),
+                "JAX's CUDA backend refused the CUDA or cuDNN it found: older than the one jaxlib was built against, or not found at all, so JAX falls back to the CPU.",
+                "Install JAX with its own CUDA wheels in a fresh venv (`pip install -U \"jax[cuda12]\"`) so the cuDNN and CUDA it loads are the ones it was built for, and take older copies (/usr/local/cuda*/lib64, a conda cudnn) off LD_LIBRARY_PATH; or pin a jaxlib built for the cuDNN you have.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if lower.contains("zlibwapi.dll")
+            && (lower.contains("could not locate") || lower.contains("could not load"))
+        {
+            found.push(at(
+                seg,
+                "tk-cudnn8-zlibwapi",
+                Toolkit,
+                None,
+                "cuDNN 8 on Windows needs zlibwapi.dll (64-bit) on PATH, and it is missing (or a 32-bit copy was found, error 193).",
+                "Put the 64-bit zlibwapi.dll cuDNN 8's install guide names into the toolkit's bin folder (CUDA\\vX.Y\\bin, on PATH); torch's wheels ship one in torch\\lib. cuDNN 9 no longer needs it.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if lower.contains("engine plan file is not compatible")
+            || lower.contains("engine plan file is generated on an incompatible device")
+        {
+            found.push(at(
+                seg,
+                "lib-tensorrt-engine-stale",
+                Library,
+                Some(Toolkit),
+                "A serialized TensorRT engine was built by another TensorRT version or on another GPU than the one loading it: engines are not portable.",
+                "Rebuild the engine (delete the cached .engine/.plan file and let the program regenerate it) with the TensorRT and GPU it runs on; if two TensorRT versions are installed (the Python wheel and the system libnvinfer), keep one.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if lower.contains("too old to be supported by the triton gpu compiler") {
+            found.push(at(
+                seg,
+                "lib-triton-gpu-too-old",
+                Library,
+                Some(Hardware),
+                "torch.compile's Triton backend does not support this GPU's compute capability (it needs 7.0 or newer): the program asks a library feature the card cannot run.",
+                "Run without torch.compile (the program's compile option off, or TORCHDYNAMO_DISABLE=1); the eager library runs on this card. To compile, use a GPU of compute capability 7.0 or newer.",
+                Mechanism::Plain,
+                false,
+            ));
         } else if lower.contains("requirement error: unsatisfied condition: cuda") {
             found.push(at(
                 seg,
@@ -70,6 +120,16 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     }
     found
 }
+
+/// JAX's own check of the CUDA components it finds (jax/_src/xla_bridge.py, jaxlib's
+/// versions helpers): each phrase names a CUDA or cuDNN that does not fit.
+const JAX_CUDA_COMPONENTS: &[&str] = &[
+    "but jax was built against version",
+    "outdated cudnn installation found",
+    "outdated cuda installation found",
+    "unable to load cudnn. is it installed",
+    "unable to load cuda. is it installed",
+];
 
 /// NCCL's result codes on a line that names NCCL: invalid usage (the program's ranks and GPUs)
 /// and internal errors (the transport under the collective: P2P, shared memory, the network).
@@ -222,6 +282,69 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn jaxs_check_of_the_cuda_components_is_the_toolkit() {
+        // MIT-REALM/gcbfplus#1, conda-forge/jax-feedstock#149, jax-ml/jax#20519.
+        for log in [
+            "CUDA backend failed to initialize: Found cuDNN version 8600, but JAX was built against version 8906, which is newer. The copy of cuDNN that is installed must be at least as new as the version against which JAX was built. (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)",
+            "CUDA backend failed to initialize: Unable to use CUDA because of the following issues with CUDA components:\nOutdated cuDNN installation found.\nVersion JAX was built against: 8907",
+            "CUDA backend failed to initialize: Unable to load cuDNN. Is it installed? (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for more info.)",
+        ] {
+            assert_eq!(
+                layers(log),
+                Some(("tk-jax-cuda-components", Toolkit, Some(Library))),
+                "{log}"
+            );
+        }
+    }
+
+    #[test]
+    fn cudnn_8s_zlib_on_windows_is_the_toolkit() {
+        // PaddlePaddle/PaddleOCR#8400, AlexeyAB/darknet#8551, lightvector/KataGo#828.
+        for log in [
+            "Could not locate zlibwapi.dll. Please make sure it is in your library path!",
+            "Could not load library zlibwapi.dll. Error code 193. Please verify that the library is built correctly for your processor architecture (32-bit, 64-bit)",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!((f.id, f.layer), ("tk-cudnn8-zlibwapi", Toolkit), "{log}");
+            assert!(f.fix.contains("bin"), "{}", f.fix);
+        }
+    }
+
+    #[test]
+    fn a_tensorrt_engine_from_another_version_is_rebuilt() {
+        // NVIDIA/retinanet-examples#314, SthPhoenix/InsightFace-REST#84.
+        for log in [
+            "6: The engine plan file is not compatible with this version of TensorRT, expecting library version 8.0.0 got 8.0.1, please rebuild.",
+            "[05/02/2022-15:17:45] [TRT] [E] 6: The engine plan file is not compatible with this version of TensorRT, expecting library version 8.2.3 got 8.2.1, please rebuild.",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer),
+                ("lib-tensorrt-engine-stale", Library),
+                "{log}"
+            );
+            assert!(f.fix.contains("Rebuild"), "{}", f.fix);
+        }
+    }
+
+    #[test]
+    fn a_gpu_too_old_for_triton_runs_without_compile() {
+        // karpathy/nanoGPT#157 (compile = False), MIC-DKFZ/nnUNet#2188 (nnUNet_compile=f).
+        for log in [
+            "RuntimeError: Found NVIDIA GeForce GTX 1080 which is too old to be supported by the triton GPU compiler, which is used as the backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA capability 6.1",
+            "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\nRuntimeError: Found NVIDIA GeForce GTX 1070 which is too old to be supported by the triton GPU compiler, which is used as the backend.",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer, f.second),
+                ("lib-triton-gpu-too-old", Library, Some(Hardware)),
+                "{log}"
+            );
+            assert!(f.fix.contains("torch.compile"), "{}", f.fix);
+        }
     }
 
     #[test]
