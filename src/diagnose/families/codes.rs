@@ -93,6 +93,22 @@ const CUDA_CODES: &[Code] = &[
         mechanism: Mechanism::DriverAccess,
     },
     Code {
+        // wdrink/PyDeepFakeDet#1, LuyaooChen/uninformed-students-pytorch#3 (`cuda:1` on a
+        // one-GPU machine), wenwenyu/PICK-pytorch#14 (more processes than visible GPUs).
+        id: "lib-code-invalid-device",
+        numbers: &[101],
+        words: &[
+            "cudaerrorinvaliddevice",
+            "cuda_error_invalid_device",
+            "invalid device ordinal",
+        ],
+        layer: Library,
+        second: Some(Driver),
+        cause: "The program asks for a GPU index that is not there (invalid device ordinal, 101): a hard-coded `cuda:N`, more processes per node than visible GPUs, or CUDA_VISIBLE_DEVICES hiding cards; or the driver sees fewer GPUs than expected.",
+        fix: "Count the GPUs CUDA sees (`nvidia-smi -L`, and CUDA_VISIBLE_DEVICES); make the program use indices below that count (`cuda:0` on one GPU; --nproc_per_node no larger than the visible GPUs). If `nvidia-smi` lists fewer cards than the machine has, see the driver.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
         id: "lib-code-no-kernel-image",
         numbers: &[98, 209],
         words: &[
@@ -514,14 +530,15 @@ fn is_legacy(lower: &str) -> bool {
 }
 
 /// Today's number for a pre-CUDA-10.1 code (the ones the tables know; others unchanged):
-/// 4 launch failure, 6 launch timeout, 8 invalid device function, 30 unknown, 38 no device,
-/// 48 no kernel image, 74 misaligned address. None of these numbers is used by the renumbered enum for another
-/// error the tables know.
+/// 4 launch failure, 6 launch timeout, 8 invalid device function, 10 invalid device, 30 unknown,
+/// 38 no device, 48 no kernel image, 74 misaligned address. None of these numbers is used by the
+/// renumbered enum for another error the tables know.
 fn current_number(legacy: u32) -> u32 {
     match legacy {
         4 => 719,
         6 => 702,
         8 => 98,
+        10 => 101,
         30 => 999,
         38 => 100,
         48 => 209,
@@ -794,6 +811,25 @@ mod tests {
                 "drv-code-invalid-ptx",
                 Driver,
                 Some(Library),
+            ),
+            // wdrink/PyDeepFakeDet#1, wenwenyu/PICK-pytorch#14, ZhaoJ9014/face.evoLVe#58.
+            (
+                "RuntimeError: CUDA error: invalid device ordinal",
+                "lib-code-invalid-device",
+                Library,
+                Some(Driver),
+            ),
+            (
+                "RuntimeError: cuda runtime error (101) : invalid device ordinal at /pytorch/torch/csrc/cuda/Module.cpp:59",
+                "lib-code-invalid-device",
+                Library,
+                Some(Driver),
+            ),
+            (
+                "temp_x = x.cuda(self.device_id[i]) RuntimeError: CUDA error (10): invalid device ordinal",
+                "lib-code-invalid-device",
+                Library,
+                Some(Driver),
             ),
             // pytorch/pytorch#32893, NVIDIA/apex#124, NVIDIA/Fuser#4970.
             (

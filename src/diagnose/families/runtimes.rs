@@ -2,8 +2,9 @@
 //! wording: NCCL's result codes (`ncclInvalidUsage`, `ncclInternalError`), XLA's "DNN library
 //! initialization failed" trailer (JAX, TensorFlow on XLA), ONNX Runtime's execution-provider
 //! library that will not load, JAX's check of the CUDA components it finds, cuDNN 8's zlib on
-//! Windows, TensorRT engines built elsewhere, torch.compile's Triton on a GPU too old for it, and
-//! the container toolkit's CUDA requirement check.
+//! Windows, TensorRT engines built elsewhere, torch.compile's Triton on a GPU too old for it, a
+//! jax/jaxlib pair that does not go together, apt's unmet dependencies of NVIDIA packages, and the
+//! container toolkit's CUDA requirement check.
 //!
 //! Each is placed by what its mechanism says about the stack, with a second layer where the
 //! threads split, and never decisive: a catalogue entry with a source, or a line that names the
@@ -105,6 +106,21 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 Mechanism::Plain,
                 false,
             ));
+        } else if JAXLIB_PAIR.iter().all(|w| lower.contains(w))
+            || lower.contains("is newer than and incompatible with jax version")
+        {
+            found.push(at(
+                seg,
+                "lib-jax-jaxlib-pair",
+                Library,
+                None,
+                "jax and jaxlib are installed at versions that do not go together (jax checks the pair on import).",
+                "Install jax and jaxlib of one release together in the venv (`pip install -U \"jax[cuda12]\"` installs the matching jaxlib and its CUDA plugin); do not mix a conda jaxlib with a pip jax.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if let Some(f) = apt_unmet(seg, lower) {
+            found.push(f);
         } else if lower.contains("requirement error: unsatisfied condition: cuda") {
             found.push(at(
                 seg,
@@ -130,6 +146,62 @@ const JAX_CUDA_COMPONENTS: &[&str] = &[
     "unable to load cudnn. is it installed",
     "unable to load cuda. is it installed",
 ];
+
+/// jax's import-time check of jaxlib (jax/_src/lib/__init__.py).
+const JAXLIB_PAIR: &[&str] = &["jaxlib is version", "version of jax requires"];
+
+/// apt's "unmet dependencies" line for an NVIDIA package: the package manager cannot install
+/// the driver (or the toolkit) because packages of two versions or two repositories are mixed.
+/// Only the line that names the package (`pkg : Depends: …`) counts; the layer is the package's.
+fn apt_unmet(seg: &Segment<'_>, lower: &str) -> Option<Finding> {
+    let (package, rest) = lower.trim().split_once(" : depends:")?;
+    if !(rest.contains("not going to be installed")
+        || rest.contains("is to be installed")
+        || rest.contains("not installed"))
+    {
+        return None;
+    }
+    // The package is the word before " : Depends:" (a title may run into it on one line).
+    let package = package.split_whitespace().last()?;
+    let driver = [
+        "nvidia-",
+        "libnvidia",
+        "cuda-drivers",
+        "xserver-xorg-video-nvidia",
+    ]
+    .iter()
+    .any(|p| package.starts_with(p));
+    let toolkit = ["cuda-", "libcudnn", "libnccl"]
+        .iter()
+        .any(|p| package.starts_with(p))
+        || package == "cuda";
+    let fix = "Do not mix NVIDIA packages of two versions or two repositories (the distribution's and NVIDIA's CUDA repository): `sudo apt --fix-broken install`, purge the half-installed set (`sudo apt purge 'nvidia-*' 'libnvidia-*'` for the driver), keep one repository, then install the pinned version again (`stackpin install MANIFEST` installs it from the archive).";
+    if driver {
+        Some(at(
+            seg,
+            "drv-apt-unmet-dependencies",
+            Driver,
+            None,
+            "The package manager cannot install the NVIDIA driver: its packages' dependencies are unmet (a mix of versions or repositories, or a half-finished earlier install).",
+            fix,
+            Mechanism::Plain,
+            false,
+        ))
+    } else if toolkit {
+        Some(at(
+            seg,
+            "tk-apt-unmet-dependencies",
+            Toolkit,
+            Some(Driver),
+            "The package manager cannot install the CUDA toolkit packages: their dependencies are unmet (a mix of CUDA versions or repositories; the `cuda` meta-package also pulls a driver).",
+            fix,
+            Mechanism::Plain,
+            false,
+        ))
+    } else {
+        None
+    }
+}
 
 /// NCCL's result codes on a line that names NCCL: invalid usage (the program's ranks and GPUs)
 /// and internal errors (the transport under the collective: P2P, shared memory, the network).
@@ -345,6 +417,58 @@ mod tests {
             );
             assert!(f.fix.contains("torch.compile"), "{}", f.fix);
         }
+    }
+
+    #[test]
+    fn a_jax_and_jaxlib_that_do_not_go_together_are_the_library() {
+        // jax-ml/jax#15876, Zuricho/ParallelFold#13, jax-ml/jax#17638.
+        for log in [
+            "RuntimeError: jaxlib is version 0.3.25, but this version of jax requires version >= 0.4.7.",
+            "ValueError: jaxlib is version 0.1.69, but this version of jax requires version 0.1.74.",
+            "RuntimeError: jaxlib version 0.4.14 is newer than and incompatible with jax version 0.4.6. Please update your jax and/or jaxlib packages.",
+        ] {
+            assert_eq!(
+                layers(log),
+                Some(("lib-jax-jaxlib-pair", Library, None)),
+                "{log}"
+            );
+        }
+    }
+
+    #[test]
+    fn apts_unmet_dependencies_are_the_layer_of_the_package_named() {
+        // rajeshroy402/DeepStream-dGPU-Installation#6, david-xinyuwei/david-share#3,
+        // dlandon/zoneminder.machine.learning#65: the driver's packages.
+        for log in [
+            "The following packages have unmet dependencies:\n nvidia-dkms-510 : Depends: nvidia-kernel-common-510 (>= 510.73.05) but 510.47.03-0ubuntu1 is to be installed",
+            "The following packages have unmet dependencies:\n nvidia-driver-565 : Depends: libnvidia-gl-565 (= 565.57.01-0ubuntu1) but it is not going to be installed",
+            " cuda-drivers : Depends: nvidia-compute-utils-440 (>= 440.33.01) but it is not installed",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer),
+                ("drv-apt-unmet-dependencies", Driver),
+                "{log}"
+            );
+            assert!(f.fix.contains("--fix-broken"), "{}", f.fix);
+        }
+        // NVIDIA/nvidia-docker#1285: the toolkit's packages.
+        assert_eq!(
+            layers(
+                "The following packages have unmet dependencies: cuda-cudart-dev-10-1 : Depends: cuda-cudart-10-1 (>= 10.1.243) but 10.1.105-1 is to be installed"
+            )
+            .map(|(id, layer, _)| (id, layer)),
+            Some(("tk-apt-unmet-dependencies", Toolkit))
+        );
+        // Another package's unmet dependency, or the bare summary, names no GPU layer.
+        assert_eq!(
+            first(" jdk-11.0.2 : Depends: libasound2 but it is not going to be installed"),
+            None
+        );
+        assert_eq!(
+            first("E: Unable to correct problems, you have held broken packages."),
+            None
+        );
     }
 
     #[test]
