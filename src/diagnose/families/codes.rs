@@ -507,7 +507,11 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
         let c = &UNKNOWN_AT_INIT;
         let unknown = c.words.iter().any(|w| lower.contains(w))
             || number.is_some_and(|n| c.numbers.contains(&n));
-        if unknown && lower.contains("cuda") && AT_INIT.iter().any(|w| lower.contains(w)) {
+        // "CUDA unknown error" (those words in that order) is torch's device-count wording at
+        // start-up (c10's CUDAFunctions), so it is at initialisation by itself.
+        let at_init =
+            lower.contains("cuda unknown error") || AT_INIT.iter().any(|w| lower.contains(w));
+        if unknown && lower.contains("cuda") && at_init {
             found.push(at(
                 seg,
                 c.id,
@@ -548,7 +552,8 @@ fn current_number(legacy: u32) -> u32 {
 }
 
 /// A CUDA error number on the line: `error 35`, `error: 35`, `code=100`, `error code 30`,
-/// `cuda runtime error (8)`.
+/// `cuda runtime error (8)`, and TensorRT's `Cuda Error in allocate: 2` (the call named between
+/// "in" and the colon).
 fn error_number(lower: &str) -> Option<u32> {
     ["error code", "code", "error", "failure"]
         .iter()
@@ -556,6 +561,16 @@ fn error_number(lower: &str) -> Option<u32> {
             lower
                 .match_indices(word)
                 .find_map(|(at, _)| number_after(lower, at + word.len()))
+        })
+        .or_else(|| {
+            let after = lower.find("cuda error in ")? + "cuda error in ".len();
+            let colon = after + lower.get(after..)?.find(':')?;
+            // One word (the call) between "in" and the colon.
+            let call = lower.get(after..colon)?;
+            if call.is_empty() || call.contains(' ') {
+                return None;
+            }
+            number_after(lower, colon + 1)
         })
 }
 
@@ -668,6 +683,42 @@ mod tests {
             assert!(f.fix.contains("nvidia_uvm"), "{}", f.fix);
         }
         assert_eq!(first("RuntimeError: CUDA error: unknown error"), None);
+    }
+
+    #[test]
+    fn torchs_cuda_unknown_error_wording_is_start_up_by_itself() {
+        // LiuHC0428/LAW-GPT#33, pytorch/pytorch#115340 (both cured by reloading nvidia_uvm /
+        // the driver's state, per pytorch/pytorch#49081 which the second cites).
+        for log in [
+            "RuntimeError: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero.",
+            "RuntimeError: CUDA unknown error",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer, f.second),
+                ("drv-code-unknown-at-init", Driver, Some(Hardware)),
+                "{log}"
+            );
+        }
+        // The runtime's own string mid-run still names nothing.
+        assert_eq!(first("RuntimeError: CUDA error: unknown error"), None);
+    }
+
+    #[test]
+    fn tensorrts_cuda_error_in_a_call_is_read_through_the_table() {
+        // tensorflow/tensorflow#20780 (TF-TRT), NVIDIA/TensorRT#840,
+        // linghu8812/tensorrt_inference#117: error 2 in TensorRT's allocator is out of memory.
+        for log in [
+            "2018-08-07 15:19:10.469900: E tensorflow/contrib/tensorrt/log/trt_logger.cc:38] DefaultLogger runtime.cpp (16) - Cuda Error in allocate: 2",
+            "ERROR: ../rtSafe/safeRuntime.cpp (25) - Cuda Error in allocate: 2 (out of memory)",
+            "[08/03/2022-23:18:05] [E] [TRT] ../rtSafe/safeRuntime.cpp (25) - Cuda Error in allocate: 2 (out of memory)",
+        ] {
+            assert_eq!(
+                first(log).map(|f| (f.id, f.layer)),
+                Some(("mem-code-allocation", Memory)),
+                "{log}"
+            );
+        }
     }
 
     #[test]

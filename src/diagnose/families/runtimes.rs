@@ -3,8 +3,9 @@
 //! initialization failed" trailer (JAX, TensorFlow on XLA), ONNX Runtime's execution-provider
 //! library that will not load, JAX's check of the CUDA components it finds, cuDNN 8's zlib on
 //! Windows, TensorRT engines built elsewhere, torch.compile's Triton on a GPU too old for it, a
-//! jax/jaxlib pair that does not go together, apt's unmet dependencies of NVIDIA packages, and the
-//! container toolkit's CUDA requirement check.
+//! jax/jaxlib pair that does not go together, apt's unmet dependencies of NVIDIA packages, a failed
+//! make in the driver's DKMS folder, torch.distributed's process-group misuse, TensorRT rejecting an
+//! exported model, and the container toolkit's CUDA requirement check.
 //!
 //! Each is placed by what its mechanism says about the stack, with a second layer where the
 //! threads split, and never decisive: a catalogue entry with a source, or a line that names the
@@ -119,6 +120,41 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 Mechanism::Plain,
                 false,
             ));
+        } else if lower.contains("/var/lib/dkms/nvidia")
+            && (lower.contains("*** [") || lower.contains("error") || lower.contains("consult "))
+        {
+            found.push(at(
+                seg,
+                "drv-dkms-make-failed",
+                Driver,
+                None,
+                "DKMS could not build the NVIDIA kernel module: the make step in the driver's DKMS build folder failed (in any language), so the running kernel has no NVIDIA module.",
+                "Read the make.log it names for the first `error:`; install the running kernel's headers (linux-headers-$(uname -r), kernel-devel or kernel-headers) and rebuild (`sudo dkms autoinstall`); if the kernel is newer than the driver release supports, pin a newer driver release (`stackpin pin --library NAME==VERSION --os linux --driver VERSION`) or boot the previous kernel. Reinstalling the same driver rebuilds the same way.",
+                Mechanism::DriverBuild,
+                true,
+            ));
+        } else if PROCESS_GROUP_MISUSE.iter().any(|w| lower.contains(w)) {
+            found.push(at(
+                seg,
+                "lib-dist-process-group",
+                Library,
+                None,
+                "torch.distributed's default process group is set up twice, or used before it is set up: the training program's launch or its own initialisation, not the GPU stack.",
+                "Start the program with the launcher it expects (torchrun, or its `--launcher pytorch` option) and call `init_process_group` once per process (guard it with `torch.distributed.is_initialized()`; in a notebook, restart the kernel before running the setup again).",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if TRT_MODEL_IMPORT.iter().any(|w| lower.contains(w)) {
+            found.push(at(
+                seg,
+                "lib-tensorrt-model-import",
+                Library,
+                Some(Toolkit),
+                "TensorRT could not turn the model into a network: the exported ONNX model has inputs, nodes or an opset this TensorRT does not accept (or names the build script does not expect).",
+                "Re-export the ONNX model from the training library with the opset and input names the build expects (simplify it, e.g. with onnx-simplifier), or use a TensorRT release that supports its operators; check the build script's input names against the model's.",
+                Mechanism::Plain,
+                false,
+            ));
         } else if let Some(f) = apt_unmet(seg, lower) {
             found.push(f);
         } else if lower.contains("requirement error: unsatisfied condition: cuda") {
@@ -145,6 +181,22 @@ const JAX_CUDA_COMPONENTS: &[&str] = &[
     "outdated cuda installation found",
     "unable to load cudnn. is it installed",
     "unable to load cuda. is it installed",
+];
+
+/// torch.distributed's own messages about the default process group (distributed_c10d.py).
+const PROCESS_GROUP_MISUSE: &[&str] = &[
+    "trying to initialize the default process group twice",
+    "default process group has not been initialized",
+];
+
+/// TensorRT's ONNX parser and network checks rejecting the model (nvonnxparser, trtexec).
+const TRT_MODEL_IMPORT: &[&str] = &[
+    "failed to parse the onnx",
+    "failure while parsing onnx",
+    "unsupported_node:",
+    "invalid_graph:",
+    "in the network inputs! please make sure the input tensor names",
+    "network must have at least one output",
 ];
 
 /// jax's import-time check of jaxlib (jax/_src/lib/__init__.py).
@@ -469,6 +521,65 @@ mod tests {
             first("E: Unable to correct problems, you have held broken packages."),
             None
         );
+    }
+
+    #[test]
+    fn a_failed_make_in_the_drivers_dkms_folder_is_the_driver_build_in_any_language() {
+        // Tk-Glitch/PKGBUILDS#414, NVIDIA/open-gpu-kernel-modules#635,
+        // clearlinux/distribution#1133.
+        for log in [
+            "make[1]: *** [Makefile:1652: /var/lib/dkms/nvidia/435.27.08/build] Error 2",
+            "Consult /var/lib/dkms/nvidia/545.29.02/build/make.log for more information.",
+            "       Consult /var/lib/dkms/nvidia/390.87/build/make.log for more",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!((f.id, f.layer), ("drv-dkms-make-failed", Driver), "{log}");
+            assert_eq!(f.mechanism, Mechanism::DriverBuild);
+        }
+        // Another module's DKMS failure (xanmod/linux#46), or a module signed after a good build
+        // (Frogging-Family/linux-tkg#1044), names no NVIDIA failure.
+        assert_eq!(
+            first("Consult /var/lib/dkms/bbswitch/0.8/build/make.log for more information."),
+            None
+        );
+        assert_eq!(
+            first("Signing module /var/lib/dkms/nvidia/565.77/build/nvidia.ko"),
+            None
+        );
+    }
+
+    #[test]
+    fn torch_distributed_process_group_misuse_is_the_program() {
+        // SwinTransformer/Swin-Transformer-Object-Detection#150,
+        // CVIU-CSU/M2MRF-Lesion-Segmentation#16, SLDGroup/GreedyViG#1 (fixed by the launcher).
+        for log in [
+            "RuntimeError: trying to initialize the default process group twice!",
+            "    raise RuntimeError(\"trying to initialize the default process group \"\nRuntimeError: trying to initialize the default process group twice!",
+            "RuntimeError: Default process group has not been initialized, please make sure to call init_process_group.",
+        ] {
+            assert_eq!(
+                layers(log),
+                Some(("lib-dist-process-group", Library, None)),
+                "{log}"
+            );
+        }
+    }
+
+    #[test]
+    fn tensorrt_rejecting_the_exported_model_is_the_library_with_tensorrt_second() {
+        // TrojanXu/yolov5-tensorrt#12 (TensorRT 6 too old for the export), GeekAlexis/FastMOT#232,
+        // linghu8812/tensorrt_inference#61.
+        for log in [
+            "ERROR: Failed to parse the ONNX file.\nIn node 0 (importModel): INVALID_GRAPH: Assertion failed: tensors.count(input_name)",
+            "2021-12-23 10:38:38 [   ERROR] In node -1 (scaleHelper): UNSUPPORTED_NODE: Assertion failed: dims.nbDims == 4 || dims.nbDims == 5",
+            "[03/09/2021-10:37:07] [E] Failure while parsing ONNX file",
+        ] {
+            assert_eq!(
+                layers(log),
+                Some(("lib-tensorrt-model-import", Library, Some(Toolkit))),
+                "{log}"
+            );
+        }
     }
 
     #[test]
