@@ -19,7 +19,11 @@ pub(super) const ENTRIES: &[Entry] = &[
         cause: "nvidia-smi cannot talk to the kernel driver: the module is not loaded (a new \
                 kernel without a DKMS rebuild, Secure Boot refusing an unsigned module, or a \
                 Windows feature update that replaced the NVIDIA driver).",
-        fix: REINSTALL_FROM_ARCHIVE,
+        fix: "Check that the module exists for the running kernel (`dkms status` against \
+              `uname -r`): if it was never built for this kernel, install the kernel's headers \
+              and rebuild, pin a driver release that supports the kernel, or boot a kernel the \
+              driver supports; otherwise reinstall the pinned driver from the archive \
+              (`stackpin repair MANIFEST`), reboot, and run `stackpin prove MANIFEST` again.",
         example: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. \
                   Make sure that the latest NVIDIA driver is installed and running.",
         source: "https://github.com/ci-for-research/self-hosted-runners/issues/40",

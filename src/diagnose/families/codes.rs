@@ -56,7 +56,11 @@ const CUDA_CODES: &[Code] = &[
     Code {
         id: "drv-code-stub-library",
         numbers: &[34],
-        words: &["cudaerrorstublibrary", "cuda driver is a stub library"],
+        words: &[
+            "cudaerrorstublibrary",
+            "cuda_error_stub_library",
+            "cuda driver is a stub library",
+        ],
         layer: Driver,
         second: None,
         cause: "The toolkit's stub libcuda was loaded instead of the driver's (cudaErrorStubLibrary, 34): no driver is installed, or the stubs folder is on the loader path.",
@@ -87,6 +91,22 @@ const CUDA_CODES: &[Code] = &[
         cause: "CUDA finds the GPU busy or unavailable (cudaErrorDevicesUnavailable, 46): the card is in exclusive-process mode with another process on it, or the driver stack cannot hand it out (under WSL, a Windows driver or build that does not support it).",
         fix: "Check `nvidia-smi -q -d COMPUTE` (set Default mode with `nvidia-smi -c 0`) and the processes on the card; under WSL update the Windows NVIDIA driver and Windows/WSL. If dmesg shows NVRM errors for the card, treat it as hardware.",
         mechanism: Mechanism::DriverAccess,
+    },
+    Code {
+        // wdrink/PyDeepFakeDet#1, LuyaooChen/uninformed-students-pytorch#3 (`cuda:1` on a
+        // one-GPU machine), wenwenyu/PICK-pytorch#14 (more processes than visible GPUs).
+        id: "lib-code-invalid-device",
+        numbers: &[101],
+        words: &[
+            "cudaerrorinvaliddevice",
+            "cuda_error_invalid_device",
+            "invalid device ordinal",
+        ],
+        layer: Library,
+        second: Some(Driver),
+        cause: "The program asks for a GPU index that is not there (invalid device ordinal, 101): a hard-coded `cuda:N`, more processes per node than visible GPUs, or CUDA_VISIBLE_DEVICES hiding cards; or the driver sees fewer GPUs than expected.",
+        fix: "Count the GPUs CUDA sees (`nvidia-smi -L`, and CUDA_VISIBLE_DEVICES); make the program use indices below that count (`cuda:0` on one GPU; --nproc_per_node no larger than the visible GPUs). If `nvidia-smi` lists fewer cards than the machine has, see the driver.",
+        mechanism: Mechanism::Plain,
     },
     Code {
         id: "lib-code-no-kernel-image",
@@ -145,6 +165,7 @@ const CUDA_CODES: &[Code] = &[
         numbers: &[222],
         words: &[
             "cudaerrorunsupportedptxversion",
+            "cuda_error_unsupported_ptx_version",
             // The CUDA error string; users retype it ("complied"), so the stable words only.
             "unsupported toolchain",
         ],
@@ -193,6 +214,77 @@ const CUDA_CODES: &[Code] = &[
         mechanism: Mechanism::Plain,
     },
     Code {
+        // The driver API's name and the runtime's for one failure: the module's binary does not
+        // load (arrayfire/arrayfire#2527, StanfordLegion/legion#660: the library's generated
+        // code; cupy/cupy#8045: a release without the card's architecture).
+        id: "lib-code-invalid-image",
+        numbers: &[200],
+        words: &[
+            "cuda_error_invalid_image",
+            "cudaerrorinvalidkernelimage",
+            "device kernel image is invalid",
+        ],
+        layer: Library,
+        second: Some(Driver),
+        cause: "The GPU code of a module will not load (invalid kernel image, 200): the library (or its JIT) produced or shipped code this GPU and driver cannot run.",
+        fix: "Install the library release that supports this GPU's compute capability (its release notes list them); if it generates kernels at run time, update it (or shorten what it JIT-compiles). If every CUDA program fails this way, update the driver.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        // nicehash/excavator#54 and NVIDIA-AI-IOT/Lidar_AI_Solution#35 (a driver older than the
+        // toolkit that wrote the PTX); huggingface/candle#3210 (PTX built for another target).
+        id: "drv-code-invalid-ptx",
+        numbers: &[218],
+        words: &[
+            "cuda_error_invalid_ptx",
+            "cudaerrorinvalidptx",
+            "ptx jit compilation failed",
+        ],
+        layer: Driver,
+        second: Some(Library),
+        cause: "The driver could not JIT-compile the program's PTX (218): most often the driver is older than the CUDA that wrote the PTX, otherwise the PTX was built for another target.",
+        fix: "Install a driver at least as new as the toolkit that built the program (the manifest's pin; `stackpin check MANIFEST` enforces the pair), reboot, and run again; if the driver is current, rebuild the program for this GPU's compute capability.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        id: "drv-code-jit-compiler-missing",
+        numbers: &[221],
+        words: &[
+            "cuda_error_jit_compiler_not_found",
+            "cudaerrorjitcompilernotfound",
+            "ptx jit compiler library not found",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The driver's PTX JIT compiler library (libnvidia-ptxjitcompiler) is missing (221): a partial driver install, or a container that was not given it.",
+        fix: "Reinstall the pinned driver completely (`stackpin repair MANIFEST`); in a container, start it with the NVIDIA runtime and the compute capability (`--gpus all`, NVIDIA_DRIVER_CAPABILITIES=compute,utility).",
+        mechanism: Mechanism::DriverAccess,
+    },
+    Code {
+        // Kernel faults that name no layer by themselves, like an illegal address: pytorch/
+        // pytorch#32893 and valeoai/WaffleIron#4 (misaligned address: fixed by another torch
+        // build), NVIDIA/apex#124 (legacy `cuda runtime error (74)`).
+        id: "lib-code-kernel-fault",
+        numbers: &[714, 715, 716, 718],
+        words: &[
+            "cudaerrormisalignedaddress",
+            "cuda_error_misaligned_address",
+            "misaligned address",
+            "cudaerrorillegalinstruction",
+            "cuda_error_illegal_instruction",
+            "an illegal instruction was encountered",
+            "cudaerrorhardwarestackerror",
+            "cuda_error_hardware_stack_error",
+            "cudaerrorinvalidpc",
+            "cuda_error_invalid_pc",
+        ],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "A GPU kernel faulted (misaligned address, illegal instruction, stack error): usually a bug in a kernel of the library, an extension or the model code, or a library build that does not fit; rarely the card.",
+        fix: "Run once with CUDA_LAUNCH_BLOCKING=1 to find the kernel; install the library build made for this GPU and CUDA (its newest patch release) and rebuild custom extensions against it. If it strikes random kernels, check dmesg for NVRM Xid lines and test the card.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
         id: "drv-code-system-not-ready",
         numbers: &[802],
         words: &["cudaerrorsystemnotready", "system not yet initialized"],
@@ -210,6 +302,7 @@ const CUDA_CODES: &[Code] = &[
             "unsupported display driver / cuda driver combination",
             "forward compatibility was attempted on non supported hw",
             "cudaerrorcompatnotsupportedondevice",
+            "cuda_error_compat_not_supported_on_device",
         ],
         layer: Driver,
         second: None,
@@ -414,7 +507,11 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
         let c = &UNKNOWN_AT_INIT;
         let unknown = c.words.iter().any(|w| lower.contains(w))
             || number.is_some_and(|n| c.numbers.contains(&n));
-        if unknown && lower.contains("cuda") && AT_INIT.iter().any(|w| lower.contains(w)) {
+        // "CUDA unknown error" (those words in that order) is torch's device-count wording at
+        // start-up (c10's CUDAFunctions), so it is at initialisation by itself.
+        let at_init =
+            lower.contains("cuda unknown error") || AT_INIT.iter().any(|w| lower.contains(w));
+        if unknown && lower.contains("cuda") && at_init {
             found.push(at(
                 seg,
                 c.id,
@@ -437,23 +534,26 @@ fn is_legacy(lower: &str) -> bool {
 }
 
 /// Today's number for a pre-CUDA-10.1 code (the ones the tables know; others unchanged):
-/// 4 launch failure, 6 launch timeout, 8 invalid device function, 30 unknown, 38 no device,
-/// 48 no kernel image. None of these numbers is used by the renumbered enum for another
-/// error the tables know.
+/// 4 launch failure, 6 launch timeout, 8 invalid device function, 10 invalid device, 30 unknown,
+/// 38 no device, 48 no kernel image, 74 misaligned address. None of these numbers is used by the
+/// renumbered enum for another error the tables know.
 fn current_number(legacy: u32) -> u32 {
     match legacy {
         4 => 719,
         6 => 702,
         8 => 98,
+        10 => 101,
         30 => 999,
         38 => 100,
         48 => 209,
+        74 => 716,
         n => n,
     }
 }
 
 /// A CUDA error number on the line: `error 35`, `error: 35`, `code=100`, `error code 30`,
-/// `cuda runtime error (8)`.
+/// `cuda runtime error (8)`, and TensorRT's `Cuda Error in allocate: 2` (the call named between
+/// "in" and the colon).
 fn error_number(lower: &str) -> Option<u32> {
     ["error code", "code", "error", "failure"]
         .iter()
@@ -461,6 +561,16 @@ fn error_number(lower: &str) -> Option<u32> {
             lower
                 .match_indices(word)
                 .find_map(|(at, _)| number_after(lower, at + word.len()))
+        })
+        .or_else(|| {
+            let after = lower.find("cuda error in ")? + "cuda error in ".len();
+            let colon = after + lower.get(after..)?.find(':')?;
+            // One word (the call) between "in" and the colon.
+            let call = lower.get(after..colon)?;
+            if call.is_empty() || call.contains(' ') {
+                return None;
+            }
+            number_after(lower, colon + 1)
         })
 }
 
@@ -576,6 +686,42 @@ mod tests {
     }
 
     #[test]
+    fn torchs_cuda_unknown_error_wording_is_start_up_by_itself() {
+        // LiuHC0428/LAW-GPT#33, pytorch/pytorch#115340 (both cured by reloading nvidia_uvm /
+        // the driver's state, per pytorch/pytorch#49081 which the second cites).
+        for log in [
+            "RuntimeError: CUDA unknown error - this may be due to an incorrectly set up environment, e.g. changing env variable CUDA_VISIBLE_DEVICES after program start. Setting the available devices to be zero.",
+            "RuntimeError: CUDA unknown error",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer, f.second),
+                ("drv-code-unknown-at-init", Driver, Some(Hardware)),
+                "{log}"
+            );
+        }
+        // The runtime's own string mid-run still names nothing.
+        assert_eq!(first("RuntimeError: CUDA error: unknown error"), None);
+    }
+
+    #[test]
+    fn tensorrts_cuda_error_in_a_call_is_read_through_the_table() {
+        // tensorflow/tensorflow#20780 (TF-TRT), NVIDIA/TensorRT#840,
+        // linghu8812/tensorrt_inference#117: error 2 in TensorRT's allocator is out of memory.
+        for log in [
+            "2018-08-07 15:19:10.469900: E tensorflow/contrib/tensorrt/log/trt_logger.cc:38] DefaultLogger runtime.cpp (16) - Cuda Error in allocate: 2",
+            "ERROR: ../rtSafe/safeRuntime.cpp (25) - Cuda Error in allocate: 2 (out of memory)",
+            "[08/03/2022-23:18:05] [E] [TRT] ../rtSafe/safeRuntime.cpp (25) - Cuda Error in allocate: 2 (out of memory)",
+        ] {
+            assert_eq!(
+                first(log).map(|f| (f.id, f.layer)),
+                Some(("mem-code-allocation", Memory)),
+                "{log}"
+            );
+        }
+    }
+
+    #[test]
     fn legacy_thc_numbers_are_read_through_todays_table() {
         for (log, id) in [
             (
@@ -685,6 +831,79 @@ mod tests {
             );
             assert!(f.fix.contains("ALLOW_GROWTH"), "{}", f.fix);
             assert!(f.fix.contains("~/.nv"), "{}", f.fix);
+        }
+    }
+
+    #[test]
+    fn driver_api_names_are_read_like_the_runtimes() {
+        for (log, id, layer, second) in [
+            // arrayfire/arrayfire#2527, StanfordLegion/legion#660.
+            (
+                "CU Error CUDA_ERROR_INVALID_IMAGE(200): device kernel image is invalid",
+                "lib-code-invalid-image",
+                Library,
+                Some(Driver),
+            ),
+            (
+                "CU: cuModuleLoadDataEx = 200 (CUDA_ERROR_INVALID_IMAGE): device kernel image is invalid",
+                "lib-code-invalid-image",
+                Library,
+                Some(Driver),
+            ),
+            // chelsea0x3b/cudarc#278, NVIDIA-AI-IOT/Lidar_AI_Solution#35.
+            (
+                "called `Result::unwrap()` on an `Err` value: DriverError(CUDA_ERROR_INVALID_PTX, \"a PTX JIT compilation failed\")",
+                "drv-code-invalid-ptx",
+                Driver,
+                Some(Library),
+            ),
+            (
+                "CUDA Runtime error create_frustum_kernel # a PTX JIT compilation failed, code = cudaErrorInvalidPtx [ 218 ] in file camera-geometry.cu:209",
+                "drv-code-invalid-ptx",
+                Driver,
+                Some(Library),
+            ),
+            // wdrink/PyDeepFakeDet#1, wenwenyu/PICK-pytorch#14, ZhaoJ9014/face.evoLVe#58.
+            (
+                "RuntimeError: CUDA error: invalid device ordinal",
+                "lib-code-invalid-device",
+                Library,
+                Some(Driver),
+            ),
+            (
+                "RuntimeError: cuda runtime error (101) : invalid device ordinal at /pytorch/torch/csrc/cuda/Module.cpp:59",
+                "lib-code-invalid-device",
+                Library,
+                Some(Driver),
+            ),
+            (
+                "temp_x = x.cuda(self.device_id[i]) RuntimeError: CUDA error (10): invalid device ordinal",
+                "lib-code-invalid-device",
+                Library,
+                Some(Driver),
+            ),
+            // pytorch/pytorch#32893, NVIDIA/apex#124, NVIDIA/Fuser#4970.
+            (
+                "RuntimeError: CUDA error: misaligned address",
+                "lib-code-kernel-fault",
+                Library,
+                Some(Hardware),
+            ),
+            (
+                "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCTensorCopy.cu line=84 error=74 : misaligned address",
+                "lib-code-kernel-fault",
+                Library,
+                Some(Hardware),
+            ),
+            (
+                "CUDA_ERROR_MISALIGNED_ADDRESS failed with error misaligned address",
+                "lib-code-kernel-fault",
+                Library,
+                Some(Hardware),
+            ),
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!((f.id, f.layer, f.second), (id, layer, second), "{log}");
         }
     }
 

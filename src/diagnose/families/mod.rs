@@ -17,6 +17,8 @@
 //!   CUDA toolset).
 //! - [`symbols`]: undefined symbols placed by what they belong to (torch's C++ API, the CUDA
 //!   driver API, the runtime's registration hooks).
+//! - [`runtimes`]: the runtimes around CUDA: NCCL's result codes, XLA's DNN start-up, ONNX
+//!   Runtime's provider library, the container toolkit's CUDA requirement.
 //! - [`own`]: stackpin's own failure texts and a `failed-run.yaml` given to `diagnose`.
 //!
 //! A [`Finding`] is *decisive* when its mechanism used evidence the catalogue cannot see (where
@@ -29,6 +31,7 @@ pub mod kernel_log;
 pub mod loader;
 pub mod messages;
 pub mod own;
+pub mod runtimes;
 pub mod status;
 pub mod symbols;
 
@@ -78,6 +81,7 @@ pub fn best(text: &str) -> Option<Finding> {
     found.extend(messages::find(&segments));
     found.extend(status::find(&segments));
     found.extend(kernel_log::find(&segments));
+    found.extend(runtimes::find(&segments));
     found
         .into_iter()
         .enumerate()
