@@ -62,10 +62,9 @@ impl Invocation {
         if words[..at].iter().any(|w| w != "sudo") {
             return None;
         }
-        let mut root = crate::cli::Cli::command();
-        root.build();
+        let root = command_tree();
         // Walk to the deepest subcommand named (`data update`, `record export`).
-        let mut command = &root;
+        let mut command = root;
         let mut end = at + 1;
         while let Some(next) = words.get(end).and_then(|w| command.find_subcommand(w)) {
             command = next;
@@ -169,6 +168,16 @@ fn positional_count(command: &clap::Command, words: &[String]) -> usize {
         }
     }
     count
+}
+
+/// stackpin's command tree, built once: a report can quote dozens of hints.
+fn command_tree() -> &'static clap::Command {
+    static TREE: OnceLock<clap::Command> = OnceLock::new();
+    TREE.get_or_init(|| {
+        let mut root = crate::cli::Cli::command();
+        root.build();
+        root
+    })
 }
 
 static CURRENT: OnceLock<Invocation> = OnceLock::new();
