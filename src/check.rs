@@ -290,3 +290,147 @@ pub fn gpu_rules(m: &Manifest, compute: &str) -> Vec<Problem> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHIPPED: &str = include_str!("../manifests/torch-2.5.1-cu124-linux.yaml");
+
+    /// The shipped torch manifest with one line replaced, checked as `stackpin check` would.
+    fn checked(from: &str, to: &str, gpus: &[&str]) -> Report {
+        assert!(SHIPPED.contains(from), "the shipped manifest has `{from}`");
+        let text = SHIPPED.replacen(from, to, 1);
+        let m = manifest::parse(&text, std::path::Path::new("torch.yaml")).expect("parses");
+        let gpus: Vec<String> = gpus.iter().map(|g| g.to_string()).collect();
+        check_for_gpus(&m, Some(&text), &gpus)
+    }
+
+    fn errors_on<'r>(report: &'r Report, field: &str) -> Vec<&'r Problem> {
+        report
+            .problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error && p.field == field)
+            .collect()
+    }
+
+    #[test]
+    fn the_shipped_manifest_passes_without_errors() {
+        let report = checked("", "", &[]);
+        assert!(report.ok, "{:#?}", report.problems);
+        assert_eq!(report.count(Severity::Error), 0);
+    }
+
+    #[test]
+    fn a_driver_older_than_the_toolkits_minimum_is_an_error_on_its_line_with_the_minimum() {
+        let report = checked("\"595.71.05\"", "\"535.104.05\"", &[]);
+        assert!(!report.ok);
+        let errors = errors_on(&report, "driver.version");
+        assert_eq!(errors.len(), 1, "{:#?}", report.problems);
+        let e = errors[0];
+        assert!(
+            e.message.contains("550.54.15"),
+            "names the minimum: {}",
+            e.message
+        );
+        assert!(
+            e.message.contains("535.104.05"),
+            "names the pinned driver: {}",
+            e.message
+        );
+        let line = SHIPPED
+            .lines()
+            .position(|l| l.contains("version: \"595.71.05\""))
+            .map(|i| i + 1);
+        assert_eq!(e.line, line, "placed on the driver's version line");
+    }
+
+    #[test]
+    fn a_newer_driver_than_the_minimum_passes_the_one_way_rule() {
+        let report = checked("\"595.71.05\"", "\"550.54.15\"", &[]);
+        assert!(
+            errors_on(&report, "driver.version").is_empty(),
+            "{:#?}",
+            report.problems
+        );
+    }
+
+    #[test]
+    fn a_toolkit_line_the_library_does_not_support_is_an_error_naming_the_supported_lines() {
+        let report = checked("version: \"12.4.1\"", "version: \"12.6.3\"", &[]);
+        let errors = errors_on(&report, "toolkit.version");
+        assert_eq!(errors.len(), 1, "{:#?}", report.problems);
+        let message = &errors[0].message;
+        assert!(message.contains("12.6"), "{message}");
+        assert!(
+            message.contains("12.4"),
+            "names the stable lines: {message}"
+        );
+    }
+
+    #[test]
+    fn a_python_without_wheels_is_an_error_naming_the_range() {
+        let report = checked("python_version: \"3.12\"", "python_version: \"3.13\"", &[]);
+        let errors = errors_on(&report, "library.python_version");
+        assert_eq!(errors.len(), 1, "{:#?}", report.problems);
+        assert!(
+            errors[0].message.contains("3.9 to 3.12"),
+            "{}",
+            errors[0].message
+        );
+    }
+
+    #[test]
+    fn an_unknown_library_release_is_a_warning_the_user_vouches_for_never_an_error() {
+        let report = checked("version: \"2.5.1\"", "version: \"2.99.0\"", &[]);
+        assert!(report.ok, "{:#?}", report.problems);
+        assert!(
+            report
+                .problems
+                .iter()
+                .any(|p| p.field == "library.version" && p.message.contains("vouch")),
+            "{:#?}",
+            report.problems
+        );
+    }
+
+    #[test]
+    fn another_wheel_index_warns_that_it_may_serve_another_build() {
+        let report = checked("whl/cu124", "whl/cu121", &[]);
+        assert!(
+            report
+                .problems
+                .iter()
+                .any(|p| p.field == "library.pip.index_url" && p.severity == Severity::Warning),
+            "{:#?}",
+            report.problems
+        );
+    }
+
+    #[test]
+    fn gpu_rules_apply_only_for_the_cards_named() {
+        // torch 2.5.1's CUDA 12.4 build carries no Blackwell (12.0) kernels.
+        let without = checked("", "", &[]);
+        let with = checked("", "", &["12.0"]);
+        assert!(without.ok);
+        assert!(!with.ok, "{:#?}", with.problems);
+        assert!(
+            with.problems
+                .iter()
+                .any(|p| p.severity == Severity::Error && p.message.contains("12.0")),
+            "{:#?}",
+            with.problems
+        );
+        // A card the stack drives and compiles for adds no error.
+        assert!(checked("", "", &["8.9"]).ok);
+    }
+
+    #[test]
+    fn errors_sort_before_warnings() {
+        let report = checked("\"595.71.05\"", "\"535.104.05\"", &[]);
+        let severities: Vec<Severity> = report.problems.iter().map(|p| p.severity).collect();
+        let mut sorted = severities.clone();
+        sorted.sort();
+        assert_eq!(severities, sorted);
+    }
+}
