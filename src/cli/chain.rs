@@ -11,8 +11,8 @@ use super::term::CliReporter;
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
+use crate::exec::step::shell_words;
 use crate::install::plan;
-use crate::install::runner::shell_words;
 use crate::install::{
     self, ChainEnd, InstallOptions, InstallReport, LayerAction, host_view::LiveHost,
 };

@@ -7,8 +7,8 @@ use anyhow::anyhow;
 use super::chain::{InstallArgs, finish, not_fetched, run_install};
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::exec::step::shell_words;
 use crate::install::plan::{self, Verdict};
-use crate::install::runner::shell_words;
 use crate::install::{self, host_view::LiveHost};
 
 pub const PLAN_EXAMPLES: &str = "\

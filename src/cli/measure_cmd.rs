@@ -13,10 +13,10 @@ use serde::Serialize;
 
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::exec::step::StepStatus;
 use crate::host::library_probe::PROBE_SCRIPT;
 use crate::host::nvidia_smi;
 use crate::host::{RealSystem, System};
-use crate::install::runner::{self, StepStatus};
 use crate::library::LibraryDescription;
 use crate::manifest::duration_text;
 use crate::prove::measure::{self, CommandMemory, MeasureRequest};
@@ -106,7 +106,7 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
             .archive()
             .stack(&m.name)
             .logs_dir()
-            .join(runner::log_name("baseline"));
+            .join(crate::exec::step::log_name("baseline"));
         (argv, stack_env(&m), log, Some(library))
     } else {
         if args.command.is_empty() {
@@ -129,7 +129,7 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
     if !global.quiet && !global.json {
         eprintln!(
             "→ measuring on GPU {gpu_index}: {}",
-            runner::shell_words(&shown(&request.argv))
+            crate::exec::step::shell_words(&shown(&request.argv))
         );
     }
     let mut memory = measure::measure(&request, &mut |_, _| {}).map_err(CliError::broke)?;
@@ -253,7 +253,7 @@ fn render(m: &CommandMemory, baseline: Option<&BaselineLines>) -> String {
     let mut out = format!(
         "GPU {} memory of `{}` ({:.1} s, {}; {})\n",
         m.gpu_index,
-        runner::shell_words(&m.argv),
+        crate::exec::step::shell_words(&m.argv),
         m.duration_s,
         m.status.as_str(),
         source_words(m.source)

@@ -11,7 +11,6 @@ pub mod plan;
 pub mod preflight;
 pub mod proof;
 pub mod reboot;
-pub mod runner;
 pub mod state;
 
 use std::path::PathBuf;
@@ -20,10 +19,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::Serialize;
 
 use crate::archive::{self, ArchiveError, Lockfile, StackDir};
+use crate::exec::step::{RunnerError, Step, StepOutcome, StepStatus, run_step};
 use crate::manifest::{Layer, LibraryInstaller, Manifest};
 use plan::{ArchivedFile, FileState, PlannedCommand, layer_commands};
 use proof::{HostView, Proof, prove_layer};
-use runner::{RunnerError, Step, StepOutcome, StepStatus, run_step};
 use state::{ChainState, LayerStatus, StateError};
 
 /// Why the chain could not run or had to stop.
@@ -425,7 +424,7 @@ fn run_layer(
             argv,
             env,
             env_remove,
-            log: stack.logs_dir().join(runner::log_name(&prefix)),
+            log: stack.logs_dir().join(crate::exec::step::log_name(&prefix)),
             timeout: m.timeout(layer),
         };
         reporter.step_started(layer, &step.argv);

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::proof::{HostView, Proof, library_python, prove_layer};
-use super::runner::{RunnerError, substitute};
 use crate::compat::Os;
+use crate::exec::step::{RunnerError, substitute};
 use crate::manifest::{Layer, LibraryInstaller, Manifest};
 
 /// The archive state of one installer file.

@@ -108,7 +108,7 @@ pub fn prove_layer(m: &Manifest, layer: Layer, host: &dyn HostView) -> Proof {
     if let Some(argv) = verify {
         // A placeholder without a value fails the proof: running the command with a literal
         // `{…}` in it would prove nothing.
-        let argv = match super::runner::substitute(argv, &super::plan::manifest_values(m)) {
+        let argv = match crate::exec::step::substitute(argv, &super::plan::manifest_values(m)) {
             Ok(argv) => argv,
             Err(e) => {
                 return Proof {

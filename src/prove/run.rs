@@ -16,10 +16,10 @@ use super::result_line::{ExampleReport, parse_output};
 use super::sampler::{MemoryTrace, Sampler, SamplerError, host_tree};
 use crate::archive::{Lockfile, StackDir};
 use crate::compat::Os;
+use crate::exec::step::{RunnerError, Step, StepStatus, start_step};
 use crate::host::{self, HostReport, ProbeOptions, RealSystem};
 use crate::install::plan::placeholder_values;
 use crate::install::proof::{HostView, Proof, library_python, prove_layer};
-use crate::install::runner::{self, RunnerError, Step, StepStatus, start_step};
 use crate::manifest::{Layer, Manifest};
 use crate::record::{
     CollectEnv, ExampleRun, FailedRun, GpuFacts, HostFacts, InstallerFact, LatencyCheck,
@@ -320,7 +320,7 @@ fn measure_once(ctx: &RunContext<'_>, batch: u32) -> Result<MeasuredRun, ProveEr
     let mut values = placeholder_values(m, stack.root(), Layer::Library);
     values.insert("examples", examples.display().to_string());
     values.insert("batch", batch.to_string());
-    let argv = runner::substitute(&m.example.run, &values)?;
+    let argv = crate::exec::step::substitute(&m.example.run, &values)?;
     let mut env = stack_env(m);
     // The example must see the GPU the sampler watches.
     env.push(("CUDA_VISIBLE_DEVICES".into(), gpu_index.to_string()));
@@ -331,7 +331,7 @@ fn measure_once(ctx: &RunContext<'_>, batch: u32) -> Result<MeasuredRun, ProveEr
         env_remove: Vec::new(),
         log: stack
             .logs_dir()
-            .join(runner::log_name(&format!("example-b{batch}"))),
+            .join(crate::exec::step::log_name(&format!("example-b{batch}"))),
         timeout: m.example_timeout(),
     };
     let sampler = Sampler::start(smi, gpu_index, Arc::from(host_tree()))?;
@@ -396,7 +396,7 @@ fn measure_once(ctx: &RunContext<'_>, batch: u32) -> Result<MeasuredRun, ProveEr
 struct FailedContext<'a> {
     batch: u32,
     argv: &'a [String],
-    outcome: &'a runner::StepOutcome,
+    outcome: &'a crate::exec::step::StepOutcome,
     trace: &'a MemoryTrace,
 }
 
