@@ -11,12 +11,12 @@ use std::sync::atomic::AtomicBool;
 
 use crate::archive::{self, Archive, ArchiveError, FetchConfig, FetchReport, Progress};
 use crate::exit::{Exit, ExitStatus};
-use crate::install::proof::HostView;
 use crate::install::{
     self, ChainEnd, InstallError, InstallOptions, InstallReport, InstallReporter,
 };
+use crate::layers::HostView;
 use crate::manifest::Manifest;
-use crate::prove::run::{ProveError, ProveOptions, ProveReporter, Proven, prove};
+use crate::prove::run::{ProveError, ProveHost, ProveOptions, ProveReporter, Proven, prove};
 
 /// The step `up` is at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,8 +171,12 @@ pub fn up(request: &UpRequest<'_>, reporter: &dyn UpReporter) -> Result<UpEnd, U
     }
 
     reporter.step(UpStep::Prove);
-    let host = (request.host)();
-    let proven = prove(m, &stack, host.as_ref(), request.prove, reporter.prove())?;
+    let view = (request.host)();
+    let host = ProveHost {
+        view: view.as_ref(),
+        advice: &|layer| install::missing_layer_advice(&stack, layer),
+    };
+    let proven = prove(m, &stack, &host, request.prove, reporter.prove())?;
     Ok(UpEnd::Proven {
         install: report,
         proven: Box::new(proven),

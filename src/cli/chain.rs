@@ -13,9 +13,8 @@ use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
 use crate::exec::step::shell_words;
 use crate::install::plan;
-use crate::install::{
-    self, ChainEnd, InstallOptions, InstallReport, LayerAction, host_view::LiveHost,
-};
+use crate::install::{self, ChainEnd, InstallOptions, InstallReport, LayerAction};
+use crate::layers::live::LiveHost;
 use crate::manifest::Layer;
 
 /// Arguments of `install` (and `up`).

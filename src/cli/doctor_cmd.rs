@@ -17,7 +17,7 @@ use crate::doctor::{self, Examination, Status};
 use crate::exit::ExitStatus;
 use crate::host::RealSystem;
 use crate::install::QuietReporter;
-use crate::install::host_view::LiveHost;
+use crate::layers::live::LiveHost;
 use crate::manifest::{self, Manifest};
 
 pub const DOCTOR_EXAMPLES: &str = "\

@@ -8,8 +8,9 @@ use super::chain::{InstallArgs, finish, not_fetched, run_install};
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::exec::step::shell_words;
+use crate::install;
 use crate::install::plan::{self, Verdict};
-use crate::install::{self, host_view::LiveHost};
+use crate::layers::live::LiveHost;
 
 pub const PLAN_EXAMPLES: &str = "\
 Examples:

@@ -10,10 +10,10 @@ use super::term::{Bars, CliReporter, Spinner, render_batch_plan, size_text};
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::FileOutcome;
-use crate::install::host_view::LiveHost;
 use crate::install::{ChainEnd, InstallOptions, InstallReport};
+use crate::layers::live::LiveHost;
 use crate::prove::MemorySource;
-use crate::prove::run::{ProveError, ProveOptions, ProveReporter, Proven, prove};
+use crate::prove::run::{ProveError, ProveHost, ProveOptions, ProveReporter, Proven, prove};
 use crate::record::PeakAuthority;
 use crate::up::{UpEnd, UpError, UpReporter, UpRequest, UpStep, up};
 
@@ -131,7 +131,11 @@ fn run_prove(
     let stack = global.archive().stack(&m.name);
     let view = LiveHost::new(flags.gpu, &m);
     let spinner = Spinner::new(global);
-    prove(&m, &stack, &view, &flags.options(), &spinner).map_err(prove_failure)
+    let host = ProveHost {
+        view: &view,
+        advice: &|layer| crate::install::missing_layer_advice(&stack, layer),
+    };
+    prove(&m, &stack, &host, &flags.options(), &spinner).map_err(prove_failure)
 }
 
 pub fn run(args: &ProveArgs, global: &GlobalArgs) -> CmdResult {
@@ -344,7 +348,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
     );
     let archive = global.archive();
     let gpu = args.prove.gpu;
-    let host = || -> Box<dyn crate::install::proof::HostView> { Box::new(LiveHost::new(gpu, &m)) };
+    let host = || -> Box<dyn crate::layers::HostView> { Box::new(LiveHost::new(gpu, &m)) };
     let request = UpRequest {
         manifest: &m,
         manifest_text: &text,

@@ -20,9 +20,9 @@ use serde::Serialize;
 use crate::archive::{self, AuditReport, StackDir};
 use crate::compat::Os;
 use crate::host::System;
-use crate::install::host_view::LiveHost;
-use crate::install::proof::{self, DriverSeen, HostView, LibrarySeen, Proof};
 use crate::install::state::ChainState;
+use crate::layers::live::LiveHost;
+use crate::layers::{DriverSeen, HostView, LibrarySeen, Proof};
 use crate::manifest::{Layer, Manifest, Role};
 use crate::record::ProvenStack;
 use windows_driver::WindowsDriver;
@@ -222,9 +222,9 @@ pub fn gather<'a>(
     let driver = host.driver();
     let layers: Vec<Proof> = Layer::ORDER
         .iter()
-        .map(|l| proof::prove_layer(m, *l, host))
+        .map(|l| crate::layers::prove_layer(m, *l, host))
         .collect();
-    let library = host.library(&proof::library_python(m), &m.library.name);
+    let library = host.library(&crate::layers::library_python(m), &m.library.name);
     let threads = std::thread::available_parallelism().map_or(2, usize::from);
     let audit =
         archive::audit_stack(stack, Some(m), threads, &archive::Silent).map_err(|e| e.to_string());

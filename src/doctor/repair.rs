@@ -10,12 +10,12 @@ use serde::Serialize;
 
 use super::{CheckId, Drift, Examination, Status};
 use crate::archive::StackDir;
-use crate::install::proof::HostView;
 use crate::install::{
     self, ChainEnd, InstallError, InstallOptions, InstallReport, InstallReporter,
 };
+use crate::layers::HostView;
 use crate::manifest::{Layer, Manifest};
-use crate::prove::run::{ProveError, ProveOptions, ProveReporter, Proven, prove};
+use crate::prove::run::{ProveError, ProveHost, ProveOptions, ProveReporter, Proven, prove};
 
 /// Why the repair stopped.
 #[derive(Debug, thiserror::Error)]
@@ -167,8 +167,12 @@ pub fn repair(
             gpu: ctx.gpu,
             ..ProveOptions::default()
         };
+        let host = ProveHost {
+            view: ctx.host,
+            advice: &|layer| install::missing_layer_advice(stack, layer),
+        };
         let Proven { record, .. } =
-            prove(m, stack, ctx.host, &options, ctx.prove_reporter).map_err(RepairError::Prove)?;
+            prove(m, stack, &host, &options, ctx.prove_reporter).map_err(RepairError::Prove)?;
         report.proven_at.1 = Some(record.proven_at.clone());
         report.proven = Some(record);
     }
@@ -210,7 +214,7 @@ mod tests {
     use super::*;
     use crate::compat::Os;
     use crate::doctor::Check;
-    use crate::install::proof::Proof;
+    use crate::layers::Proof;
 
     fn exam(holds: [bool; 3], example: Status) -> Examination {
         Examination {

@@ -6,10 +6,8 @@
 //! Downloading is `archive`'s job; printing is the CLI's, through [`InstallReporter`].
 
 pub mod exit_codes;
-pub mod host_view;
 pub mod plan;
 pub mod preflight;
-pub mod proof;
 pub mod reboot;
 pub mod state;
 
@@ -20,9 +18,9 @@ use serde::Serialize;
 
 use crate::archive::{self, ArchiveError, Lockfile, StackDir};
 use crate::exec::step::{RunnerError, Step, StepOutcome, StepStatus, run_step};
+use crate::layers::{self, HostView, Proof, prove_layer};
 use crate::manifest::{Layer, LibraryInstaller, Manifest};
 use plan::{ArchivedFile, FileState, PlannedCommand, layer_commands};
-use proof::{HostView, Proof, prove_layer};
 use state::{ChainState, LayerStatus, StateError};
 
 /// Why the chain could not run or had to stop.
@@ -185,6 +183,28 @@ pub fn interrupted_steps(state: &ChainState) -> Vec<String> {
         .collect()
 }
 
+/// What to do about a layer that is not in place (prove's advice), from `state.yaml`: a layer that was installed
+/// (or failed installing) is not fixed by installing again blindly.
+pub fn missing_layer_advice(stack: &StackDir, layer: Layer) -> String {
+    let state = ChainState::load(&stack.state_path()).ok();
+    let entry = state.as_ref().and_then(|s| s.layers.get(&layer));
+    match entry {
+        Some(e) if e.status == LayerStatus::Done => format!(
+            "`stackpin install` installed it ({}), so installing again will not help: run `stackpin doctor` to see what changed, and `stackpin diagnose` on the log",
+            e.at
+        ),
+        Some(e) => format!(
+            "its last install step ended {:?} at {}{}: read that log with `stackpin diagnose`, fix the cause, then run `stackpin install` again",
+            e.status,
+            e.at,
+            e.log
+                .as_ref()
+                .map_or(String::new(), |l| format!(" (log {})", l.display()))
+        ),
+        None => "Run `stackpin install` first (or `stackpin plan` to see why)".to_string(),
+    }
+}
+
 /// Runs the chain. `interrupted` is set by the Ctrl-C handler: the running installer finishes,
 /// the state is saved, and the chain stops before the next step.
 pub fn install(
@@ -312,7 +332,7 @@ pub fn install(
         let (action, status, mut end) = judge(layer, &result, &after);
         // A library that is there but blind points at the driver, not at its installer.
         if let Some(ChainEnd::Failed { why, .. }) = &mut end
-            && let Some(blind) = proof::blind_library(m, layer, host)
+            && let Some(blind) = layers::blind_library(m, layer, host)
         {
             *why = blind;
         }

@@ -2,14 +2,13 @@
 //! and the exact argv `install` would run with each installer's archive state. `plan` prints it;
 //! `install` executes it. Read-only: building a plan runs nothing but the host probes.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::proof::{HostView, Proof, library_python, prove_layer};
 use crate::compat::Os;
 use crate::exec::step::{RunnerError, substitute};
+use crate::layers::{DriverSeen, HostView, Proof, library_python, placeholder_values, prove_layer};
 use crate::manifest::{Layer, LibraryInstaller, Manifest};
 
 /// The archive state of one installer file.
@@ -96,30 +95,6 @@ impl Plan {
             .iter()
             .any(|l| matches!(l.verdict, Verdict::Blocked { .. }))
     }
-}
-
-/// Placeholder values for a layer's commands.
-pub fn placeholder_values(
-    m: &Manifest,
-    stack: &Path,
-    layer: Layer,
-) -> BTreeMap<&'static str, String> {
-    let mut values = manifest_values(m);
-    values.insert("files", stack.join(layer.as_str()).display().to_string());
-    values
-}
-
-/// The placeholders a manifest alone defines (no archive needed): `{root}`, `{name}`,
-/// `{python}` and `{venv}` — all that a layer's `verify:` command may use.
-pub fn manifest_values(m: &Manifest) -> BTreeMap<&'static str, String> {
-    let mut values = BTreeMap::new();
-    values.insert("root", m.toolkit.root.clone());
-    values.insert("name", m.name.clone());
-    values.insert("python", library_python(m).display().to_string());
-    if let Some(venv) = &m.library.venv {
-        values.insert("venv", venv.clone());
-    }
-    values
 }
 
 /// The file pip (or uv) reads in `install`: every archived wheel pinned by name, version and
@@ -335,7 +310,7 @@ fn pinned_text(m: &Manifest, layer: Layer) -> String {
 }
 
 /// The numbers users confuse, one line each.
-fn explain(m: &Manifest, driver: &super::proof::DriverSeen, host: &dyn HostView) -> Vec<String> {
+fn explain(m: &Manifest, driver: &DriverSeen, host: &dyn HostView) -> Vec<String> {
     let mut out = Vec::new();
     match &driver.version {
         Some(v) => out.push(format!(

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::sampler::{MemorySource, ProcessSeries, Sampler, SamplerError, host_tree};
 use crate::exec::step::{RunnerError, Step, StepStatus, start_step};
 use crate::host::library_probe::PROBE_SCRIPT;
-use crate::install::proof::library_python;
+use crate::layers::library_python;
 use crate::library::{self, LibraryDescription};
 use crate::manifest::Manifest;
 

@@ -4,8 +4,9 @@
 //! (`super::judge_gpu_run`): a failed run, or a clean one on the CPU or seen by no memory view,
 //! never writes the record; it writes `failed-run.yaml` with the reason, the log and the layer.
 //!
-//! Layer checks, host facts and the sampler come from `install::proof`, `host` and `sampler`;
-//! this module only orchestrates and assembles the record.
+//! Layer checks, host facts and the sampler come from `layers`, `host` and `sampler`; what to
+//! do about a layer not in place comes from the caller (install owns `state.yaml`): this module
+//! only orchestrates and assembles the record, and imports nothing from `install`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,8 +19,7 @@ use crate::archive::{Lockfile, StackDir};
 use crate::compat::Os;
 use crate::exec::step::{RunnerError, Step, StepStatus, start_step};
 use crate::host::{self, HostReport, ProbeOptions, RealSystem};
-use crate::install::plan::placeholder_values;
-use crate::install::proof::{HostView, Proof, library_python, prove_layer};
+use crate::layers::{HostView, Proof, library_python, placeholder_values, prove_layer};
 use crate::manifest::{Layer, Manifest};
 use crate::record::{
     CollectEnv, ExampleRun, FailedRun, GpuFacts, HostFacts, InstallerFact, LatencyCheck,
@@ -123,20 +123,31 @@ pub struct Proven {
     pub plot_path: PathBuf,
 }
 
+/// What prove sees of the world, handed in by its caller.
+pub struct ProveHost<'a> {
+    /// The layers as the host shows them (asked before the example runs).
+    pub view: &'a dyn HostView,
+    /// What to do about a layer that is not in place (from install's `state.yaml`: a layer
+    /// that was installed is not fixed by installing again); see
+    /// `install::missing_layer_advice`.
+    pub advice: &'a dyn Fn(Layer) -> String,
+}
+
 /// Proves the stack: layers first, then the example at the proving batch (and the fit batches).
 pub fn prove(
     m: &Manifest,
     stack: &StackDir,
-    view: &dyn HostView,
+    host: &ProveHost<'_>,
     options: &ProveOptions,
     reporter: &dyn ProveReporter,
 ) -> Result<Proven, ProveError> {
+    let view = host.view;
     for layer in Layer::ORDER {
         let proof = prove_layer(m, layer, view);
         if !proof.holds {
             // A library that is there but blind is the driver's business, not install's.
-            let advice = crate::install::proof::blind_library(m, layer, view)
-                .unwrap_or_else(|| advice_for(stack, layer));
+            let advice = crate::layers::blind_library(m, layer, view)
+                .unwrap_or_else(|| (host.advice)(layer));
             return Err(ProveError::LayerMissing { proof, advice });
         }
     }
@@ -237,28 +248,6 @@ fn latency_check(
         p99,
         cycle_time_ms,
     )))
-}
-
-/// What to do about a layer that is not in place, from `state.yaml`: a layer that was installed
-/// (or failed installing) is not fixed by installing again blindly.
-fn advice_for(stack: &StackDir, layer: Layer) -> String {
-    let state = crate::install::state::ChainState::load(&stack.state_path()).ok();
-    let entry = state.as_ref().and_then(|s| s.layers.get(&layer));
-    match entry {
-        Some(e) if e.status == crate::install::state::LayerStatus::Done => format!(
-            "`stackpin install` installed it ({}), so installing again will not help: run `stackpin doctor` to see what changed, and `stackpin diagnose` on the log",
-            e.at
-        ),
-        Some(e) => format!(
-            "its last install step ended {:?} at {}{}: read that log with `stackpin diagnose`, fix the cause, then run `stackpin install` again",
-            e.status,
-            e.at,
-            e.log
-                .as_ref()
-                .map_or(String::new(), |l| format!(" (log {})", l.display()))
-        ),
-        None => "Run `stackpin install` first (or `stackpin plan` to see why)".to_string(),
-    }
 }
 
 fn probe_host(m: &Manifest, gpu: Option<u32>) -> Result<HostReport, ProveError> {

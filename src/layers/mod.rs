@@ -1,8 +1,15 @@
-//! The proof that a layer is on the host, as DESIGN.md defines it:
-//! driver — the GPU utility reports the pinned version; toolkit — its versioned folder exists and
-//! reports the pinned version; library — it imports, reports its version and CUDA line, and sees
-//! the GPU. The facts come from a [`HostView`]; the verdicts are plain functions.
+//! The layers on the host: what each layer (driver, toolkit, library) looks like there and
+//! whether it holds, as DESIGN.md defines it: driver — the GPU utility reports the pinned
+//! version; toolkit — its versioned folder exists and reports the pinned version; library — it
+//! imports, reports its version and CUDA line, and sees the GPU. The facts come from a
+//! [`HostView`] (the live one is [`live::LiveHost`]); the verdicts are plain functions.
+//!
+//! Install plans and checks with it, prove checks the layers before the example, doctor, up and
+//! status read the same proofs: none of them owns it, so it depends on none of them.
 
+pub mod live;
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -97,6 +104,30 @@ pub fn library_python(m: &Manifest) -> PathBuf {
     }
 }
 
+/// Placeholder values for a layer's commands.
+pub fn placeholder_values(
+    m: &Manifest,
+    stack: &Path,
+    layer: Layer,
+) -> BTreeMap<&'static str, String> {
+    let mut values = manifest_values(m);
+    values.insert("files", stack.join(layer.as_str()).display().to_string());
+    values
+}
+
+/// The placeholders a manifest alone defines (no archive needed): `{root}`, `{name}`,
+/// `{python}` and `{venv}` — all that a layer's `verify:` command may use.
+pub fn manifest_values(m: &Manifest) -> BTreeMap<&'static str, String> {
+    let mut values = BTreeMap::new();
+    values.insert("root", m.toolkit.root.clone());
+    values.insert("name", m.name.clone());
+    values.insert("python", library_python(m).display().to_string());
+    if let Some(venv) = &m.library.venv {
+        values.insert("venv", venv.clone());
+    }
+    values
+}
+
 /// Proves one layer against the host: the layer's `verify:` command when the manifest gives
 /// one, else the default proof of DESIGN.md.
 pub fn prove_layer(m: &Manifest, layer: Layer, host: &dyn HostView) -> Proof {
@@ -108,7 +139,7 @@ pub fn prove_layer(m: &Manifest, layer: Layer, host: &dyn HostView) -> Proof {
     if let Some(argv) = verify {
         // A placeholder without a value fails the proof: running the command with a literal
         // `{…}` in it would prove nothing.
-        let argv = match crate::exec::step::substitute(argv, &super::plan::manifest_values(m)) {
+        let argv = match crate::exec::step::substitute(argv, &manifest_values(m)) {
             Ok(argv) => argv,
             Err(e) => {
                 return Proof {

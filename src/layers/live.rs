@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::proof::{DriverSeen, HostView, LibrarySeen, ToolkitSeen};
+use super::{DriverSeen, HostView, LibrarySeen, ToolkitSeen};
 use crate::compat::Os;
 use crate::host::{self, DriverState, LibraryProbe, RealSystem, System};
 use crate::manifest::Manifest;
