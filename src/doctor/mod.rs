@@ -224,7 +224,10 @@ pub fn gather<'a>(
         .iter()
         .map(|l| crate::layers::prove_layer(m, *l, host))
         .collect();
-    let library = host.library(&crate::layers::library_python(m), &m.library.name);
+    let library = host.library(
+        &crate::manifest::placeholder::library_python(m),
+        &m.library.name,
+    );
     let threads = std::thread::available_parallelism().map_or(2, usize::from);
     let audit =
         archive::audit_stack(stack, Some(m), threads, &archive::Silent).map_err(|e| e.to_string());

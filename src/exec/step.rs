@@ -111,7 +111,9 @@ pub struct StepOutcome {
 }
 
 /// Substitutes `{name}` placeholders in each argument. Arguments stay separate: a value with
-/// spaces is still one argument, so paths like `C:\Program Files\…` need no quoting.
+/// spaces is still one argument, so paths like `C:\Program Files\…` need no quoting. Which
+/// names exist and what they stand for is `manifest::placeholder`'s vocabulary; this only
+/// replaces them.
 pub fn substitute(
     argv: &[String],
     values: &BTreeMap<&str, String>,

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::compat::Os;
-use crate::exec::step::{RunnerError, substitute};
-use crate::layers::{DriverSeen, HostView, Proof, library_python, placeholder_values, prove_layer};
+use crate::exec::step::RunnerError;
+use crate::layers::{DriverSeen, HostView, Proof, prove_layer};
+use crate::manifest::placeholder::{Placeholder, Values, library_python};
 use crate::manifest::{Layer, LibraryInstaller, Manifest};
 
 /// The archive state of one installer file.
@@ -111,7 +112,7 @@ pub fn layer_commands(
     layer: Layer,
     files: &[ArchivedFile],
 ) -> Result<Vec<PlannedCommand>, RunnerError> {
-    let base = placeholder_values(m, stack, layer);
+    let base = Values::layer(m, stack, layer);
     if layer == Layer::Library && m.library.pip.is_some() {
         return Ok(library_commands(m, stack));
     }
@@ -123,9 +124,9 @@ pub fn layer_commands(
         .filter(|f| f.layer == layer)
         .map(|f| {
             let mut values = base.clone();
-            values.insert("installer", f.path.display().to_string());
+            values.set(Placeholder::Installer, f.path.display().to_string());
             Ok(PlannedCommand {
-                argv: substitute(run, &values)?,
+                argv: values.substitute(run)?,
                 installer: Some(f.clone()),
             })
         })

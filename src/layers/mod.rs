@@ -9,12 +9,12 @@
 
 pub mod live;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::compat::Os;
+use crate::manifest::placeholder::{Values, library_python};
 use crate::manifest::{Layer, Manifest};
 use crate::version::Version;
 
@@ -88,46 +88,6 @@ pub struct Proof {
     pub reboot_pending: bool,
 }
 
-/// The interpreter inside a virtual environment.
-pub fn venv_python(venv: &Path, os: Os) -> PathBuf {
-    match os {
-        Os::Linux => venv.join("bin").join("python"),
-        Os::Windows => venv.join("Scripts").join("python.exe"),
-    }
-}
-
-/// The interpreter a manifest's library runs with: the venv's for pip libraries.
-pub fn library_python(m: &Manifest) -> PathBuf {
-    match (&m.library.pip, &m.library.venv) {
-        (Some(_), Some(venv)) => venv_python(Path::new(venv), m.os),
-        _ => PathBuf::from(&m.library.python),
-    }
-}
-
-/// Placeholder values for a layer's commands.
-pub fn placeholder_values(
-    m: &Manifest,
-    stack: &Path,
-    layer: Layer,
-) -> BTreeMap<&'static str, String> {
-    let mut values = manifest_values(m);
-    values.insert("files", stack.join(layer.as_str()).display().to_string());
-    values
-}
-
-/// The placeholders a manifest alone defines (no archive needed): `{root}`, `{name}`,
-/// `{python}` and `{venv}` — all that a layer's `verify:` command may use.
-pub fn manifest_values(m: &Manifest) -> BTreeMap<&'static str, String> {
-    let mut values = BTreeMap::new();
-    values.insert("root", m.toolkit.root.clone());
-    values.insert("name", m.name.clone());
-    values.insert("python", library_python(m).display().to_string());
-    if let Some(venv) = &m.library.venv {
-        values.insert("venv", venv.clone());
-    }
-    values
-}
-
 /// Proves one layer against the host: the layer's `verify:` command when the manifest gives
 /// one, else the default proof of DESIGN.md.
 pub fn prove_layer(m: &Manifest, layer: Layer, host: &dyn HostView) -> Proof {
@@ -139,7 +99,7 @@ pub fn prove_layer(m: &Manifest, layer: Layer, host: &dyn HostView) -> Proof {
     if let Some(argv) = verify {
         // A placeholder without a value fails the proof: running the command with a literal
         // `{…}` in it would prove nothing.
-        let argv = match crate::exec::step::substitute(argv, &manifest_values(m)) {
+        let argv = match Values::manifest(m).substitute(argv) {
             Ok(argv) => argv,
             Err(e) => {
                 return Proof {

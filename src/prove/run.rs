@@ -19,7 +19,8 @@ use crate::archive::{Lockfile, StackDir};
 use crate::compat::Os;
 use crate::exec::step::{RunnerError, Step, StepStatus, start_step};
 use crate::host::{self, HostReport, ProbeOptions, RealSystem};
-use crate::layers::{HostView, Proof, library_python, placeholder_values, prove_layer};
+use crate::layers::{HostView, Proof, prove_layer};
+use crate::manifest::placeholder::{Placeholder, Values, library_python};
 use crate::manifest::{Layer, Manifest};
 use crate::record::{
     CollectEnv, ExampleRun, FailedRun, GpuFacts, HostFacts, InstallerFact, LatencyCheck,
@@ -306,10 +307,11 @@ fn measure_once(ctx: &RunContext<'_>, batch: u32) -> Result<MeasuredRun, ProveEr
         reporter,
         ..
     } = *ctx;
-    let mut values = placeholder_values(m, stack.root(), Layer::Library);
-    values.insert("examples", examples.display().to_string());
-    values.insert("batch", batch.to_string());
-    let argv = crate::exec::step::substitute(&m.example.run, &values)?;
+    let mut values = Values::layer(m, stack.root(), Layer::Library);
+    values
+        .set(Placeholder::Examples, examples.display().to_string())
+        .set(Placeholder::Batch, batch.to_string());
+    let argv = values.substitute(&m.example.run)?;
     let mut env = stack_env(m);
     // The example must see the GPU the sampler watches.
     env.push(("CUDA_VISIBLE_DEVICES".into(), gpu_index.to_string()));
