@@ -112,7 +112,7 @@ pub(super) fn take_stack_lock(
 pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallReport, Failure> {
     let m = require_valid(&args.manifest)?;
     let stack = global.archive().stack(&m.name);
-    let host = LiveHost::new(args.gpu, &m);
+    let host = LiveHost::on(&crate::host::RealSystem, args.gpu);
     let consent =
         super::consent::require_consent("install", args.yes || args.dry_run, global.json)?;
     refuse_unless_ready(&m, &stack, &host, args)?;

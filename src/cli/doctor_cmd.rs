@@ -292,11 +292,13 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     let interrupted = crate::exec::interrupt::on_ctrl_c(
         "waiting for the running installer to finish, then stopping",
     );
-    let host = LiveHost::new(args.gpu, &m);
+    let host = LiveHost::on(&RealSystem, args.gpu);
     let quiet = global.quiet || global.json;
     let install_reporter = super::term::CliReporter::new(quiet);
     let ctx = RepairContext {
+        system: &RealSystem,
         host: &host,
+        example: &crate::prove::run::LiveExample,
         install_reporter: if quiet {
             &QuietReporter
         } else {

@@ -51,7 +51,7 @@ pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
         Ok(lock) if stack.lock_path().exists() => install::archived_files(&stack, &lock),
         _ => not_fetched(&m, &stack),
     };
-    let host = LiveHost::new(args.gpu, &m);
+    let host = LiveHost::on(&crate::host::RealSystem, args.gpu);
     let host = if args.probe {
         host
     } else {
