@@ -12,7 +12,7 @@ use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
 use crate::exec::step::shell_words;
-use crate::install::plan;
+use crate::install::files;
 use crate::install::{self, ChainEnd, InstallOptions, InstallReport, LayerAction};
 use crate::layers::live::LiveHost;
 use crate::manifest::Layer;
@@ -63,18 +63,18 @@ pub fn chain_exit(
 pub(super) fn not_fetched(
     m: &crate::manifest::Manifest,
     stack: &StackDir,
-) -> Vec<plan::ArchivedFile> {
+) -> Vec<files::ArchivedFile> {
     Layer::ORDER
         .iter()
         .flat_map(|layer| m.installers(*layer).into_iter().map(move |i| (*layer, i)))
         .filter_map(|(layer, installer)| {
             let file = installer.file_name()?;
-            Some(plan::ArchivedFile {
+            Some(files::ArchivedFile {
                 layer,
                 path: stack.file_path(layer, &file),
                 file,
                 sha256: installer.sha256.clone(),
-                state: plan::FileState::Missing,
+                state: files::FileState::Missing,
             })
         })
         .collect()

@@ -82,8 +82,9 @@ struct BaselineLines {
 
 pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
     let _ = crate::exec::interrupt::on_ctrl_c("waiting for the command to finish");
-    let gpu_index = measured_gpu(args.gpu);
-    let smi = nvidia_smi::find(&RealSystem, false).map_err(|searched| {
+    let system = RealSystem;
+    let gpu_index = measured_gpu(&system, args.gpu);
+    let smi = nvidia_smi::find(&system, false).map_err(|searched| {
         Failure::from(CliError::Failed(format!(
             "nvidia-smi was not found (looked in {}); install the NVIDIA driver or put nvidia-smi on PATH",
             searched
@@ -206,10 +207,9 @@ fn ended_well(memory: &CommandMemory, stopped_on_purpose: bool) -> bool {
 /// The GPU the command will use, chosen as every command chooses it (`host::gpu_select`):
 /// `--gpu N`, else the first GPU `CUDA_VISIBLE_DEVICES` allows (an index or a `GPU-…` UUID),
 /// else the first GPU; 0 when nvidia-smi lists none the command may use.
-fn measured_gpu(requested: Option<u32>) -> u32 {
-    let system = RealSystem;
-    let wsl = crate::host::os_info::probe(&system).wsl;
-    let driver = nvidia_smi::probe(&system, wsl, crate::host::smi_timeout(&system));
+fn measured_gpu(system: &dyn System, requested: Option<u32>) -> u32 {
+    let wsl = crate::host::os_info::probe(system).wsl;
+    let driver = nvidia_smi::probe(system, wsl, crate::host::smi_timeout(system));
     let visible = system.env("CUDA_VISIBLE_DEVICES");
     crate::host::gpu_select::choose(&driver.gpus, requested, visible.as_deref())
         .ok()

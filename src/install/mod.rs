@@ -6,6 +6,7 @@
 //! Downloading is `archive`'s job; printing is the CLI's, through [`InstallReporter`].
 
 pub mod exit_codes;
+pub mod files;
 pub mod plan;
 pub mod preflight;
 pub mod reboot;
@@ -20,7 +21,8 @@ use crate::archive::{self, ArchiveError, Lockfile, StackDir};
 use crate::exec::step::{RunnerError, Step, StepOutcome, StepStatus, run_step};
 use crate::layers::{self, HostView, Proof, prove_layer};
 use crate::manifest::{Layer, LibraryInstaller, Manifest};
-use plan::{ArchivedFile, FileState, PlannedCommand, layer_commands};
+use files::{ArchivedFile, FileState};
+use plan::{PlannedCommand, layer_commands};
 use state::{ChainState, LayerStatus, StateError};
 
 /// Why the chain could not run or had to stop.

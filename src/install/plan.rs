@@ -6,45 +6,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::files::{ArchivedFile, FileState};
 use crate::compat::Os;
 use crate::exec::step::RunnerError;
 use crate::layers::{DriverSeen, HostView, Proof, prove_layer};
 use crate::manifest::placeholder::{Placeholder, Values, library_python};
 use crate::manifest::{Layer, LibraryInstaller, Manifest};
-
-/// The archive state of one installer file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FileState {
-    /// Present and its sha256 matches the lock.
-    Verified,
-    Missing,
-    Corrupt,
-    /// A requirement the manifest asked for that a fetch stopped before archiving.
-    Incomplete,
-}
-
-impl FileState {
-    /// The word users see.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FileState::Verified => "verified",
-            FileState::Missing => "missing",
-            FileState::Corrupt => "corrupt",
-            FileState::Incomplete => "incomplete",
-        }
-    }
-}
-
-/// One archived file of a layer, in lock order.
-#[derive(Debug, Clone, Serialize)]
-pub struct ArchivedFile {
-    pub layer: Layer,
-    pub file: String,
-    pub path: PathBuf,
-    pub sha256: Option<String>,
-    pub state: FileState,
-}
 
 /// One command `install` will run.
 #[derive(Debug, Clone, Serialize)]

@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::plan::{ArchivedFile, FileState};
+use super::files::{ArchivedFile, FileState};
 use crate::compat::{self, LibraryLookup, StackForGpu};
 use crate::layers::{HostView, prove_layer};
 use crate::manifest::{Layer, Manifest};

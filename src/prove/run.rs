@@ -865,10 +865,11 @@ mod tests {
         crate::manifest::parse(LINUX, Path::new("m.yaml")).expect("shipped manifest parses")
     }
 
-    /// An example that prints `line` and exits 0, seen by no outside memory view; it counts
-    /// its runs.
+    /// An example that prints `line` and exits 0; nvidia-smi saw its process tree at
+    /// `seen_mib` (`None`: no outside view saw it). It counts its runs.
     struct FakeExample {
         line: &'static str,
+        seen_mib: Option<u64>,
         runs: Cell<u32>,
     }
 
@@ -876,8 +877,14 @@ mod tests {
         fn printing(line: &'static str) -> Self {
             FakeExample {
                 line,
+                seen_mib: None,
                 runs: Cell::new(0),
             }
+        }
+
+        fn seen_at(mut self, mib: u64) -> Self {
+            self.seen_mib = Some(mib);
+            self
         }
     }
 
@@ -903,9 +910,15 @@ mod tests {
                 duration: Duration::from_secs(1),
             };
             let trace = MemoryTrace {
-                source: MemorySource::Unmeasured,
-                samples: vec![],
-                peak_mib: None,
+                source: match self.seen_mib {
+                    Some(_) => MemorySource::PerProcess,
+                    None => MemorySource::Unmeasured,
+                },
+                samples: self
+                    .seen_mib
+                    .map(|mib| vec![(0, mib / 2), (500, mib)])
+                    .unwrap_or_default(),
+                peak_mib: self.seen_mib,
                 baseline_mib: None,
                 device_samples: vec![],
                 unavailable_rows: 0,
@@ -994,6 +1007,29 @@ mod tests {
         assert!(failed_run.is_file(), "failed-run.yaml is written");
         assert!(!stack.proven_stack_path().exists(), "no proven record");
         assert_eq!(err.exit(), Exit::Problem);
+    }
+
+    #[test]
+    fn a_run_on_the_gpu_writes_the_record_with_the_peak_nvidia_smi_saw() {
+        let sys = FakeSystem::linux_host("595.71.05", "2.5.1+cu124");
+        let archive = tempfile::tempdir().expect("tempdir");
+        let stack = StackDir::new(archive.path(), &manifest().name);
+        std::fs::create_dir_all(stack.root()).expect("stack folder");
+        let example = FakeExample::printing(r#"STACKPIN_RESULT {"device": "cuda:0", "batch": 64}"#)
+            .seen_at(2560);
+        let proven = prove_on(&sys, &example, &stack).expect("a GPU run proves the stack");
+        assert_eq!(example.runs.get(), 1, "one run at the proving batch");
+        assert_eq!(proven.record_path, stack.proven_stack_path());
+        assert!(proven.record_path.is_file() && proven.plot_path.is_file());
+        assert!(!stack.root().join(crate::record::FAILED_RUN_FILE).exists());
+        let record = &proven.record;
+        assert_eq!(record.example.batch, 64);
+        assert_eq!(record.example.argv[2], "--batch-size");
+        assert_eq!(record.example.argv[3], "64");
+        assert_eq!(record.peak.outside_mib, Some(2560));
+        assert_eq!(record.gpus[0].name, "NVIDIA L4");
+        assert_eq!(record.library.version, "2.5.1+cu124");
+        assert_eq!(record.toolkit.version, "12.4.1");
     }
 
     #[test]
