@@ -59,8 +59,9 @@ pub enum LibrarySeen {
     NoInterpreter,
 }
 
-/// What the install chain and `plan` ask of the host. The real implementation probes the
-/// machine; tests use the real one against fake programs on PATH.
+/// What the install chain, `plan`, prove and doctor ask of the host. [`live::LiveHost`] probes
+/// it through a `System`: the real machine, or in unit tests `host::fake::FakeSystem`; the CLI
+/// tests run the real one against fake programs on PATH.
 pub trait HostView {
     fn os(&self) -> Os;
     fn is_admin(&self) -> bool;
