@@ -19,6 +19,7 @@ pub mod exit;
 pub mod fsutil;
 pub mod host;
 pub mod install;
+pub mod layers;
 pub mod library;
 pub mod manifest;
 pub mod outdated;

@@ -11,12 +11,15 @@ use std::sync::atomic::AtomicBool;
 
 use crate::archive::{self, Archive, ArchiveError, FetchConfig, FetchReport, Progress};
 use crate::exit::{Exit, ExitStatus};
-use crate::install::proof::HostView;
+use crate::host::System;
 use crate::install::{
     self, ChainEnd, InstallError, InstallOptions, InstallReport, InstallReporter,
 };
+use crate::layers::HostView;
 use crate::manifest::Manifest;
-use crate::prove::run::{ProveError, ProveOptions, ProveReporter, Proven, prove};
+use crate::prove::run::{
+    ExampleRunner, ProveError, ProveHost, ProveOptions, ProveReporter, Proven, prove,
+};
 
 /// The step `up` is at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,7 +58,11 @@ pub struct UpRequest<'a> {
     pub interrupted: &'a AtomicBool,
     /// The host as the chain and the proof see it; asked afresh for each step, since install
     /// changes what is there.
-    pub host: &'a dyn Fn() -> Box<dyn HostView>,
+    pub host: &'a dyn Fn() -> Box<dyn HostView + 'a>,
+    /// The machine the proof probes; the views above see it too.
+    pub system: &'a dyn System,
+    /// Runs the proof's example.
+    pub example: &'a dyn ExampleRunner,
 }
 
 /// How `up` ended without an error.
@@ -171,8 +178,14 @@ pub fn up(request: &UpRequest<'_>, reporter: &dyn UpReporter) -> Result<UpEnd, U
     }
 
     reporter.step(UpStep::Prove);
-    let host = (request.host)();
-    let proven = prove(m, &stack, host.as_ref(), request.prove, reporter.prove())?;
+    let view = (request.host)();
+    let host = ProveHost {
+        system: request.system,
+        view: view.as_ref(),
+        example: request.example,
+        advice: &|layer| install::missing_layer_advice(&stack, layer),
+    };
+    let proven = prove(m, &stack, &host, request.prove, reporter.prove())?;
     Ok(UpEnd::Proven {
         install: report,
         proven: Box::new(proven),

@@ -11,11 +11,10 @@ use super::term::CliReporter;
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
-use crate::install::plan;
-use crate::install::runner::shell_words;
-use crate::install::{
-    self, ChainEnd, InstallOptions, InstallReport, LayerAction, host_view::LiveHost,
-};
+use crate::exec::step::shell_words;
+use crate::install::files;
+use crate::install::{self, ChainEnd, InstallOptions, InstallReport, LayerAction};
+use crate::layers::live::LiveHost;
 use crate::manifest::Layer;
 
 /// Arguments of `install` (and `up`).
@@ -64,18 +63,18 @@ pub fn chain_exit(
 pub(super) fn not_fetched(
     m: &crate::manifest::Manifest,
     stack: &StackDir,
-) -> Vec<plan::ArchivedFile> {
+) -> Vec<files::ArchivedFile> {
     Layer::ORDER
         .iter()
         .flat_map(|layer| m.installers(*layer).into_iter().map(move |i| (*layer, i)))
         .filter_map(|(layer, installer)| {
             let file = installer.file_name()?;
-            Some(plan::ArchivedFile {
+            Some(files::ArchivedFile {
                 layer,
                 path: stack.file_path(layer, &file),
                 file,
                 sha256: installer.sha256.clone(),
-                state: plan::FileState::Missing,
+                state: files::FileState::Missing,
             })
         })
         .collect()
@@ -113,7 +112,7 @@ pub(super) fn take_stack_lock(
 pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallReport, Failure> {
     let m = require_valid(&args.manifest)?;
     let stack = global.archive().stack(&m.name);
-    let host = LiveHost::new(args.gpu, &m);
+    let host = LiveHost::on(&crate::host::RealSystem, args.gpu);
     let consent =
         super::consent::require_consent("install", args.yes || args.dry_run, global.json)?;
     refuse_unless_ready(&m, &stack, &host, args)?;

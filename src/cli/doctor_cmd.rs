@@ -17,7 +17,7 @@ use crate::doctor::{self, Examination, Status};
 use crate::exit::ExitStatus;
 use crate::host::RealSystem;
 use crate::install::QuietReporter;
-use crate::install::host_view::LiveHost;
+use crate::layers::live::LiveHost;
 use crate::manifest::{self, Manifest};
 
 pub const DOCTOR_EXAMPLES: &str = "\
@@ -292,11 +292,13 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     let interrupted = crate::exec::interrupt::on_ctrl_c(
         "waiting for the running installer to finish, then stopping",
     );
-    let host = LiveHost::new(args.gpu, &m);
+    let host = LiveHost::on(&RealSystem, args.gpu);
     let quiet = global.quiet || global.json;
     let install_reporter = super::term::CliReporter::new(quiet);
     let ctx = RepairContext {
+        system: &RealSystem,
         host: &host,
+        example: &crate::prove::run::LiveExample,
         install_reporter: if quiet {
             &QuietReporter
         } else {

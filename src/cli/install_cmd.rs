@@ -7,9 +7,10 @@ use anyhow::anyhow;
 use super::chain::{InstallArgs, finish, not_fetched, run_install};
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::exec::step::shell_words;
+use crate::install;
 use crate::install::plan::{self, Verdict};
-use crate::install::runner::shell_words;
-use crate::install::{self, host_view::LiveHost};
+use crate::layers::live::LiveHost;
 
 pub const PLAN_EXAMPLES: &str = "\
 Examples:
@@ -50,7 +51,7 @@ pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
         Ok(lock) if stack.lock_path().exists() => install::archived_files(&stack, &lock),
         _ => not_fetched(&m, &stack),
     };
-    let host = LiveHost::new(args.gpu, &m);
+    let host = LiveHost::on(&crate::host::RealSystem, args.gpu);
     let host = if args.probe {
         host
     } else {

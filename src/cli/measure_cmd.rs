@@ -13,10 +13,10 @@ use serde::Serialize;
 
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use crate::exec::step::StepStatus;
 use crate::host::library_probe::PROBE_SCRIPT;
 use crate::host::nvidia_smi;
 use crate::host::{RealSystem, System};
-use crate::install::runner::{self, StepStatus};
 use crate::library::LibraryDescription;
 use crate::manifest::duration_text;
 use crate::prove::measure::{self, CommandMemory, MeasureRequest};
@@ -82,8 +82,9 @@ struct BaselineLines {
 
 pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
     let _ = crate::exec::interrupt::on_ctrl_c("waiting for the command to finish");
-    let gpu_index = measured_gpu(args.gpu);
-    let smi = nvidia_smi::find(&RealSystem, false).map_err(|searched| {
+    let system = RealSystem;
+    let gpu_index = measured_gpu(&system, args.gpu);
+    let smi = nvidia_smi::find(&system, false).map_err(|searched| {
         Failure::from(CliError::Failed(format!(
             "nvidia-smi was not found (looked in {}); install the NVIDIA driver or put nvidia-smi on PATH",
             searched
@@ -106,7 +107,7 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
             .archive()
             .stack(&m.name)
             .logs_dir()
-            .join(runner::log_name("baseline"));
+            .join(crate::exec::step::log_name("baseline"));
         (argv, stack_env(&m), log, Some(library))
     } else {
         if args.command.is_empty() {
@@ -129,7 +130,7 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
     if !global.quiet && !global.json {
         eprintln!(
             "→ measuring on GPU {gpu_index}: {}",
-            runner::shell_words(&shown(&request.argv))
+            crate::exec::step::shell_words(&shown(&request.argv))
         );
     }
     let mut memory = measure::measure(&request, &mut |_, _| {}).map_err(CliError::broke)?;
@@ -206,10 +207,9 @@ fn ended_well(memory: &CommandMemory, stopped_on_purpose: bool) -> bool {
 /// The GPU the command will use, chosen as every command chooses it (`host::gpu_select`):
 /// `--gpu N`, else the first GPU `CUDA_VISIBLE_DEVICES` allows (an index or a `GPU-…` UUID),
 /// else the first GPU; 0 when nvidia-smi lists none the command may use.
-fn measured_gpu(requested: Option<u32>) -> u32 {
-    let system = RealSystem;
-    let wsl = crate::host::os_info::probe(&system).wsl;
-    let driver = nvidia_smi::probe(&system, wsl, crate::host::smi_timeout(&system));
+fn measured_gpu(system: &dyn System, requested: Option<u32>) -> u32 {
+    let wsl = crate::host::os_info::probe(system).wsl;
+    let driver = nvidia_smi::probe(system, wsl, crate::host::smi_timeout(system));
     let visible = system.env("CUDA_VISIBLE_DEVICES");
     crate::host::gpu_select::choose(&driver.gpus, requested, visible.as_deref())
         .ok()
@@ -253,7 +253,7 @@ fn render(m: &CommandMemory, baseline: Option<&BaselineLines>) -> String {
     let mut out = format!(
         "GPU {} memory of `{}` ({:.1} s, {}; {})\n",
         m.gpu_index,
-        runner::shell_words(&m.argv),
+        crate::exec::step::shell_words(&m.argv),
         m.duration_s,
         m.status.as_str(),
         source_words(m.source)

@@ -10,10 +10,13 @@ use super::term::{Bars, CliReporter, Spinner, render_batch_plan, size_text};
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::FileOutcome;
-use crate::install::host_view::LiveHost;
+use crate::host::RealSystem;
 use crate::install::{ChainEnd, InstallOptions, InstallReport};
+use crate::layers::live::LiveHost;
 use crate::prove::MemorySource;
-use crate::prove::run::{ProveError, ProveOptions, ProveReporter, Proven, prove};
+use crate::prove::run::{
+    LiveExample, ProveError, ProveHost, ProveOptions, ProveReporter, Proven, prove,
+};
 use crate::record::PeakAuthority;
 use crate::up::{UpEnd, UpError, UpReporter, UpRequest, UpStep, up};
 
@@ -129,9 +132,16 @@ fn run_prove(
 ) -> Result<Proven, Failure> {
     let m = require_valid(manifest)?;
     let stack = global.archive().stack(&m.name);
-    let view = LiveHost::new(flags.gpu, &m);
+    let system = RealSystem;
+    let view = LiveHost::on(&system, flags.gpu);
     let spinner = Spinner::new(global);
-    prove(&m, &stack, &view, &flags.options(), &spinner).map_err(prove_failure)
+    let host = ProveHost {
+        system: &system,
+        view: &view,
+        example: &LiveExample,
+        advice: &|layer| crate::install::missing_layer_advice(&stack, layer),
+    };
+    prove(&m, &stack, &host, &flags.options(), &spinner).map_err(prove_failure)
 }
 
 pub fn run(args: &ProveArgs, global: &GlobalArgs) -> CmdResult {
@@ -344,7 +354,8 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
     );
     let archive = global.archive();
     let gpu = args.prove.gpu;
-    let host = || -> Box<dyn crate::install::proof::HostView> { Box::new(LiveHost::new(gpu, &m)) };
+    let system = RealSystem;
+    let host = || -> Box<dyn crate::layers::HostView + '_> { Box::new(LiveHost::on(&system, gpu)) };
     let request = UpRequest {
         manifest: &m,
         manifest_text: &text,
@@ -359,6 +370,8 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         no_wait: args.no_wait,
         interrupted: &interrupted,
         host: &host,
+        system: &system,
+        example: &LiveExample,
     };
     let end = up(&request, &view).map_err(|e| match e {
         UpError::Prove(e) => prove_failure(e),

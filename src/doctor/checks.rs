@@ -2,8 +2,8 @@
 //! they find. Nothing here touches the host.
 
 use crate::archive::FileStatus;
-use crate::install::proof::LibrarySeen;
 use crate::install::state::{ChainState, LayerStatus};
+use crate::layers::LibrarySeen;
 use crate::manifest::{Layer, Role, Severity, SourceMap};
 use crate::record::ProvenStack;
 use crate::version::Version;
@@ -563,8 +563,8 @@ mod tests {
     use super::*;
     use crate::archive::AuditReport;
     use crate::doctor::windows_driver;
-    use crate::install::proof::{DriverSeen, Proof};
     use crate::install::state::LayerState;
+    use crate::layers::{DriverSeen, Proof};
     use crate::manifest::Manifest;
 
     const WINDOWS: &str = include_str!("../../manifests/torch-2.5.1-cu124-windows.yaml");

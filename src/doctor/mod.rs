@@ -20,9 +20,9 @@ use serde::Serialize;
 use crate::archive::{self, AuditReport, StackDir};
 use crate::compat::Os;
 use crate::host::System;
-use crate::install::host_view::LiveHost;
-use crate::install::proof::{self, DriverSeen, HostView, LibrarySeen, Proof};
 use crate::install::state::ChainState;
+use crate::layers::live::LiveHost;
+use crate::layers::{DriverSeen, HostView, LibrarySeen, Proof};
 use crate::manifest::{Layer, Manifest, Role};
 use crate::record::ProvenStack;
 use windows_driver::WindowsDriver;
@@ -222,9 +222,12 @@ pub fn gather<'a>(
     let driver = host.driver();
     let layers: Vec<Proof> = Layer::ORDER
         .iter()
-        .map(|l| proof::prove_layer(m, *l, host))
+        .map(|l| crate::layers::prove_layer(m, *l, host))
         .collect();
-    let library = host.library(&proof::library_python(m), &m.library.name);
+    let library = host.library(
+        &crate::manifest::placeholder::library_python(m),
+        &m.library.name,
+    );
     let threads = std::thread::available_parallelism().map_or(2, usize::from);
     let audit =
         archive::audit_stack(stack, Some(m), threads, &archive::Silent).map_err(|e| e.to_string());
@@ -287,43 +290,19 @@ mod tests {
     //! the venv's Python and PowerShell give comes from a table.
 
     use super::*;
+    use crate::host::fake::{FakeSystem, SMI_HEADER, VENV_PYTHON, gpu_row};
     use crate::host::nvidia_smi::QUERY_GPU;
-    use crate::host::system::FakeSystem;
 
     const LINUX: &str = include_str!("../../manifests/torch-2.5.1-cu124-linux.yaml");
     const WINDOWS: &str = include_str!("../../manifests/torch-2.5.1-cu124-windows.yaml");
-    const HEADER: &str = include_str!("../../tests/fixtures/nvidia-smi/header-570.txt");
-    const SMI: &str = "/usr/bin/nvidia-smi";
-    const VENV_PYTHON: &str = "/opt/stackpin/torch-2.5.1-cu124-linux/bin/python";
 
     fn manifest(text: &str) -> Manifest {
         crate::manifest::parse(text, Path::new("m.yaml")).expect("shipped manifest parses")
     }
 
-    fn gpu_row(driver: &str) -> String {
-        format!("0, NVIDIA L4, GPU-5a1f0c2e-9d1b-4c1e-8f3a-0b6e2d7c9a11, {driver}, 23034, 8.9\n")
-    }
-
-    fn torch_line(version: &str) -> String {
-        format!(
-            r#"{{"library": "torch", "python": "3.12.3", "version": "{version}", "cuda": "12.4", "cudnn": "90100", "cuda_available": true, "device_count": 1, "arch_list": ["sm_80", "sm_89", "sm_90"], "device_capability": "8.9", "device_name": "NVIDIA L4", "ok": true}}"#
-        )
-    }
-
     /// A Linux host where the shipped Linux stack holds: driver, toolkit folder and venv.
     fn linux_host(driver: &str, torch: &str) -> FakeSystem {
-        let mut sys = FakeSystem::new(Os::Linux);
-        sys.on_path
-            .insert("nvidia-smi".to_string(), PathBuf::from(SMI));
-        sys.answer(SMI, &[QUERY_GPU], 0, &gpu_row(driver))
-            .answer(SMI, &[], 0, HEADER)
-            .file(
-                "/usr/local/cuda-12.4/version.json",
-                r#"{"cuda": {"name": "CUDA SDK", "version": "12.4.1"}}"#,
-            )
-            .file(VENV_PYTHON, "")
-            .answer(VENV_PYTHON, &["-c"], 0, &torch_line(torch));
-        sys
+        FakeSystem::linux_host(driver, torch)
     }
 
     /// The record the stack got when it was proven with exactly its pins.
@@ -478,7 +457,7 @@ mod tests {
             argv.into_iter().map(String::from).collect::<Vec<_>>()
         };
         sys.answer(smi, &[QUERY_GPU], 0, &gpu_row("551.86"))
-            .answer(smi, &[], 0, HEADER)
+            .answer(smi, &[], 0, SMI_HEADER)
             .answer(
                 ps,
                 &ask(windows_driver::QUERY).iter().map(String::as_str).collect::<Vec<_>>(),

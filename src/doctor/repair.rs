@@ -10,12 +10,15 @@ use serde::Serialize;
 
 use super::{CheckId, Drift, Examination, Status};
 use crate::archive::StackDir;
-use crate::install::proof::HostView;
+use crate::host::System;
 use crate::install::{
     self, ChainEnd, InstallError, InstallOptions, InstallReport, InstallReporter,
 };
+use crate::layers::HostView;
 use crate::manifest::{Layer, Manifest};
-use crate::prove::run::{ProveError, ProveOptions, ProveReporter, Proven, prove};
+use crate::prove::run::{
+    ExampleRunner, ProveError, ProveHost, ProveOptions, ProveReporter, Proven, prove,
+};
 
 /// Why the repair stopped.
 #[derive(Debug, thiserror::Error)]
@@ -90,7 +93,11 @@ impl RepairReport {
 
 /// What the caller provides to run the chain and the example.
 pub struct RepairContext<'a> {
+    /// The machine the new proof probes (`host` sees the same one).
+    pub system: &'a dyn System,
     pub host: &'a dyn HostView,
+    /// Runs the new proof's example.
+    pub example: &'a dyn ExampleRunner,
     pub install_reporter: &'a dyn InstallReporter,
     pub prove_reporter: &'a dyn ProveReporter,
     pub interrupted: &'a AtomicBool,
@@ -167,8 +174,14 @@ pub fn repair(
             gpu: ctx.gpu,
             ..ProveOptions::default()
         };
+        let host = ProveHost {
+            system: ctx.system,
+            view: ctx.host,
+            example: ctx.example,
+            advice: &|layer| install::missing_layer_advice(stack, layer),
+        };
         let Proven { record, .. } =
-            prove(m, stack, ctx.host, &options, ctx.prove_reporter).map_err(RepairError::Prove)?;
+            prove(m, stack, &host, &options, ctx.prove_reporter).map_err(RepairError::Prove)?;
         report.proven_at.1 = Some(record.proven_at.clone());
         report.proven = Some(record);
     }
@@ -210,7 +223,7 @@ mod tests {
     use super::*;
     use crate::compat::Os;
     use crate::doctor::Check;
-    use crate::install::proof::Proof;
+    use crate::layers::Proof;
 
     fn exam(holds: [bool; 3], example: Status) -> Examination {
         Examination {

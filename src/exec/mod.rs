@@ -21,6 +21,7 @@
 
 pub mod drain;
 pub mod interrupt;
+pub mod step;
 
 use std::ffi::OsString;
 use std::io;

@@ -5,6 +5,8 @@
 //! findings mean for a stack is left to `plan`, `install` and `prove`.
 
 pub mod context;
+#[cfg(test)]
+pub mod fake;
 pub mod gpu_select;
 pub mod interpreter;
 pub mod library_probe;

@@ -1,7 +1,7 @@
 //! The narrow seam between stackpin and the machine it runs on: run a program with a timeout,
 //! find a program, read an environment variable, read files and folders.
 //!
-//! [`RealSystem`] talks to the OS; unit tests use the in-memory [`FakeSystem`]. Everything that
+//! [`RealSystem`] talks to the OS; unit tests use the in-memory `host::fake::FakeSystem`. Everything that
 //! probes the host takes `&dyn System`, so no probe ever reads the real environment behind a
 //! test's back (rustup's `Process` is the model). What the answers mean is left to the probes.
 
@@ -168,163 +168,10 @@ fn run_with_timeout(
     }
 }
 
-/// One canned answer: an argv prefix and what the program does (`Err`: it hangs).
+// The fake lives in `host::fake`, shared by every module's tests; named here too so the
+// probes' tests keep importing it from beside the trait.
 #[cfg(test)]
-pub type FakeAnswer = (Vec<String>, Result<RunOutput, Duration>);
-
-/// An in-memory host for unit tests: programs answer from a table keyed by program and argv.
-#[cfg(test)]
-#[derive(Debug, Default, Clone)]
-pub struct FakeSystem {
-    pub os: Option<Os>,
-    pub programs: std::collections::BTreeMap<PathBuf, Vec<FakeAnswer>>,
-    pub on_path: std::collections::BTreeMap<String, PathBuf>,
-    pub env: std::collections::BTreeMap<String, String>,
-    pub files: std::collections::BTreeMap<PathBuf, String>,
-    pub dirs: std::collections::BTreeMap<PathBuf, ()>,
-    pub links: std::collections::BTreeMap<PathBuf, PathBuf>,
-}
-
-#[cfg(test)]
-impl FakeSystem {
-    pub fn new(os: Os) -> Self {
-        Self {
-            os: Some(os),
-            ..Self::default()
-        }
-    }
-
-    /// `program args…` prints `stdout` and exits with `code`; a prefix of args matches too.
-    pub fn answer(&mut self, program: &str, args: &[&str], code: i32, stdout: &str) -> &mut Self {
-        let out = RunOutput {
-            code: Some(code),
-            stdout: stdout.to_string(),
-            stderr: String::new(),
-        };
-        self.programs
-            .entry(PathBuf::from(program))
-            .or_default()
-            .push((args.iter().map(|a| a.to_string()).collect(), Ok(out)));
-        self
-    }
-
-    /// `program` hangs past any timeout.
-    pub fn hang(&mut self, program: &str) -> &mut Self {
-        self.programs
-            .entry(PathBuf::from(program))
-            .or_default()
-            .push((vec![], Err(Duration::ZERO)));
-        self
-    }
-
-    pub fn file(&mut self, path: &str, text: &str) -> &mut Self {
-        let path = PathBuf::from(path);
-        let mut parent = path.parent();
-        while let Some(p) = parent {
-            self.dirs.insert(p.to_path_buf(), ());
-            parent = p.parent();
-        }
-        self.files.insert(path, text.to_string());
-        self
-    }
-
-    pub fn dir(&mut self, path: &str) -> &mut Self {
-        self.file(&format!("{path}/.keep"), "")
-    }
-}
-
-#[cfg(test)]
-impl System for FakeSystem {
-    fn run(
-        &self,
-        program: &Path,
-        args: &[String],
-        timeout: Duration,
-    ) -> Result<RunOutput, HostError> {
-        let answers = self.programs.get(program).ok_or_else(|| HostError::Spawn {
-            program: program.to_path_buf(),
-            source: io::Error::new(io::ErrorKind::NotFound, "not in the fake system"),
-        })?;
-        // The longest matching argv prefix wins, so a specific answer beats a catch-all.
-        let best = answers
-            .iter()
-            .filter(|(want, _)| args.starts_with(want))
-            .max_by_key(|(want, _)| want.len())
-            .ok_or_else(|| HostError::Spawn {
-                program: program.to_path_buf(),
-                source: io::Error::other(format!("no fake answer for {args:?}")),
-            })?;
-        best.1.clone().map_err(|_| HostError::TimedOut {
-            program: program.to_path_buf(),
-            after: timeout,
-        })
-    }
-
-    fn which(&self, program: &str) -> Option<PathBuf> {
-        self.on_path.get(program).cloned()
-    }
-
-    fn env(&self, key: &str) -> Option<String> {
-        self.env.get(key).cloned()
-    }
-
-    fn env_vars(&self) -> Vec<(String, String)> {
-        self.env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    }
-
-    fn read_to_string(&self, path: &Path) -> io::Result<String> {
-        self.files
-            .get(path)
-            .cloned()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such fake file"))
-    }
-
-    fn exists(&self, path: &Path) -> bool {
-        self.files.contains_key(path)
-            || self.dirs.contains_key(path)
-            || self.links.contains_key(path)
-    }
-
-    fn is_dir(&self, path: &Path) -> bool {
-        self.dirs.contains_key(path)
-    }
-
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        if !self.is_dir(path) {
-            return Err(io::Error::new(
-                io::ErrorKind::NotFound,
-                "no such fake folder",
-            ));
-        }
-        let children = self
-            .files
-            .keys()
-            .chain(self.dirs.keys())
-            .chain(self.links.keys());
-        let mut entries: Vec<PathBuf> = children
-            .filter(|p| p.parent() == Some(path))
-            .filter(|p| p.file_name().is_some_and(|n| n != ".keep"))
-            .cloned()
-            .collect();
-        entries.sort();
-        entries.dedup();
-        Ok(entries)
-    }
-
-    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
-        self.links
-            .get(path)
-            .cloned()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a fake link"))
-    }
-
-    fn os(&self) -> Os {
-        self.os.unwrap_or(Os::Linux)
-    }
-}
+pub use super::fake::{FakeAnswer, FakeSystem};
 
 #[cfg(test)]
 mod tests {

@@ -2,12 +2,12 @@
 //! declares (or the defaults below) and the layer's own check after the installer ended give
 //! continue, reboot, fail, or "accepted with a warning" (an unexpected code, but the check
 //! holds: the layer is there, so the code is logged and the chain goes on). Running the process
-//! is `runner`'s job; this module only reads numbers.
+//! is `exec::step`'s job; this module only reads numbers.
 
 use crate::compat::Os;
 use crate::manifest::{ExitCodes, Layer};
 
-use super::runner::{StepStatus, WINDOWS_REBOOT_INITIATED, WINDOWS_REBOOT_REQUIRED};
+use crate::exec::step::{StepStatus, WINDOWS_REBOOT_INITIATED, WINDOWS_REBOOT_REQUIRED};
 
 /// NVIDIA's display-driver setup exits 1 when it installed and needs a reboot (the Chocolatey
 /// nvidia-display-driver package lists 1 among its success codes for this reason).

@@ -6,12 +6,10 @@
 //! Downloading is `archive`'s job; printing is the CLI's, through [`InstallReporter`].
 
 pub mod exit_codes;
-pub mod host_view;
+pub mod files;
 pub mod plan;
 pub mod preflight;
-pub mod proof;
 pub mod reboot;
-pub mod runner;
 pub mod state;
 
 use std::path::PathBuf;
@@ -20,10 +18,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::Serialize;
 
 use crate::archive::{self, ArchiveError, Lockfile, StackDir};
+use crate::exec::step::{RunnerError, Step, StepOutcome, StepStatus, run_step};
+use crate::layers::{self, HostView, Proof, prove_layer};
 use crate::manifest::{Layer, LibraryInstaller, Manifest};
-use plan::{ArchivedFile, FileState, PlannedCommand, layer_commands};
-use proof::{HostView, Proof, prove_layer};
-use runner::{RunnerError, Step, StepOutcome, StepStatus, run_step};
+use files::{ArchivedFile, FileState};
+use plan::{PlannedCommand, layer_commands};
 use state::{ChainState, LayerStatus, StateError};
 
 /// Why the chain could not run or had to stop.
@@ -186,6 +185,28 @@ pub fn interrupted_steps(state: &ChainState) -> Vec<String> {
         .collect()
 }
 
+/// What to do about a layer that is not in place (prove's advice), from `state.yaml`: a layer that was installed
+/// (or failed installing) is not fixed by installing again blindly.
+pub fn missing_layer_advice(stack: &StackDir, layer: Layer) -> String {
+    let state = ChainState::load(&stack.state_path()).ok();
+    let entry = state.as_ref().and_then(|s| s.layers.get(&layer));
+    match entry {
+        Some(e) if e.status == LayerStatus::Done => format!(
+            "`stackpin install` installed it ({}), so installing again will not help: run `stackpin doctor` to see what changed, and `stackpin diagnose` on the log",
+            e.at
+        ),
+        Some(e) => format!(
+            "its last install step ended {:?} at {}{}: read that log with `stackpin diagnose`, fix the cause, then run `stackpin install` again",
+            e.status,
+            e.at,
+            e.log
+                .as_ref()
+                .map_or(String::new(), |l| format!(" (log {})", l.display()))
+        ),
+        None => "Run `stackpin install` first (or `stackpin plan` to see why)".to_string(),
+    }
+}
+
 /// Runs the chain. `interrupted` is set by the Ctrl-C handler: the running installer finishes,
 /// the state is saved, and the chain stops before the next step.
 pub fn install(
@@ -313,7 +334,7 @@ pub fn install(
         let (action, status, mut end) = judge(layer, &result, &after);
         // A library that is there but blind points at the driver, not at its installer.
         if let Some(ChainEnd::Failed { why, .. }) = &mut end
-            && let Some(blind) = proof::blind_library(m, layer, host)
+            && let Some(blind) = layers::blind_library(m, layer, host)
         {
             *why = blind;
         }
@@ -425,7 +446,7 @@ fn run_layer(
             argv,
             env,
             env_remove,
-            log: stack.logs_dir().join(runner::log_name(&prefix)),
+            log: stack.logs_dir().join(crate::exec::step::log_name(&prefix)),
             timeout: m.timeout(layer),
         };
         reporter.step_started(layer, &step.argv);

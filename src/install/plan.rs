@@ -2,49 +2,16 @@
 //! and the exact argv `install` would run with each installer's archive state. `plan` prints it;
 //! `install` executes it. Read-only: building a plan runs nothing but the host probes.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::proof::{HostView, Proof, library_python, prove_layer};
-use super::runner::{RunnerError, substitute};
+use super::files::{ArchivedFile, FileState};
 use crate::compat::Os;
+use crate::exec::step::RunnerError;
+use crate::layers::{DriverSeen, HostView, Proof, prove_layer};
+use crate::manifest::placeholder::{Placeholder, Values, library_python};
 use crate::manifest::{Layer, LibraryInstaller, Manifest};
-
-/// The archive state of one installer file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FileState {
-    /// Present and its sha256 matches the lock.
-    Verified,
-    Missing,
-    Corrupt,
-    /// A requirement the manifest asked for that a fetch stopped before archiving.
-    Incomplete,
-}
-
-impl FileState {
-    /// The word users see.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FileState::Verified => "verified",
-            FileState::Missing => "missing",
-            FileState::Corrupt => "corrupt",
-            FileState::Incomplete => "incomplete",
-        }
-    }
-}
-
-/// One archived file of a layer, in lock order.
-#[derive(Debug, Clone, Serialize)]
-pub struct ArchivedFile {
-    pub layer: Layer,
-    pub file: String,
-    pub path: PathBuf,
-    pub sha256: Option<String>,
-    pub state: FileState,
-}
 
 /// One command `install` will run.
 #[derive(Debug, Clone, Serialize)]
@@ -98,30 +65,6 @@ impl Plan {
     }
 }
 
-/// Placeholder values for a layer's commands.
-pub fn placeholder_values(
-    m: &Manifest,
-    stack: &Path,
-    layer: Layer,
-) -> BTreeMap<&'static str, String> {
-    let mut values = manifest_values(m);
-    values.insert("files", stack.join(layer.as_str()).display().to_string());
-    values
-}
-
-/// The placeholders a manifest alone defines (no archive needed): `{root}`, `{name}`,
-/// `{python}` and `{venv}` — all that a layer's `verify:` command may use.
-pub fn manifest_values(m: &Manifest) -> BTreeMap<&'static str, String> {
-    let mut values = BTreeMap::new();
-    values.insert("root", m.toolkit.root.clone());
-    values.insert("name", m.name.clone());
-    values.insert("python", library_python(m).display().to_string());
-    if let Some(venv) = &m.library.venv {
-        values.insert("venv", venv.clone());
-    }
-    values
-}
-
 /// The file pip (or uv) reads in `install`: every archived wheel pinned by name, version and
 /// sha256, so `--require-hashes` refuses anything else. Derived from the lock at each install and
 /// kept beside the layers, not in `library/`, where only the lock's files belong.
@@ -136,7 +79,7 @@ pub fn layer_commands(
     layer: Layer,
     files: &[ArchivedFile],
 ) -> Result<Vec<PlannedCommand>, RunnerError> {
-    let base = placeholder_values(m, stack, layer);
+    let base = Values::layer(m, stack, layer);
     if layer == Layer::Library && m.library.pip.is_some() {
         return Ok(library_commands(m, stack));
     }
@@ -148,9 +91,9 @@ pub fn layer_commands(
         .filter(|f| f.layer == layer)
         .map(|f| {
             let mut values = base.clone();
-            values.insert("installer", f.path.display().to_string());
+            values.set(Placeholder::Installer, f.path.display().to_string());
             Ok(PlannedCommand {
-                argv: substitute(run, &values)?,
+                argv: values.substitute(run)?,
                 installer: Some(f.clone()),
             })
         })
@@ -335,7 +278,7 @@ fn pinned_text(m: &Manifest, layer: Layer) -> String {
 }
 
 /// The numbers users confuse, one line each.
-fn explain(m: &Manifest, driver: &super::proof::DriverSeen, host: &dyn HostView) -> Vec<String> {
+fn explain(m: &Manifest, driver: &DriverSeen, host: &dyn HostView) -> Vec<String> {
     let mut out = Vec::new();
     match &driver.version {
         Some(v) => out.push(format!(
@@ -374,4 +317,239 @@ fn explain(m: &Manifest, driver: &super::proof::DriverSeen, host: &dyn HostView)
         &m.library.cuda,
     ));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    //! Planning against the fake host (nothing is spawned): for a host with no driver, the
+    //! pinned driver, an older one, the toolkit there or not, the library there, the verdict
+    //! and the exact argv `install` would run for each layer.
+
+    use super::*;
+    use crate::host::fake::FakeSystem;
+    use crate::layers::live::LiveHost;
+
+    const LINUX: &str = include_str!("../../manifests/torch-2.5.1-cu124-linux.yaml");
+    const STACK: &str = "/archive/installers/torch-2.5.1-cu124-linux";
+    const DRIVER_RUN: &str = "NVIDIA-Linux-x86_64-595.71.05.run";
+    const TOOLKIT_RUN: &str = "cuda_12.4.1_550.54.15_linux.run";
+    const VENV: &str = "/opt/stackpin/torch-2.5.1-cu124-linux";
+
+    fn manifest() -> Manifest {
+        crate::manifest::parse(LINUX, Path::new("m.yaml")).expect("shipped manifest parses")
+    }
+
+    /// The host's `python3`, which creates the venv, at the pinned Python.
+    fn with_python(mut sys: FakeSystem) -> FakeSystem {
+        sys.on_path
+            .insert("python3".to_string(), PathBuf::from("/usr/bin/python3"));
+        sys.answer("/usr/bin/python3", &["--version"], 0, "Python 3.12.3\n");
+        sys
+    }
+
+    fn archived(layer: Layer, file: &str, state: FileState) -> ArchivedFile {
+        ArchivedFile {
+            layer,
+            file: file.to_string(),
+            path: Path::new(STACK).join(layer.as_str()).join(file),
+            sha256: Some("0".repeat(64)),
+            state,
+        }
+    }
+
+    fn verified_files() -> Vec<ArchivedFile> {
+        vec![
+            archived(Layer::Driver, DRIVER_RUN, FileState::Verified),
+            archived(Layer::Toolkit, TOOLKIT_RUN, FileState::Verified),
+        ]
+    }
+
+    fn plan_on(sys: &FakeSystem, files: &[ArchivedFile]) -> Plan {
+        plan(
+            &manifest(),
+            Path::new(STACK),
+            &LiveHost::on(sys, None),
+            files,
+        )
+        .expect("plans")
+    }
+
+    fn layer(p: &Plan, layer: Layer) -> &LayerPlan {
+        p.layers
+            .iter()
+            .find(|l| l.layer == layer)
+            .expect("every layer is planned")
+    }
+
+    fn argv(l: &LayerPlan) -> Vec<Vec<String>> {
+        l.commands.iter().map(|c| c.argv.clone()).collect()
+    }
+
+    fn to_install(reason: &str) -> Verdict {
+        Verdict::ToInstall {
+            reason: reason.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_host_without_a_driver_installs_every_layer_from_the_archive_in_order() {
+        let p = plan_on(&with_python(FakeSystem::bare_linux()), &verified_files());
+        assert_eq!(
+            p.layers.iter().map(|l| l.layer).collect::<Vec<_>>(),
+            Layer::ORDER
+        );
+        assert!(!p.blocked());
+        assert_eq!(
+            p.notes,
+            [
+                "no working NVIDIA driver on this machine — nvidia-smi not found: no NVIDIA driver is installed (it ships nvidia-smi); `stackpin install` installs the pinned one"
+            ]
+        );
+
+        let driver = layer(&p, Layer::Driver);
+        assert_eq!(driver.verdict, to_install("no nvidia-smi"));
+        assert!(driver.reboot_after, "a reboot follows a new driver");
+        let installer = format!("{STACK}/driver/{DRIVER_RUN}");
+        assert_eq!(argv(driver), [["sh", &installer, "--silent", "--dkms"]]);
+        assert_eq!(
+            driver.commands[0]
+                .installer
+                .as_ref()
+                .map(|f| f.file.as_str()),
+            Some(DRIVER_RUN),
+            "the archived file is checked again right before it runs"
+        );
+
+        let toolkit = layer(&p, Layer::Toolkit);
+        assert_eq!(
+            toolkit.verdict,
+            to_install("/usr/local/cuda-12.4 does not exist")
+        );
+        let installer = format!("{STACK}/toolkit/{TOOLKIT_RUN}");
+        assert_eq!(
+            argv(toolkit),
+            [[
+                "sh",
+                installer.as_str(),
+                "--silent",
+                "--toolkit",
+                "--toolkitpath=/usr/local/cuda-12.4",
+                "--no-man-page"
+            ]]
+        );
+        assert!(!toolkit.reboot_after);
+
+        let library = layer(&p, Layer::Library);
+        assert!(matches!(library.verdict, Verdict::ToInstall { .. }));
+        let commands = argv(library);
+        assert_eq!(commands[0], ["python3", "-m", "venv", VENV]);
+        assert_eq!(commands[1][0], format!("{VENV}/bin/python"));
+        assert!(
+            commands[1]
+                .windows(2)
+                .any(|w| w[0] == "--find-links" && w[1] == format!("{STACK}/library"))
+                && commands[1].contains(&"--require-hashes".to_string())
+                && commands[1].contains(&"--no-index".to_string()),
+            "offline, by hash, from the archive: {:?}",
+            commands[1]
+        );
+    }
+
+    #[test]
+    fn the_pinned_driver_is_in_place_and_needs_no_reboot() {
+        let mut sys = FakeSystem::bare_linux();
+        sys.with_driver("595.71.05");
+        let p = plan_on(&with_python(sys), &verified_files());
+        let driver = layer(&p, Layer::Driver);
+        assert_eq!(driver.verdict, Verdict::InPlace);
+        assert_eq!(driver.proof.seen, "driver 595.71.05 active");
+        assert!(!driver.reboot_after);
+        assert!(p.notes.is_empty(), "{:?}", p.notes);
+        assert_eq!(
+            layer(&p, Layer::Toolkit).verdict,
+            to_install("/usr/local/cuda-12.4 does not exist")
+        );
+    }
+
+    #[test]
+    fn an_older_driver_is_replaced_naming_both_versions() {
+        let mut sys = FakeSystem::bare_linux();
+        sys.with_driver("550.54.15");
+        let p = plan_on(&with_python(sys), &verified_files());
+        let driver = layer(&p, Layer::Driver);
+        assert_eq!(
+            driver.verdict,
+            to_install("driver 550.54.15 active, 595.71.05 pinned")
+        );
+        assert!(driver.reboot_after);
+        assert_eq!(argv(driver).len(), 1);
+    }
+
+    #[test]
+    fn a_host_with_every_layer_as_pinned_has_nothing_to_install() {
+        let sys = with_python(FakeSystem::linux_host("595.71.05", "2.5.1+cu124"));
+        let p = plan_on(&sys, &verified_files());
+        for l in &p.layers {
+            assert_eq!(l.verdict, Verdict::InPlace, "{}: {}", l.layer, l.proof.seen);
+            assert!(!l.reboot_after);
+        }
+        assert_eq!(
+            layer(&p, Layer::Toolkit).proof.seen,
+            "CUDA 12.4.1 in /usr/local/cuda-12.4"
+        );
+        assert_eq!(
+            layer(&p, Layer::Library).proof.seen,
+            "torch 2.5.1 built for CUDA 12.4, sees the GPU"
+        );
+    }
+
+    #[test]
+    fn a_present_toolkit_with_a_missing_library_installs_only_the_library() {
+        let mut sys = FakeSystem::bare_linux();
+        sys.with_driver("595.71.05").with_toolkit();
+        let p = plan_on(&with_python(sys), &verified_files());
+        assert_eq!(layer(&p, Layer::Driver).verdict, Verdict::InPlace);
+        assert_eq!(layer(&p, Layer::Toolkit).verdict, Verdict::InPlace);
+        assert_eq!(
+            layer(&p, Layer::Library).verdict,
+            to_install("no interpreter for torch yet")
+        );
+    }
+
+    #[test]
+    fn an_installer_not_archived_yet_sends_the_user_to_fetch_first() {
+        let files = vec![
+            archived(Layer::Driver, DRIVER_RUN, FileState::Missing),
+            archived(Layer::Toolkit, TOOLKIT_RUN, FileState::Verified),
+        ];
+        let p = plan_on(&with_python(FakeSystem::bare_linux()), &files);
+        assert_eq!(
+            layer(&p, Layer::Driver).verdict,
+            to_install(&format!(
+                "no nvidia-smi; archive not ready ({DRIVER_RUN} missing): run `stackpin fetch` first"
+            ))
+        );
+        assert!(!p.blocked(), "fetch fixes it: not a blocker");
+    }
+
+    #[test]
+    fn the_wrong_python_blocks_the_library_layer_alone() {
+        let mut sys = FakeSystem::bare_linux();
+        sys.on_path
+            .insert("python3".to_string(), PathBuf::from("/usr/bin/python3"));
+        sys.answer("/usr/bin/python3", &["--version"], 0, "Python 3.10.12\n");
+        let p = plan_on(&sys, &verified_files());
+        assert!(p.blocked());
+        assert!(matches!(
+            layer(&p, Layer::Driver).verdict,
+            Verdict::ToInstall { .. }
+        ));
+        let Verdict::Blocked { why } = &layer(&p, Layer::Library).verdict else {
+            panic!("the library is not blocked");
+        };
+        assert!(
+            why.contains("Python 3.10.12") && why.contains("3.12"),
+            "{why}"
+        );
+    }
 }

@@ -6,9 +6,9 @@
 
 use serde::Serialize;
 
-use super::plan::{ArchivedFile, FileState};
-use super::proof::{HostView, prove_layer};
+use super::files::{ArchivedFile, FileState};
 use crate::compat::{self, LibraryLookup, StackForGpu};
+use crate::layers::{HostView, prove_layer};
 use crate::manifest::{Layer, Manifest};
 use crate::version::Version;
 

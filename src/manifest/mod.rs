@@ -8,6 +8,7 @@
 
 pub mod exit_codes;
 mod parse;
+pub mod placeholder;
 mod source_map;
 pub mod validate;
 

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::placeholder::{Command, Placeholder, placeholders};
 use super::{Installer, Layer, Manifest, Role, file_name_from_url};
 use crate::compat::Os;
 
@@ -48,15 +49,6 @@ impl Problem {
     }
 }
 
-/// Placeholders each section's argv may use.
-const LAYER_PLACEHOLDERS: &[&str] = &["installer", "root", "files", "name"];
-const LIBRARY_PLACEHOLDERS: &[&str] = &["installer", "root", "files", "name", "python", "venv"];
-const EXAMPLE_PLACEHOLDERS: &[&str] = &[
-    "python", "examples", "batch", "root", "files", "name", "venv",
-];
-/// What `install::plan::manifest_values` defines: a proof runs without the archive.
-const VERIFY_PLACEHOLDERS: &[&str] = &["root", "python", "venv", "name"];
-
 /// Runs every rule that needs no release data and returns all problems found.
 pub fn validate(m: &Manifest) -> Vec<Problem> {
     let mut out = Vec::new();
@@ -69,14 +61,14 @@ pub fn validate(m: &Manifest) -> Vec<Problem> {
     check_argv(
         "driver.run",
         &m.driver.run,
-        LAYER_PLACEHOLDERS,
+        Command::LayerRun,
         true,
         &mut out,
     );
     check_argv(
         "toolkit.run",
         &m.toolkit.run,
-        LAYER_PLACEHOLDERS,
+        Command::LayerRun,
         true,
         &mut out,
     );
@@ -227,30 +219,10 @@ fn check_os_extension(field: &str, name: &str, os: Os, out: &mut Vec<Problem>) {
     }
 }
 
-/// Placeholders are `{name}`; anything else in braces is reported.
-pub fn placeholders(arg: &str) -> Vec<&str> {
-    let mut found = Vec::new();
-    let mut rest = arg;
-    while let Some(start) = rest.find('{') {
-        let after = &rest[start + 1..];
-        match after.find('}') {
-            Some(end) => {
-                found.push(&after[..end]);
-                rest = &after[end + 1..];
-            }
-            None => {
-                found.push(after);
-                break;
-            }
-        }
-    }
-    found
-}
-
 fn check_argv(
     field: &str,
     argv: &[String],
-    allowed: &[&str],
+    command: Command,
     needs_installer: bool,
     out: &mut Vec<Problem>,
 ) {
@@ -263,14 +235,15 @@ fn check_argv(
     }
     for (i, arg) in argv.iter().enumerate() {
         for name in placeholders(arg) {
-            if !allowed.contains(&name) {
+            if !command.allows(name) {
                 out.push(Problem::error(
                     format!("{field}[{i}]"),
                     format!(
                         "unknown placeholder `{{{name}}}`; here you can use {}",
-                        allowed
+                        command
+                            .allowed()
                             .iter()
-                            .map(|p| format!("{{{p}}}"))
+                            .map(|p| p.token())
                             .collect::<Vec<_>>()
                             .join(", ")
                     ),
@@ -278,7 +251,11 @@ fn check_argv(
             }
         }
     }
-    if needs_installer && !argv.iter().any(|a| a.contains("{installer}")) {
+    if needs_installer
+        && !argv
+            .iter()
+            .any(|a| a.contains(&Placeholder::Installer.token()))
+    {
         out.push(Problem::error(
             field,
             "the command never names `{installer}`, so it would not run the archived, verified file; add it where the installer goes",
@@ -288,7 +265,7 @@ fn check_argv(
 
 fn check_verify(field: &str, argv: Option<&[String]>, out: &mut Vec<Problem>) {
     if let Some(argv) = argv {
-        check_argv(field, argv, VERIFY_PLACEHOLDERS, false, out);
+        check_argv(field, argv, Command::Verify, false, out);
     }
 }
 
@@ -484,7 +461,7 @@ fn check_library(m: &Manifest, out: &mut Vec<Problem>) {
             ));
         }
         match &lib.run {
-            Some(run) => check_argv("library.run", run, LIBRARY_PLACEHOLDERS, true, out),
+            Some(run) => check_argv("library.run", run, Command::LibraryRun, true, out),
             None => out.push(Problem::error(
                 "library.run",
                 "library installers need a `run:` command that installs `{installer}`",
@@ -494,20 +471,19 @@ fn check_library(m: &Manifest, out: &mut Vec<Problem>) {
 }
 
 fn check_example(m: &Manifest, out: &mut Vec<Problem>) {
-    check_argv(
-        "example.run",
-        &m.example.run,
-        EXAMPLE_PLACEHOLDERS,
-        false,
-        out,
-    );
+    check_argv("example.run", &m.example.run, Command::Example, false, out);
     if m.example.batch == 0 {
         out.push(Problem::error(
             "example.batch",
             "the batch must be at least 1; the guide proves a stack at 64",
         ));
     }
-    if !m.example.run.iter().any(|a| a.contains("{batch}")) {
+    if !m
+        .example
+        .run
+        .iter()
+        .any(|a| a.contains(&Placeholder::Batch.token()))
+    {
         out.push(Problem::warning(
             "example.run",
             "the example never receives `{batch}`, so `prove --batch` and `--fit` cannot change its batch size",
@@ -556,14 +532,6 @@ fn check_mirror(m: &Manifest, out: &mut Vec<Problem>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn placeholders_are_found() {
-        assert_eq!(placeholders("--toolkitpath={root}"), vec!["root"]);
-        assert_eq!(placeholders("{a}{b}"), vec!["a", "b"]);
-        assert_eq!(placeholders("{open"), vec!["open"]);
-        assert!(placeholders("plain").is_empty());
-    }
 
     #[test]
     fn windows_subpackages_are_recognised() {

@@ -22,11 +22,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::sampler::{MemorySource, ProcessSeries, Sampler, SamplerError, host_tree};
+use crate::exec::step::{RunnerError, Step, StepStatus, start_step};
 use crate::host::library_probe::PROBE_SCRIPT;
-use crate::install::proof::library_python;
-use crate::install::runner::{RunnerError, Step, StepStatus, start_step};
 use crate::library::{self, LibraryDescription};
 use crate::manifest::Manifest;
+use crate::manifest::placeholder::library_python;
 
 /// How long the baseline script holds its one tensor: long enough for the sampler (100 ms
 /// loop) to read a steady figure many times.

@@ -1,17 +1,26 @@
 //! Proving a stack: the example's own report, GPU memory sampled from outside, the plot, and
 //! which of the two memory views the predictions start from.
 //!
-//! This half measures and reads; running the example inside the stack's environment and writing
-//! the record (`crate::record`) are wired in by the `prove` command. Installing is not its job.
+//! This half measures and reads; [`run`] runs the example inside the stack's environment (its
+//! child through `exec::step`, behind the `run::ExampleRunner` seam) and writes the record
+//! (`crate::record`). Installing is not its job.
 //!
-//! Typical use by the command:
+//! Typical use, as `run::LiveExample` does it:
 //!
 //! ```no_run
-//! # use std::{path::Path, sync::Arc};
+//! # use std::{path::Path, sync::Arc, time::Duration};
+//! # use stackpin::exec::step::{Step, start_step};
 //! # use stackpin::prove::{self, sampler::{self, Sampler}};
 //! let sampler = Sampler::start(Path::new("nvidia-smi"), 0, Arc::from(sampler::host_tree()))?;
-//! let child = std::process::Command::new("python3").arg("classify.py").spawn()?;
-//! sampler.attach(child.id());
+//! let step = Step {
+//!     argv: vec!["python3".into(), "classify.py".into()],
+//!     env: vec![],
+//!     env_remove: vec![],
+//!     log: "logs/example.log".into(),
+//!     timeout: Duration::from_secs(20 * 60),
+//! };
+//! let child = start_step(&step)?;
+//! sampler.attach(child.pid());
 //! // … wait for the child, showing sampler.current_mib() in a spinner …
 //! let trace = sampler.stop();
 //! let report = prove::parse_output("…the example's captured output…")?;

@@ -4,8 +4,9 @@
 //! (`super::judge_gpu_run`): a failed run, or a clean one on the CPU or seen by no memory view,
 //! never writes the record; it writes `failed-run.yaml` with the reason, the log and the layer.
 //!
-//! Layer checks, host facts and the sampler come from `install::proof`, `host` and `sampler`;
-//! this module only orchestrates and assembles the record.
+//! Layer checks, host facts and the sampler come from `layers`, `host` and `sampler`; what to
+//! do about a layer not in place comes from the caller (install owns `state.yaml`): this module
+//! only orchestrates and assembles the record, and imports nothing from `install`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,10 +17,10 @@ use super::result_line::{ExampleReport, parse_output};
 use super::sampler::{MemoryTrace, Sampler, SamplerError, host_tree};
 use crate::archive::{Lockfile, StackDir};
 use crate::compat::Os;
-use crate::host::{self, HostReport, ProbeOptions, RealSystem};
-use crate::install::plan::placeholder_values;
-use crate::install::proof::{HostView, Proof, library_python, prove_layer};
-use crate::install::runner::{self, RunnerError, Step, StepStatus, start_step};
+use crate::exec::step::{RunnerError, Step, StepOutcome, StepStatus, start_step};
+use crate::host::{self, HostReport, ProbeOptions, System};
+use crate::layers::{HostView, Proof, prove_layer};
+use crate::manifest::placeholder::{Placeholder, Values, library_python};
 use crate::manifest::{Layer, Manifest};
 use crate::record::{
     CollectEnv, ExampleRun, FailedRun, GpuFacts, HostFacts, InstallerFact, LatencyCheck,
@@ -123,24 +124,40 @@ pub struct Proven {
     pub plot_path: PathBuf,
 }
 
+/// What prove sees of the world, handed in by its caller (the CLI's real machine, a test's
+/// fake), so its orchestration runs without the real host.
+pub struct ProveHost<'a> {
+    /// The machine the host report (GPU, driver, toolkit, library) is probed through.
+    pub system: &'a dyn System,
+    /// The layers as the host shows them (asked before the example runs).
+    pub view: &'a dyn HostView,
+    /// Runs the example while GPU memory is sampled ([`LiveExample`] on the real machine).
+    pub example: &'a dyn ExampleRunner,
+    /// What to do about a layer that is not in place (from install's `state.yaml`: a layer
+    /// that was installed is not fixed by installing again); see
+    /// `install::missing_layer_advice`.
+    pub advice: &'a dyn Fn(Layer) -> String,
+}
+
 /// Proves the stack: layers first, then the example at the proving batch (and the fit batches).
 pub fn prove(
     m: &Manifest,
     stack: &StackDir,
-    view: &dyn HostView,
+    host: &ProveHost<'_>,
     options: &ProveOptions,
     reporter: &dyn ProveReporter,
 ) -> Result<Proven, ProveError> {
+    let view = host.view;
     for layer in Layer::ORDER {
         let proof = prove_layer(m, layer, view);
         if !proof.holds {
             // A library that is there but blind is the driver's business, not install's.
-            let advice = crate::install::proof::blind_library(m, layer, view)
-                .unwrap_or_else(|| advice_for(stack, layer));
+            let advice = crate::layers::blind_library(m, layer, view)
+                .unwrap_or_else(|| (host.advice)(layer));
             return Err(ProveError::LayerMissing { proof, advice });
         }
     }
-    let report = probe_host(m, options.gpu)?;
+    let report = probe_host(host.system, m, options.gpu)?;
     let gpu = report
         .gpu()
         .cloned()
@@ -169,6 +186,7 @@ pub fn prove(
         gpu_index: gpu.index,
         examples: &examples,
         host: &report,
+        example: host.example,
         reporter,
     };
     let mut runs = Vec::new();
@@ -239,29 +257,11 @@ fn latency_check(
     )))
 }
 
-/// What to do about a layer that is not in place, from `state.yaml`: a layer that was installed
-/// (or failed installing) is not fixed by installing again blindly.
-fn advice_for(stack: &StackDir, layer: Layer) -> String {
-    let state = crate::install::state::ChainState::load(&stack.state_path()).ok();
-    let entry = state.as_ref().and_then(|s| s.layers.get(&layer));
-    match entry {
-        Some(e) if e.status == crate::install::state::LayerStatus::Done => format!(
-            "`stackpin install` installed it ({}), so installing again will not help: run `stackpin doctor` to see what changed, and `stackpin diagnose` on the log",
-            e.at
-        ),
-        Some(e) => format!(
-            "its last install step ended {:?} at {}{}: read that log with `stackpin diagnose`, fix the cause, then run `stackpin install` again",
-            e.status,
-            e.at,
-            e.log
-                .as_ref()
-                .map_or(String::new(), |l| format!(" (log {})", l.display()))
-        ),
-        None => "Run `stackpin install` first (or `stackpin plan` to see why)".to_string(),
-    }
-}
-
-fn probe_host(m: &Manifest, gpu: Option<u32>) -> Result<HostReport, ProveError> {
+fn probe_host(
+    system: &dyn System,
+    m: &Manifest,
+    gpu: Option<u32>,
+) -> Result<HostReport, ProveError> {
     let options = ProbeOptions {
         gpu,
         // A `library.verify:` override is the layer's proof (no Python to import the library
@@ -271,7 +271,7 @@ fn probe_host(m: &Manifest, gpu: Option<u32>) -> Result<HostReport, ProveError> 
         toolkit_roots: vec![PathBuf::from(&m.toolkit.root)],
         ..ProbeOptions::default()
     };
-    Ok(host::probe(&RealSystem, &options)?)
+    Ok(host::probe(system, &options)?)
 }
 
 /// The example's environment: the toolkit's `bin` first on PATH and its libraries on the loader
@@ -304,7 +304,47 @@ struct RunContext<'a> {
     gpu_index: u32,
     examples: &'a Path,
     host: &'a HostReport,
+    example: &'a dyn ExampleRunner,
     reporter: &'a dyn ProveReporter,
+}
+
+/// Runs the example once while GPU memory is sampled from outside: `started` just before the
+/// child starts, `tick` while it runs (elapsed, the current sample). The log holds its output.
+pub trait ExampleRunner {
+    fn run(
+        &self,
+        step: &Step,
+        sample: &SampleAt<'_>,
+        started: &mut dyn FnMut(),
+        tick: &mut dyn FnMut(Duration, Option<u64>),
+    ) -> Result<(StepOutcome, MemoryTrace), ProveError>;
+}
+
+/// Where the example's GPU memory is sampled: nvidia-smi and the GPU the example is given.
+pub struct SampleAt<'a> {
+    pub smi: &'a Path,
+    pub gpu_index: u32,
+}
+
+/// The example as a real child (through `exec::step`) with nvidia-smi's monitor watching its
+/// process tree.
+pub struct LiveExample;
+
+impl ExampleRunner for LiveExample {
+    fn run(
+        &self,
+        step: &Step,
+        sample: &SampleAt<'_>,
+        started: &mut dyn FnMut(),
+        tick: &mut dyn FnMut(Duration, Option<u64>),
+    ) -> Result<(StepOutcome, MemoryTrace), ProveError> {
+        let sampler = Sampler::start(sample.smi, sample.gpu_index, Arc::from(host_tree()))?;
+        started();
+        let running = start_step(step)?;
+        sampler.attach(running.pid());
+        let outcome = running.wait_with(&mut |elapsed| tick(elapsed, sampler.current_mib()))?;
+        Ok((outcome, sampler.stop()))
+    }
 }
 
 fn measure_once(ctx: &RunContext<'_>, batch: u32) -> Result<MeasuredRun, ProveError> {
@@ -317,10 +357,11 @@ fn measure_once(ctx: &RunContext<'_>, batch: u32) -> Result<MeasuredRun, ProveEr
         reporter,
         ..
     } = *ctx;
-    let mut values = placeholder_values(m, stack.root(), Layer::Library);
-    values.insert("examples", examples.display().to_string());
-    values.insert("batch", batch.to_string());
-    let argv = runner::substitute(&m.example.run, &values)?;
+    let mut values = Values::layer(m, stack.root(), Layer::Library);
+    values
+        .set(Placeholder::Examples, examples.display().to_string())
+        .set(Placeholder::Batch, batch.to_string());
+    let argv = values.substitute(&m.example.run)?;
     let mut env = stack_env(m);
     // The example must see the GPU the sampler watches.
     env.push(("CUDA_VISIBLE_DEVICES".into(), gpu_index.to_string()));
@@ -331,16 +372,15 @@ fn measure_once(ctx: &RunContext<'_>, batch: u32) -> Result<MeasuredRun, ProveEr
         env_remove: Vec::new(),
         log: stack
             .logs_dir()
-            .join(runner::log_name(&format!("example-b{batch}"))),
+            .join(crate::exec::step::log_name(&format!("example-b{batch}"))),
         timeout: m.example_timeout(),
     };
-    let sampler = Sampler::start(smi, gpu_index, Arc::from(host_tree()))?;
-    reporter.run_started(batch, &argv);
-    let running = start_step(&step)?;
-    sampler.attach(running.pid());
-    let outcome =
-        running.wait_with(&mut |elapsed| reporter.tick(batch, elapsed, sampler.current_mib()))?;
-    let trace = sampler.stop();
+    let (outcome, trace) = ctx.example.run(
+        &step,
+        &SampleAt { smi, gpu_index },
+        &mut || reporter.run_started(batch, &argv),
+        &mut |elapsed, mib| reporter.tick(batch, elapsed, mib),
+    )?;
     let output = std::fs::read_to_string(&outcome.log).unwrap_or_default();
     let parsed = parse_output(&output);
     let failure = match (outcome.status, &parsed) {
@@ -396,7 +436,7 @@ fn measure_once(ctx: &RunContext<'_>, batch: u32) -> Result<MeasuredRun, ProveEr
 struct FailedContext<'a> {
     batch: u32,
     argv: &'a [String],
-    outcome: &'a runner::StepOutcome,
+    outcome: &'a StepOutcome,
     trace: &'a MemoryTrace,
 }
 
@@ -803,5 +843,216 @@ impl ExitStatus for ProveError {
             | ProveError::ExampleFailed { explanation, .. } => Some(explanation.clone()),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! prove's orchestration against the fake host and a fake example: nothing is spawned. What
+    //! a user would check: which layer stopped the proof and what to do, whether a record or a
+    //! failure record was written.
+
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::host::fake::FakeSystem;
+    use crate::layers::live::LiveHost;
+    use crate::prove::MemorySource;
+
+    const LINUX: &str = include_str!("../../manifests/torch-2.5.1-cu124-linux.yaml");
+
+    fn manifest() -> Manifest {
+        crate::manifest::parse(LINUX, Path::new("m.yaml")).expect("shipped manifest parses")
+    }
+
+    /// An example that prints `line` and exits 0; nvidia-smi saw its process tree at
+    /// `seen_mib` (`None`: no outside view saw it). It counts its runs.
+    struct FakeExample {
+        line: &'static str,
+        seen_mib: Option<u64>,
+        runs: Cell<u32>,
+    }
+
+    impl FakeExample {
+        fn printing(line: &'static str) -> Self {
+            FakeExample {
+                line,
+                seen_mib: None,
+                runs: Cell::new(0),
+            }
+        }
+
+        fn seen_at(mut self, mib: u64) -> Self {
+            self.seen_mib = Some(mib);
+            self
+        }
+    }
+
+    impl ExampleRunner for FakeExample {
+        fn run(
+            &self,
+            step: &Step,
+            _sample: &SampleAt<'_>,
+            started: &mut dyn FnMut(),
+            _tick: &mut dyn FnMut(Duration, Option<u64>),
+        ) -> Result<(StepOutcome, MemoryTrace), ProveError> {
+            self.runs.set(self.runs.get() + 1);
+            started();
+            if let Some(dir) = step.log.parent() {
+                std::fs::create_dir_all(dir).expect("log folder");
+            }
+            std::fs::write(&step.log, format!("{}\n", self.line)).expect("log");
+            let outcome = StepOutcome {
+                status: StepStatus::Succeeded,
+                code: Some(0),
+                tail: vec![self.line.to_string()],
+                log: step.log.clone(),
+                duration: Duration::from_secs(1),
+            };
+            let trace = MemoryTrace {
+                source: match self.seen_mib {
+                    Some(_) => MemorySource::PerProcess,
+                    None => MemorySource::Unmeasured,
+                },
+                samples: self
+                    .seen_mib
+                    .map(|mib| vec![(0, mib / 2), (500, mib)])
+                    .unwrap_or_default(),
+                peak_mib: self.seen_mib,
+                baseline_mib: None,
+                device_samples: vec![],
+                unavailable_rows: 0,
+                notes: vec![],
+                others: vec![],
+            };
+            Ok((outcome, trace))
+        }
+    }
+
+    struct Silent;
+
+    impl ProveReporter for Silent {
+        fn run_started(&self, _batch: u32, _argv: &[String]) {}
+        fn tick(&self, _batch: u32, _elapsed: Duration, _current_mib: Option<u64>) {}
+        fn run_finished(&self, _batch: u32, _peak: Option<f64>) {}
+    }
+
+    fn prove_on(
+        sys: &FakeSystem,
+        example: &FakeExample,
+        stack: &StackDir,
+    ) -> Result<Proven, ProveError> {
+        let view = LiveHost::on(sys, None);
+        let host = ProveHost {
+            system: sys,
+            view: &view,
+            example,
+            advice: &|layer| format!("install the {layer} (advice from the caller)"),
+        };
+        prove(&manifest(), stack, &host, &ProveOptions::default(), &Silent)
+    }
+
+    #[test]
+    fn a_missing_layer_stops_prove_before_the_example_with_the_callers_advice() {
+        let mut sys = FakeSystem::bare_linux();
+        sys.with_driver("595.71.05").with_library("2.5.1+cu124");
+        let archive = tempfile::tempdir().expect("tempdir");
+        let stack = StackDir::new(archive.path(), &manifest().name);
+        let example = FakeExample::printing("never printed");
+        let err = prove_on(&sys, &example, &stack).expect_err("the toolkit is missing");
+        assert!(matches!(
+            &err,
+            ProveError::LayerMissing { proof, .. } if proof.layer == Layer::Toolkit
+        ));
+        assert_eq!(
+            err.to_string(),
+            "the toolkit layer is not in place: /usr/local/cuda-12.4 does not exist. \
+             install the toolkit (advice from the caller)"
+        );
+        assert_eq!(example.runs.get(), 0, "the example never ran");
+        assert!(!stack.root().join("examples").exists());
+        assert!(!stack.proven_stack_path().exists());
+    }
+
+    #[test]
+    fn a_run_the_example_says_was_on_the_cpu_is_not_a_proof() {
+        let sys = FakeSystem::linux_host("595.71.05", "2.5.1+cu124");
+        let archive = tempfile::tempdir().expect("tempdir");
+        let stack = StackDir::new(archive.path(), &manifest().name);
+        std::fs::create_dir_all(stack.root()).expect("stack folder");
+        let example = FakeExample::printing(
+            r#"STACKPIN_RESULT {"device": "cpu", "batch": 64, "samples_per_s": 12.0}"#,
+        );
+        let err = prove_on(&sys, &example, &stack).expect_err("a CPU run proves nothing");
+        assert_eq!(example.runs.get(), 1);
+        let ProveError::NotOnGpu {
+            batch,
+            reason,
+            layer,
+            failed_run,
+            ..
+        } = &err
+        else {
+            panic!("not a NotOnGpu: {err:?}");
+        };
+        assert_eq!(*batch, 64);
+        assert_eq!(
+            reason,
+            "the example ran on the CPU although torch 2.5.1+cu124 sees the GPU"
+        );
+        assert_eq!(
+            layer, "example",
+            "torch sees the GPU: the example chose the CPU"
+        );
+        assert!(failed_run.is_file(), "failed-run.yaml is written");
+        assert!(!stack.proven_stack_path().exists(), "no proven record");
+        assert_eq!(err.exit(), Exit::Problem);
+    }
+
+    #[test]
+    fn a_run_on_the_gpu_writes_the_record_with_the_peak_nvidia_smi_saw() {
+        let sys = FakeSystem::linux_host("595.71.05", "2.5.1+cu124");
+        let archive = tempfile::tempdir().expect("tempdir");
+        let stack = StackDir::new(archive.path(), &manifest().name);
+        std::fs::create_dir_all(stack.root()).expect("stack folder");
+        let example = FakeExample::printing(r#"STACKPIN_RESULT {"device": "cuda:0", "batch": 64}"#)
+            .seen_at(2560);
+        let proven = prove_on(&sys, &example, &stack).expect("a GPU run proves the stack");
+        assert_eq!(example.runs.get(), 1, "one run at the proving batch");
+        assert_eq!(proven.record_path, stack.proven_stack_path());
+        assert!(proven.record_path.is_file() && proven.plot_path.is_file());
+        assert!(!stack.root().join(crate::record::FAILED_RUN_FILE).exists());
+        let record = &proven.record;
+        assert_eq!(record.example.batch, 64);
+        assert_eq!(record.example.argv[2], "--batch-size");
+        assert_eq!(record.example.argv[3], "64");
+        assert_eq!(record.peak.outside_mib, Some(2560));
+        assert_eq!(record.gpus[0].name, "NVIDIA L4");
+        assert_eq!(record.library.version, "2.5.1+cu124");
+        assert_eq!(record.toolkit.version, "12.4.1");
+    }
+
+    #[test]
+    fn a_cpu_build_of_the_library_is_named_as_the_layer_to_fix() {
+        let mut sys = FakeSystem::linux_host("595.71.05", "2.5.1+cu124");
+        sys.programs
+            .remove(Path::new(crate::host::fake::VENV_PYTHON));
+        sys.answer(
+            crate::host::fake::VENV_PYTHON,
+            &["-c"],
+            0,
+            r#"{"library": "torch", "python": "3.12.3", "version": "2.5.1+cu124", "cuda": null, "cuda_available": false, "device_count": 0, "arch_list": [], "ok": true}"#,
+        );
+        let archive = tempfile::tempdir().expect("tempdir");
+        let stack = StackDir::new(archive.path(), &manifest().name);
+        std::fs::create_dir_all(stack.root()).expect("stack folder");
+        let example = FakeExample::printing(r#"STACKPIN_RESULT {"device": "cpu"}"#);
+        let err = prove_on(&sys, &example, &stack).expect_err("a CPU build proves nothing");
+        // The library layer's own proof already fails on a CPU build: prove stops there.
+        assert!(
+            matches!(&err, ProveError::LayerMissing { proof, .. } if proof.layer == Layer::Library),
+            "{err}"
+        );
+        assert_eq!(example.runs.get(), 0);
     }
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use stackpin::install::runner::{Step, StepStatus, run_step, substitute};
+use stackpin::exec::step::{Step, StepStatus, run_step, substitute};
 
 use crate::common::{shipped_manifests, stackpin};
 use crate::fakes::{WinHost, fake_program};

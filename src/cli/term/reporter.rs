@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{duration_text, verdict, warning_label};
+use crate::exec::step::{StepOutcome, shell_words};
 use crate::install::InstallReporter;
-use crate::install::proof::Proof;
-use crate::install::runner::{StepOutcome, shell_words};
+use crate::layers::Proof;
 use crate::manifest::Layer;
 
 /// How often a running installer is reported when stderr is not a terminal.

@@ -1,13 +1,13 @@
-//! The live host behind [`HostView`]: the `host` module's probes, asked fresh on every call so a
-//! proof after an installer sees what the installer changed.
+//! The live host behind [`HostView`]: the `host` module's probes through the [`System`] its
+//! caller hands in, asked fresh on every call so a proof after an installer sees what the
+//! installer changed.
 
 use std::path::Path;
 use std::time::Duration;
 
-use super::proof::{DriverSeen, HostView, LibrarySeen, ToolkitSeen};
+use super::{DriverSeen, HostView, LibrarySeen, ToolkitSeen};
 use crate::compat::Os;
-use crate::host::{self, DriverState, LibraryProbe, RealSystem, System};
-use crate::manifest::Manifest;
+use crate::host::{self, DriverState, LibraryProbe, System};
 use crate::version::Version;
 
 /// The machine stackpin runs on, seen through a [`System`] (the real one, or a test's fake).
@@ -20,15 +20,9 @@ pub struct LiveHost<'s> {
     run_checks: bool,
 }
 
-impl LiveHost<'static> {
-    /// Probes this machine for `m`'s stack, with `--gpu` when given.
-    pub fn new(gpu: Option<u32>, _m: &Manifest) -> Self {
-        LiveHost::on(&RealSystem, gpu)
-    }
-}
-
 impl<'s> LiveHost<'s> {
-    /// Probes the host behind `system`, with `--gpu` when given.
+    /// Probes the host behind `system` (the CLI's `RealSystem`, a test's fake), with `--gpu`
+    /// when given.
     pub fn on(system: &'s dyn System, gpu: Option<u32>) -> Self {
         let wsl = host::os_info::probe(system).wsl;
         let smi_timeout = host::smi_timeout(system);

@@ -1,6 +1,7 @@
-//! Running one installer step: argv (never a shell string), placeholders substituted per
-//! argument, stdout and stderr drained concurrently into one log file, a timeout, and the exit
-//! code read as data (Windows 3010 / 1641 mean "reboot required").
+//! Running one logged step (an installer, a layer command, prove's example, `measure`'s
+//! command): argv (never a shell string), placeholders substituted per argument, stdout and
+//! stderr drained concurrently into one log file, a timeout, and the exit code read as data
+//! (Windows 3010 / 1641 mean "reboot required"). Install, prove and the CLI share it.
 //!
 //! The child is started by [`crate::exec`], in a process tree of its own: a Ctrl-C at the
 //! terminal reaches stackpin alone, which then waits for the installer to finish instead of
@@ -110,7 +111,9 @@ pub struct StepOutcome {
 }
 
 /// Substitutes `{name}` placeholders in each argument. Arguments stay separate: a value with
-/// spaces is still one argument, so paths like `C:\Program Files\…` need no quoting.
+/// spaces is still one argument, so paths like `C:\Program Files\…` need no quoting. Which
+/// names exist and what they stand for is `manifest::placeholder`'s vocabulary; this only
+/// replaces them.
 pub fn substitute(
     argv: &[String],
     values: &BTreeMap<&str, String>,

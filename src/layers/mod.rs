@@ -1,13 +1,20 @@
-//! The proof that a layer is on the host, as DESIGN.md defines it:
-//! driver — the GPU utility reports the pinned version; toolkit — its versioned folder exists and
-//! reports the pinned version; library — it imports, reports its version and CUDA line, and sees
-//! the GPU. The facts come from a [`HostView`]; the verdicts are plain functions.
+//! The layers on the host: what each layer (driver, toolkit, library) looks like there and
+//! whether it holds, as DESIGN.md defines it: driver — the GPU utility reports the pinned
+//! version; toolkit — its versioned folder exists and reports the pinned version; library — it
+//! imports, reports its version and CUDA line, and sees the GPU. The facts come from a
+//! [`HostView`] (the live one is [`live::LiveHost`]); the verdicts are plain functions.
+//!
+//! Install plans and checks with it, prove checks the layers before the example, doctor, up and
+//! status read the same proofs: none of them owns it, so it depends on none of them.
+
+pub mod live;
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::compat::Os;
+use crate::manifest::placeholder::{Values, library_python};
 use crate::manifest::{Layer, Manifest};
 use crate::version::Version;
 
@@ -52,8 +59,9 @@ pub enum LibrarySeen {
     NoInterpreter,
 }
 
-/// What the install chain and `plan` ask of the host. The real implementation probes the
-/// machine; tests use the real one against fake programs on PATH.
+/// What the install chain, `plan`, prove and doctor ask of the host. [`live::LiveHost`] probes
+/// it through a `System`: the real machine, or in unit tests `host::fake::FakeSystem`; the CLI
+/// tests run the real one against fake programs on PATH.
 pub trait HostView {
     fn os(&self) -> Os;
     fn is_admin(&self) -> bool;
@@ -81,22 +89,6 @@ pub struct Proof {
     pub reboot_pending: bool,
 }
 
-/// The interpreter inside a virtual environment.
-pub fn venv_python(venv: &Path, os: Os) -> PathBuf {
-    match os {
-        Os::Linux => venv.join("bin").join("python"),
-        Os::Windows => venv.join("Scripts").join("python.exe"),
-    }
-}
-
-/// The interpreter a manifest's library runs with: the venv's for pip libraries.
-pub fn library_python(m: &Manifest) -> PathBuf {
-    match (&m.library.pip, &m.library.venv) {
-        (Some(_), Some(venv)) => venv_python(Path::new(venv), m.os),
-        _ => PathBuf::from(&m.library.python),
-    }
-}
-
 /// Proves one layer against the host: the layer's `verify:` command when the manifest gives
 /// one, else the default proof of DESIGN.md.
 pub fn prove_layer(m: &Manifest, layer: Layer, host: &dyn HostView) -> Proof {
@@ -108,7 +100,7 @@ pub fn prove_layer(m: &Manifest, layer: Layer, host: &dyn HostView) -> Proof {
     if let Some(argv) = verify {
         // A placeholder without a value fails the proof: running the command with a literal
         // `{…}` in it would prove nothing.
-        let argv = match super::runner::substitute(argv, &super::plan::manifest_values(m)) {
+        let argv = match Values::manifest(m).substitute(argv) {
             Ok(argv) => argv,
             Err(e) => {
                 return Proof {
