@@ -11,35 +11,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::os::Os;
 use crate::version::Version;
-
-/// The operating system a stack is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Os {
-    Linux,
-    Windows,
-}
-
-impl Os {
-    /// The OS this binary runs on (anything not Windows is treated as Linux).
-    pub fn current() -> Os {
-        if cfg!(windows) {
-            Os::Windows
-        } else {
-            Os::Linux
-        }
-    }
-}
-
-impl fmt::Display for Os {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Os::Linux => "linux",
-            Os::Windows => "windows",
-        })
-    }
-}
 
 /// An OS-keyed pair, as the release tables print them.
 #[derive(Debug, Clone, Deserialize)]

@@ -21,6 +21,7 @@ pub mod host;
 pub mod install;
 pub mod library;
 pub mod manifest;
+pub mod os;
 pub mod outdated;
 pub mod pin;
 pub mod prove;

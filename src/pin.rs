@@ -12,12 +12,13 @@
 
 use crate::compat::{
     self, CudaSupport, DriverChannel, DriverRequirement, GpuMismatch, LibraryLookup,
-    LibraryRelease, Os, StackForGpu,
+    LibraryRelease, StackForGpu,
 };
 use crate::manifest::{
     DriverLayer, Example, Installer, LibraryLayer, Manifest, PipSection, Role, SCHEMA,
     ToolkitLayer, VramSettings, duration_text,
 };
+use crate::os::Os;
 use crate::version::Version;
 
 /// The cycle time written into a pinned inference manifest until the user sets the line's own:

@@ -86,7 +86,7 @@ fn print_human(report: &HostReport) {
     println!("{:<10}{os_line}", "os");
     let admin = match (os.admin, os.family) {
         (Some(true), _) => "yes".to_string(),
-        (Some(false), crate::compat::Os::Windows) => {
+        (Some(false), crate::os::Os::Windows) => {
             "no (`stackpin install` needs an elevated prompt)".to_string()
         }
         (Some(false), _) => "no (`stackpin install` needs root)".to_string(),

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::compat::Os;
 use crate::dataset::{self, DataRef};
 use crate::host::{self, DriverState, ProbeOptions, RealSystem};
 use crate::manifest;
+use crate::os::Os;
 use crate::outdated::{self, HostGpu, HostGpus, Outdated};
 
 pub const EXAMPLES: &str = "\

@@ -5,9 +5,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::proof::{DriverSeen, HostView, LibrarySeen, ToolkitSeen};
-use crate::compat::Os;
 use crate::host::{self, DriverState, LibraryProbe, RealSystem, System};
 use crate::manifest::Manifest;
+use crate::os::Os;
 use crate::version::Version;
 
 /// The machine stackpin runs on, seen through a [`System`] (the real one, or a test's fake).

@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::proof::{HostView, Proof, library_python, prove_layer};
 use super::runner::{RunnerError, substitute};
-use crate::compat::Os;
 use crate::manifest::{Layer, LibraryInstaller, Manifest};
+use crate::os::Os;
 
 /// The archive state of one installer file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

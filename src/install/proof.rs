@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::compat::Os;
 use crate::manifest::{Layer, Manifest};
+use crate::os::Os;
 use crate::version::Version;
 
 /// The driver as the host reports it.

@@ -15,12 +15,12 @@ use std::time::Duration;
 use super::result_line::{ExampleReport, parse_output};
 use super::sampler::{MemoryTrace, Sampler, SamplerError, host_tree};
 use crate::archive::{Lockfile, StackDir};
-use crate::compat::Os;
 use crate::host::{self, HostReport, ProbeOptions, RealSystem};
 use crate::install::plan::placeholder_values;
 use crate::install::proof::{HostView, Proof, library_python, prove_layer};
 use crate::install::runner::{self, RunnerError, Step, StepStatus, start_step};
 use crate::manifest::{Layer, Manifest};
+use crate::os::Os;
 use crate::record::{
     CollectEnv, ExampleRun, FailedRun, GpuFacts, HostFacts, InstallerFact, LatencyCheck,
     LibraryFacts, MeasuredFit, PeakVram, ProvenStack, RecordError, ToolkitFacts, VramLine,
