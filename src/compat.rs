@@ -11,6 +11,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::library::LibraryTable;
 use crate::os::Os;
 use crate::version::Version;
 
@@ -220,7 +221,7 @@ struct Knowledge {
     onnxruntime: OnnxRuntimeData,
     drivers: DriverData,
     gpus: GpuData,
-    libraries: crate::library::LibraryTable,
+    libraries: LibraryTable,
 }
 
 fn knowledge() -> &'static Knowledge {
@@ -281,8 +282,9 @@ fn parse_table<'t, T: serde::de::DeserializeOwned>(
     })
 }
 
-/// `data/libraries.yaml`: how to talk to each library (see [`crate::library`]).
-pub fn library_table() -> &'static crate::library::LibraryTable {
+/// `data/libraries.yaml` in the set in use: how to talk to each library (its lookups are
+/// [`LibraryTable`]'s).
+pub fn libraries() -> &'static LibraryTable {
     &knowledge().libraries
 }
 
@@ -966,7 +968,9 @@ fn tensorflow_release(version: &Version, os: Os) -> LibraryLookup {
 /// Whether a library is a deployment runtime (an inference stack's library) rather than a
 /// training library.
 pub fn is_inference_runtime(library: &str) -> bool {
-    crate::library::describe(library).is_some_and(|d| d.is_inference())
+    libraries()
+        .describe(library)
+        .is_some_and(|d| d.is_inference())
 }
 
 /// ONNX Runtime is keyed by `major.minor`; every CUDA line of a row is stable (the docs' table

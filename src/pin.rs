@@ -735,12 +735,13 @@ fn build(
             format!(r"C:\stackpin\{name}"),
         ),
     };
-    let described = crate::library::describe(&release.library);
+    let described = crate::compat::libraries().describe(&release.library);
     let inference = described.is_some_and(|d| d.is_inference());
     // The library's bundled example, as data/libraries.yaml names it.
     let run = described.map_or_else(
         || {
-            crate::library::describe("torch")
+            crate::compat::libraries()
+                .describe("torch")
                 .map(|d| d.example_run())
                 .unwrap_or_default()
         },

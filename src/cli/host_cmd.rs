@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{CliError, CmdResult, Exit, GlobalArgs, print_json};
+use crate::compat;
 use crate::host::{
     self, DriverState, HostReport, LibraryProbe, ProbeOptions, RealSystem, ToolkitInfo,
 };
-use crate::library;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -38,7 +38,7 @@ pub struct HostArgs {
 
 /// The libraries `--library` accepts: every described library under each of its names.
 fn library_names() -> clap::builder::PossibleValuesParser {
-    let values = library::all().iter().map(|l| {
+    let values = compat::libraries().all().iter().map(|l| {
         clap::builder::PossibleValue::new(l.name.as_str()).aliases(
             l.distributions
                 .iter()
@@ -247,7 +247,8 @@ fn print_library(probe: &LibraryProbe) {
                 };
                 println!("{:<10}sees {} GPU(s){device}", "", info.device_count);
             } else {
-                let words = library::describe(&info.library)
+                let words = compat::libraries()
+                    .describe(&info.library)
                     .map_or("sees no GPU".to_string(), |d| d.no_gpu_words());
                 println!("{:<10}{words}", "");
             }

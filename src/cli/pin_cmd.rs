@@ -82,7 +82,7 @@ pub struct PinArgs {
 fn library_help() -> String {
     format!(
         "The library release, `NAME==VERSION` ({})",
-        crate::library::names().join(", ")
+        crate::compat::libraries().names().join(", ")
     )
 }
 

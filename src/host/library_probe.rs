@@ -89,7 +89,7 @@ struct ProbeLine {
 
 /// The interpreter's arguments that probe `library` (a manifest's `library.name`).
 pub fn probe_args(library: &str) -> Vec<String> {
-    let target = crate::library::probe_target(library);
+    let target = crate::compat::libraries().probe_target(library);
     vec![
         "-c".to_string(),
         PROBE_SCRIPT.to_string(),

@@ -369,9 +369,6 @@ fn explain(m: &Manifest, driver: &super::proof::DriverSeen, host: &dyn HostView)
             ),
         },
     );
-    out.push(crate::library::cuda_build_words(
-        &m.library.name,
-        &m.library.cuda,
-    ));
+    out.push(crate::compat::libraries().cuda_build_words(&m.library.name, &m.library.cuda));
     out
 }
