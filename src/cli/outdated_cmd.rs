@@ -108,7 +108,7 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
     let any = results.iter().any(|(_, o)| !o.newer.is_empty());
     if global.json {
         print_json(&OutdatedJson {
-            data: dataset::data_ref(),
+            data: dataset::data_ref(&crate::compat::READER),
             outdated: any,
             stacks: results
                 .iter()
@@ -125,7 +125,7 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
 }
 
 fn print_human(results: &[(PathBuf, Outdated)], quiet: bool) {
-    let in_use = dataset::in_use();
+    let in_use = dataset::in_use(&crate::compat::READER);
     for (i, (path, o)) in results.iter().enumerate() {
         if i > 0 {
             println!();

@@ -162,7 +162,7 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
             notes: &pinned.notes,
             warnings: &warnings,
             manifest: &pinned.manifest,
-            data: crate::dataset::data_ref(),
+            data: crate::dataset::data_ref(&crate::compat::READER),
         })?;
     } else if !global.quiet {
         let mut err = std::io::stderr().lock();
