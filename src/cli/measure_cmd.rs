@@ -300,8 +300,8 @@ fn render(m: &CommandMemory, baseline: Option<&BaselineLines>) -> String {
     out
 }
 
-fn source_words(source: crate::prove::MemorySource) -> &'static str {
-    use crate::prove::MemorySource as S;
+fn source_words(source: crate::record::MemorySource) -> &'static str {
+    use crate::record::MemorySource as S;
     match source {
         S::PerProcess => "per process, nvidia-smi",
         S::WindowsCounter => "Windows GPU process counter",

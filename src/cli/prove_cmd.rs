@@ -12,8 +12,8 @@ use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::FileOutcome;
 use crate::install::host_view::LiveHost;
 use crate::install::{ChainEnd, InstallOptions, InstallReport};
-use crate::prove::MemorySource;
 use crate::prove::run::{ProveError, ProveOptions, ProveReporter, Proven, prove};
+use crate::record::MemorySource;
 use crate::record::PeakAuthority;
 use crate::up::{UpEnd, UpError, UpReporter, UpRequest, UpStep, up};
 

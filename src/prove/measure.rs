@@ -21,13 +21,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::sampler::{MemorySource, ProcessSeries, Sampler, SamplerError, host_tree};
+use super::sampler::{ProcessSeries, Sampler, SamplerError, host_tree};
 use crate::compat;
 use crate::host::library_probe::PROBE_SCRIPT;
 use crate::install::proof::library_python;
 use crate::install::runner::{RunnerError, Step, StepStatus, start_step};
 use crate::library::LibraryDescription;
 use crate::manifest::Manifest;
+use crate::record::MemorySource;
 
 /// How long the baseline script holds its one tensor: long enough for the sampler (100 ms
 /// loop) to read a steady figure many times.

@@ -687,7 +687,7 @@ fn assemble(
             mib: plan.line_mib,
             vram_mib: gpu.memory_total_mib.unwrap_or(0),
         },
-        predictions: serde_json::to_value(&plan.predictions).unwrap_or_default(),
+        predictions: plan.predictions.clone(),
         largest_safe_batch: plan.largest_safe_batch,
         fit,
         environment,
