@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fsutil::write_atomic;
+use crate::fsutil::{self, YamlError};
 use crate::vram::Prediction;
 
 /// Which view of GPU memory a figure comes from (`prove`'s sampler measures it; the record
@@ -483,25 +483,12 @@ pub struct FailedRun {
 impl FailedRun {
     /// Writes the failure record atomically.
     pub fn write(&self, path: &Path) -> Result<(), RecordError> {
-        let text = serde_saphyr::to_string(self).map_err(|e| RecordError::Encode {
-            message: e.to_string(),
-        })?;
-        write_atomic(path, text.as_bytes()).map_err(|source| RecordError::Write {
-            path: path.to_path_buf(),
-            source,
-        })
+        Ok(fsutil::write_yaml(path, "", self)?)
     }
 
     /// Reads a failure record.
     pub fn read(path: &Path) -> Result<FailedRun, RecordError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RecordError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        serde_saphyr::from_str(&text).map_err(|e| RecordError::Parse {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })
+        Ok(fsutil::read_yaml(path)?)
     }
 }
 
@@ -537,35 +524,36 @@ pub enum RecordError {
     Schema { path: PathBuf, found: u32 },
 }
 
+/// The shared YAML helper's errors, in the record's words.
+impl From<YamlError> for RecordError {
+    fn from(e: YamlError) -> Self {
+        match e {
+            YamlError::Read { path, source } => RecordError::Read { path, source },
+            YamlError::Parse { path, source } => RecordError::Parse {
+                path,
+                message: source.to_string(),
+            },
+            YamlError::Encode { reason, .. } => RecordError::Encode { message: reason },
+            YamlError::Write { path, source } => RecordError::Write { path, source },
+        }
+    }
+}
+
 impl ProvenStack {
     /// The record as YAML text.
     pub fn to_yaml(&self) -> Result<String, RecordError> {
-        serde_saphyr::to_string(self).map_err(|e| RecordError::Encode {
-            message: e.to_string(),
-        })
+        Ok(fsutil::to_yaml(self, Path::new(RECORD_FILE))?)
     }
 
     /// Writes the record to `path` atomically: readers see the old record or the new one, never
     /// half of it.
     pub fn write(&self, path: &Path) -> Result<(), RecordError> {
-        let text = self.to_yaml()?;
-        write_atomic(path, text.as_bytes()).map_err(|source| RecordError::Write {
-            path: path.to_path_buf(),
-            source,
-        })
+        Ok(fsutil::write_yaml(path, "", self)?)
     }
 
     /// Reads a record written by [`write`](Self::write).
     pub fn read(path: &Path) -> Result<ProvenStack, RecordError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RecordError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let record: ProvenStack =
-            serde_saphyr::from_str(&text).map_err(|e| RecordError::Parse {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })?;
+        let record: ProvenStack = fsutil::read_yaml(path)?;
         if record.record != RECORD_SCHEMA {
             return Err(RecordError::Schema {
                 path: path.to_path_buf(),
