@@ -510,6 +510,34 @@ mod tests {
         );
     }
 
+    /// A reader that refuses every set, for what it says: dataset knows no reader of its own.
+    struct Refusing;
+
+    impl Reader for Refusing {
+        fn read(&self, _: &DataSet) -> Result<ReadTables, TableError> {
+            Err(TableError::Malformed {
+                name: "cuda.yaml".into(),
+                reason: "refused by the test's reader".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_set_is_valid_when_the_reader_handed_in_accepts_it_and_keeps_what_it_read() {
+        let tables = built_in().tables.clone();
+        let err =
+            DataSet::from_tables("x", SCHEMA, tables.clone(), &Refusing).expect_err("refused");
+        assert!(matches!(err, DatasetError::Loader { .. }), "{err}");
+        assert!(
+            err.to_string().contains("refused by the test's reader"),
+            "{err}"
+        );
+        assert!(err.is_problem());
+        let set = DataSet::from_tables("x", SCHEMA, tables, &crate::compat::READER).expect("valid");
+        // What the reader read at validation is kept: a later refusing reader is not asked.
+        let _ = set.read_by(&Refusing);
+    }
+
     #[test]
     fn the_built_in_sha256_is_the_sha256_of_its_packed_form() {
         let set = built_in();
