@@ -3,43 +3,20 @@
 //! where NVIDIA publishes them, and the GPU generations (which driver branches drive a compute
 //! capability, which toolkits compile for it). The tables live in `data/*.yaml` with their
 //! sources and the date they were read; `dataset` says which set of them is in use (built in, or
-//! an updated one). This module parses them once and answers questions. It touches no files and
-//! runs nothing, so every rule tests as a plain function.
+//! an updated one) and keeps what this module's [`READER`] parsed of it, so a run parses them once.
+//! This module answers questions. It touches no files and runs nothing, so every rule tests as a
+//! plain function.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::dataset::{DataSet, ReadTables, Reader, TableError};
+use crate::library::LibraryTable;
+use crate::os::Os;
 use crate::version::Version;
-
-/// The operating system a stack is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Os {
-    Linux,
-    Windows,
-}
-
-impl Os {
-    /// The OS this binary runs on (anything not Windows is treated as Linux).
-    pub fn current() -> Os {
-        if cfg!(windows) {
-            Os::Windows
-        } else {
-            Os::Linux
-        }
-    }
-}
-
-impl fmt::Display for Os {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Os::Linux => "linux",
-            Os::Windows => "windows",
-        })
-    }
-}
 
 /// An OS-keyed pair, as the release tables print them.
 #[derive(Debug, Clone, Deserialize)]
@@ -247,13 +224,18 @@ struct Knowledge {
     onnxruntime: OnnxRuntimeData,
     drivers: DriverData,
     gpus: GpuData,
-    libraries: crate::library::LibraryTable,
+    libraries: LibraryTable,
 }
 
 fn knowledge() -> &'static Knowledge {
     // The set in use is the built-in one (covered by tests) or an updated one that `dataset`
-    // loaded with `load_tables` before choosing it; either is parsed once per process.
-    &crate::dataset::in_use().set.loaded().0
+    // had READER read before choosing it; either is read once per process and kept with the set.
+    let tables = crate::dataset::in_use(&READER).set.read_by(&READER);
+    match tables.downcast_ref::<Knowledge>() {
+        Some(knowledge) => knowledge,
+        // READER is the binary's only reader, so what the set keeps is always a `Knowledge`.
+        None => panic!("the release data in use was read by a reader other than compat's"),
+    }
 }
 
 impl Knowledge {
@@ -271,30 +253,18 @@ impl Knowledge {
     }
 }
 
-/// Why a data set's tables cannot be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum TableError {
-    #[error("table {name} is missing; this stackpin needs it")]
-    Missing { name: String },
-    #[error("table {name} does not load: {reason}")]
-    Malformed { name: String, reason: String },
-}
+/// The release tables' reader, the binary's one [`Reader`]: `data pack` and `data update`
+/// accept a set only when it reads, and the set in use is the one it read.
+pub struct TablesReader;
 
-/// A data set's tables as the binary reads them; `dataset` keeps one per set.
-pub struct LoadedTables(Knowledge);
+/// What every caller of `dataset` hands it to read a set.
+pub static READER: TablesReader = TablesReader;
 
-impl fmt::Debug for LoadedTables {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("LoadedTables")
+impl Reader for TablesReader {
+    fn read(&self, set: &DataSet) -> Result<ReadTables, TableError> {
+        let knowledge = Knowledge::from_tables(&|name| set.table(name))?;
+        Ok(Arc::new(knowledge))
     }
-}
-
-/// Loads a set's tables the way the binary does: `data pack` and `data update` accept a set
-/// only when this does.
-pub fn load_tables<'t>(
-    table: &dyn Fn(&str) -> Option<&'t str>,
-) -> Result<LoadedTables, TableError> {
-    Knowledge::from_tables(table).map(LoadedTables)
 }
 
 fn parse_table<'t, T: serde::de::DeserializeOwned>(
@@ -308,15 +278,16 @@ fn parse_table<'t, T: serde::de::DeserializeOwned>(
     })
 }
 
-/// `data/libraries.yaml`: how to talk to each library (see [`crate::library`]).
-pub fn library_table() -> &'static crate::library::LibraryTable {
+/// `data/libraries.yaml` in the set in use: how to talk to each library (its lookups are
+/// [`LibraryTable`]'s).
+pub fn libraries() -> &'static LibraryTable {
     &knowledge().libraries
 }
 
 /// The date of the release data in use (the newest of its tables'), shown in notes and
 /// warnings about unknown releases.
 pub fn data_date() -> &'static str {
-    &crate::dataset::in_use().set.read_on
+    &crate::dataset::in_use(&READER).set.read_on
 }
 
 /// What the release notes require of the driver for a toolkit release on one OS.
@@ -993,7 +964,9 @@ fn tensorflow_release(version: &Version, os: Os) -> LibraryLookup {
 /// Whether a library is a deployment runtime (an inference stack's library) rather than a
 /// training library.
 pub fn is_inference_runtime(library: &str) -> bool {
-    crate::library::describe(library).is_some_and(|d| d.is_inference())
+    libraries()
+        .describe(library)
+        .is_some_and(|d| d.is_inference())
 }
 
 /// ONNX Runtime is keyed by `major.minor`; every CUDA line of a row is stable (the docs' table

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::archive::hash_file;
-use crate::fsutil::write_atomic;
+use crate::fsutil::{self, YamlError};
 use crate::manifest::Manifest;
 use crate::record::ProvenStack;
 
@@ -185,25 +185,27 @@ pub fn export(
 impl ModelStack {
     /// Writes the record atomically: a reader sees no record or a whole one.
     pub fn write(&self, path: &Path) -> Result<(), DeploymentError> {
-        let text = serde_saphyr::to_string(self).map_err(|e| DeploymentError::Encode {
-            message: e.to_string(),
-        })?;
-        write_atomic(path, text.as_bytes()).map_err(|source| DeploymentError::Write {
-            path: path.to_path_buf(),
-            source,
-        })
+        Ok(fsutil::write_yaml(path, "", self)?)
     }
 
     /// Reads a record written by [`write`](Self::write).
     pub fn read(path: &Path) -> Result<ModelStack, DeploymentError> {
-        let text = std::fs::read_to_string(path).map_err(|source| DeploymentError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        serde_saphyr::from_str(&text).map_err(|e| DeploymentError::Parse {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })
+        Ok(fsutil::read_yaml(path)?)
+    }
+}
+
+/// The shared YAML helper's errors, in the model stack record's words.
+impl From<YamlError> for DeploymentError {
+    fn from(e: YamlError) -> Self {
+        match e {
+            YamlError::Read { path, source } => DeploymentError::Read { path, source },
+            YamlError::Parse { path, source } => DeploymentError::Parse {
+                path,
+                message: source.to_string(),
+            },
+            YamlError::Encode { reason, .. } => DeploymentError::Encode { message: reason },
+            YamlError::Write { path, source } => DeploymentError::Write { path, source },
+        }
     }
 }
 

@@ -1,7 +1,14 @@
-//! File writes that never leave a half-written file under its final name.
+//! File writes that never leave a half-written file under its final name, and the one way
+//! stackpin reads and writes its own YAML files (the proven-stack record, the failed-run note,
+//! the model stack record, the install state, `stack.lock`): read into a serde type, write
+//! through [`write_atomic`]. Every error names the file; each module wraps [`YamlError`] in its
+//! own error enum, with its own words.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// Writes `bytes` to a temporary file beside `path`, syncs it, then renames it into place.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -23,4 +30,125 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Why a YAML file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum YamlError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text is not YAML of the expected shape; `source` carries the parser's snippet
+    /// (`source.without_snippet()` gives the one-line reason).
+    #[error("{} does not read: {source}", path.display())]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: Box<serde_saphyr::Error>,
+    },
+    #[error("cannot encode {} as YAML: {reason}", path.display())]
+    Encode { path: PathBuf, reason: String },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Reads the YAML file at `path` into a `T`.
+pub fn read_yaml<T: DeserializeOwned>(path: &Path) -> Result<T, YamlError> {
+    let text = std::fs::read_to_string(path).map_err(|source| YamlError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_yaml(&text, path)
+}
+
+/// Like [`read_yaml`], with `None` for a file that does not exist (yet).
+pub fn read_yaml_if_present<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, YamlError> {
+    match read_yaml(path) {
+        Ok(value) => Ok(Some(value)),
+        Err(YamlError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Parses YAML text read from `path` (which only names it in errors).
+pub fn parse_yaml<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T, YamlError> {
+    serde_saphyr::from_str(text).map_err(|source| YamlError::Parse {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+    })
+}
+
+/// `value` as YAML text; `path` only names the file in errors.
+pub fn to_yaml<T: Serialize>(value: &T, path: &Path) -> Result<String, YamlError> {
+    serde_saphyr::to_string(value).map_err(|e| YamlError::Encode {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })
+}
+
+/// Writes `value` as YAML to `path` atomically, after `header` (comment lines, or `""`):
+/// readers see the old file or the new one, never half of it.
+pub fn write_yaml<T: Serialize>(path: &Path, header: &str, value: &T) -> Result<(), YamlError> {
+    let text = to_yaml(value, path)?;
+    write_text(path, &format!("{header}{text}"))
+}
+
+/// Writes YAML text already encoded (by [`to_yaml`]) to `path` atomically.
+pub fn write_text(path: &Path, text: &str) -> Result<(), YamlError> {
+    write_atomic(path, text.as_bytes()).map_err(|source| YamlError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[test]
+    fn yaml_round_trips_after_its_header_and_an_absent_file_is_none() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("sub").join("state.yaml");
+        assert!(
+            read_yaml_if_present::<BTreeMap<String, u32>>(&path)
+                .expect("absent is fine")
+                .is_none()
+        );
+        let value = BTreeMap::from([("a".to_string(), 1u32), ("b".to_string(), 2)]);
+        write_yaml(&path, "# a header\n", &value).expect("written");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.starts_with("# a header\na: 1\n"), "{text}");
+        assert_eq!(
+            read_yaml::<BTreeMap<String, u32>>(&path).expect("reads"),
+            value
+        );
+    }
+
+    #[test]
+    fn every_error_names_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("bad.yaml");
+        let missing = read_yaml::<BTreeMap<String, u32>>(&path).expect_err("missing");
+        assert!(matches!(missing, YamlError::Read { .. }));
+        std::fs::write(&path, "a: [unclosed\n").expect("write");
+        let bad = read_yaml::<BTreeMap<String, u32>>(&path).expect_err("malformed");
+        assert!(matches!(bad, YamlError::Parse { .. }));
+        let blocked = dir.path().join("bad.yaml").join("below-a-file.yaml");
+        let unwritable = write_yaml(&blocked, "", &1u32).expect_err("a file is not a folder");
+        assert!(matches!(unwritable, YamlError::Write { .. }));
+        for e in [missing, bad, unwritable] {
+            assert!(e.to_string().contains("bad.yaml"), "{e}");
+        }
+    }
 }

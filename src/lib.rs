@@ -22,6 +22,7 @@ pub mod install;
 pub mod layers;
 pub mod library;
 pub mod manifest;
+pub mod os;
 pub mod outdated;
 pub mod pin;
 pub mod prove;

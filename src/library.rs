@@ -1,8 +1,10 @@
-//! The libraries stackpin knows how to talk to, as data (`data/libraries.yaml`, loaded with the
-//! release tables by [`crate::compat`]): each library's distributions, import module, the
-//! expressions its probe evaluates, its bundled example and its one-tensor baseline.
+//! The libraries stackpin knows how to talk to, as data (`data/libraries.yaml`): each library's
+//! distributions, import module, the expressions its probe evaluates, its bundled example and
+//! its one-tensor baseline. This module owns the table's shape and its lookups; the table in use
+//! is loaded with the other release tables and handed out by `compat::libraries()` (compat
+//! depends on this module, never the reverse).
 //!
-//! Every place that used to branch on `"torch"` or `"tensorflow"` asks this module instead: the
+//! Every place that used to branch on `"torch"` or `"tensorflow"` asks the table instead: the
 //! probe picks its Python function by [`LibraryDescription::probe`], `pin` writes
 //! [`LibraryDescription::example_run`], the texts quote [`Asks`]. Adding a library is a row in the
 //! data and one probe function (see the README). This module reads nothing and runs nothing.
@@ -108,41 +110,60 @@ impl LibraryDescription {
     }
 }
 
-/// The plan's line about the library's CUDA build, in the library's own terms.
-pub fn cuda_build_words(name: &str, pinned: &Version) -> String {
-    match describe(name) {
-        Some(d) if d.cuda_match == CudaMatch::Major => format!(
-            "{name} built for CUDA {major}.x (`{}`): one build runs on every CUDA {major} line, {pinned} pinned; it must not be newer than the driver's CUDA",
-            d.asks.cuda,
-            major = pinned.major()
-        ),
-        Some(d) => format!(
-            "{name} built for CUDA {pinned} (`{}`): the runtime the library bundles or loads; it must not be newer than the driver's CUDA",
-            d.asks.cuda
-        ),
-        None => format!(
-            "{name} built for CUDA {pinned}: the runtime the library bundles or loads; it must not be newer than the driver's CUDA"
-        ),
+impl LibraryTable {
+    /// Every library stackpin has a description for, in the data's order.
+    pub fn all(&self) -> &[LibraryDescription] {
+        &self.libraries
     }
-}
 
-/// Every library stackpin has a description for, in the data's order.
-pub fn all() -> &'static [LibraryDescription] {
-    &crate::compat::library_table().libraries
-}
+    /// The canonical names (`torch`, `tensorflow`, `onnxruntime-gpu`), for `--help` and errors.
+    pub fn names(&self) -> Vec<&str> {
+        self.libraries.iter().map(|l| l.name.as_str()).collect()
+    }
 
-/// The canonical names (`torch`, `tensorflow`, `onnxruntime-gpu`), for `--help` and errors.
-pub fn names() -> Vec<&'static str> {
-    all().iter().map(|l| l.name.as_str()).collect()
-}
+    /// The description whose distributions include `name` (`-`, `_` and case do not matter, as
+    /// on the package index).
+    pub fn describe(&self, name: &str) -> Option<&LibraryDescription> {
+        let wanted = normalize(name);
+        self.libraries
+            .iter()
+            .find(|l| l.distributions.iter().any(|d| normalize(d) == wanted))
+    }
 
-/// The description whose distributions include `name` (`-`, `_` and case do not matter, as on
-/// the package index).
-pub fn describe(name: &str) -> Option<&'static LibraryDescription> {
-    let wanted = normalize(name);
-    all()
-        .iter()
-        .find(|l| l.distributions.iter().any(|d| normalize(d) == wanted))
+    /// The probe target for a manifest's library name: its description's, or the generic probe
+    /// of the module the distribution most likely installs (`my-lib` → `my_lib`).
+    pub fn probe_target(&self, name: &str) -> ProbeTarget {
+        match self.describe(name) {
+            Some(d) => ProbeTarget {
+                probe: d.probe.clone(),
+                module: d.module.clone(),
+                distribution: d.name.clone(),
+            },
+            None => ProbeTarget {
+                probe: GENERIC_PROBE.to_string(),
+                module: name.replace('-', "_"),
+                distribution: name.to_string(),
+            },
+        }
+    }
+
+    /// The plan's line about the library's CUDA build, in the library's own terms.
+    pub fn cuda_build_words(&self, name: &str, pinned: &Version) -> String {
+        match self.describe(name) {
+            Some(d) if d.cuda_match == CudaMatch::Major => format!(
+                "{name} built for CUDA {major}.x (`{}`): one build runs on every CUDA {major} line, {pinned} pinned; it must not be newer than the driver's CUDA",
+                d.asks.cuda,
+                major = pinned.major()
+            ),
+            Some(d) => format!(
+                "{name} built for CUDA {pinned} (`{}`): the runtime the library bundles or loads; it must not be newer than the driver's CUDA",
+                d.asks.cuda
+            ),
+            None => format!(
+                "{name} built for CUDA {pinned}: the runtime the library bundles or loads; it must not be newer than the driver's CUDA"
+            ),
+        }
+    }
 }
 
 /// What the probe script is told: which function, which module, which distribution.
@@ -151,23 +172,6 @@ pub struct ProbeTarget {
     pub probe: String,
     pub module: String,
     pub distribution: String,
-}
-
-/// The probe target for a manifest's library name: its description's, or the generic probe of
-/// the module the distribution most likely installs (`my-lib` → `my_lib`).
-pub fn probe_target(name: &str) -> ProbeTarget {
-    match describe(name) {
-        Some(d) => ProbeTarget {
-            probe: d.probe.clone(),
-            module: d.module.clone(),
-            distribution: d.name.clone(),
-        },
-        None => ProbeTarget {
-            probe: GENERIC_PROBE.to_string(),
-            module: name.replace('-', "_"),
-            distribution: name.to_string(),
-        },
-    }
 }
 
 /// PEP 503 normalisation: runs of `-`, `_`, `.` are one `-`, lowercase.
@@ -188,6 +192,22 @@ fn normalize(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn describe(name: &str) -> Option<&'static LibraryDescription> {
+        crate::compat::libraries().describe(name)
+    }
+
+    fn probe_target(name: &str) -> ProbeTarget {
+        crate::compat::libraries().probe_target(name)
+    }
+
+    fn all() -> &'static [LibraryDescription] {
+        crate::compat::libraries().all()
+    }
+
+    fn names() -> Vec<&'static str> {
+        crate::compat::libraries().names()
+    }
 
     #[test]
     fn onnxruntime_gpu_imports_as_onnxruntime() {

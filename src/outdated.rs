@@ -8,8 +8,9 @@
 
 use serde::Serialize;
 
-use crate::compat::{self, DriverRequirement, LibraryLookup, Os};
+use crate::compat::{self, DriverRequirement, LibraryLookup};
 use crate::manifest::{Layer, Manifest};
+use crate::os::Os;
 use crate::version::Version;
 
 /// What kind of newer release was found.

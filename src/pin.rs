@@ -12,12 +12,13 @@
 
 use crate::compat::{
     self, CudaSupport, DriverChannel, DriverRequirement, GpuMismatch, LibraryLookup,
-    LibraryRelease, Os, StackForGpu,
+    LibraryRelease, StackForGpu,
 };
 use crate::manifest::{
     DriverLayer, Example, Installer, LibraryLayer, Manifest, PipSection, Role, SCHEMA,
     ToolkitLayer, VramSettings, duration_text,
 };
+use crate::os::Os;
 use crate::version::Version;
 
 /// The cycle time written into a pinned inference manifest until the user sets the line's own:
@@ -734,12 +735,13 @@ fn build(
             format!(r"C:\stackpin\{name}"),
         ),
     };
-    let described = crate::library::describe(&release.library);
+    let described = crate::compat::libraries().describe(&release.library);
     let inference = described.is_some_and(|d| d.is_inference());
     // The library's bundled example, as data/libraries.yaml names it.
     let run = described.map_or_else(
         || {
-            crate::library::describe("torch")
+            crate::compat::libraries()
+                .describe("torch")
                 .map(|d| d.example_run())
                 .unwrap_or_default()
         },

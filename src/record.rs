@@ -2,9 +2,11 @@
 //! which files, and what the example measured, so a later `doctor` can compare the host with it
 //! and a bug report can paste it.
 //!
-//! This module owns the schema and reading/writing it (atomically: an earlier record stays whole
-//! until the new one is complete). Measuring is `prove`'s job and the batch arithmetic `vram`'s;
-//! the predictions are kept as a JSON value until the `vram` module's plan type plugs in.
+//! This module owns the schema, its vocabulary (which memory view and which framework counter a
+//! figure comes from) and reading/writing it (atomically: an earlier record stays whole until
+//! the new one is complete). Measuring is `prove`'s job and the batch arithmetic `vram`'s: the
+//! predictions are the `vram` module's own [`Prediction`]s, so `prove` depends on this module and
+//! never the reverse.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -12,8 +14,34 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::fsutil::write_atomic;
-use crate::prove::{FrameworkCounter, MemorySource};
+use crate::fsutil::{self, YamlError};
+use crate::vram::Prediction;
+
+/// Which view of GPU memory a figure comes from (`prove`'s sampler measures it; the record
+/// names it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemorySource {
+    /// nvidia-smi's per-process figure, summed over the example's process tree (context included).
+    PerProcess,
+    /// Windows' `GPU Process Memory … Dedicated Usage` counter, what Task Manager shows.
+    WindowsCounter,
+    /// The card's `memory.used` minus the idle baseline: includes anything else that allocated
+    /// during the run.
+    DeviceDelta,
+    /// No view produced a single figure.
+    Unmeasured,
+}
+
+/// Which in-process figure stands for "the framework's peak".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameworkCounter {
+    /// The allocator pool (what the card must hold for the framework).
+    Reserved,
+    /// Live tensors only (TensorFlow's only figure).
+    Allocated,
+}
 
 /// The record's schema version; bumped when a field changes meaning.
 pub const RECORD_SCHEMA: u32 = 1;
@@ -45,8 +73,9 @@ pub struct ProvenStack {
     pub per_sample_mib: f64,
     /// The share of VRAM predictions must stay under, and that share in MiB.
     pub line: VramLine,
-    /// Predicted peak per configured batch (the `vram` module's plan, as JSON for now).
-    pub predictions: serde_json::Value,
+    /// Predicted peak per configured batch (the `vram` module's plan).
+    #[serde(with = "predictions_shape")]
+    pub predictions: Vec<Prediction>,
     /// The largest configured batch predicted to stay under the line.
     pub largest_safe_batch: Option<u32>,
     /// The least-squares fit when several batch sizes were measured (`prove --fit`).
@@ -57,6 +86,31 @@ pub struct ProvenStack {
     /// Inference stacks: the example's latency against the line's cycle time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencyCheck>,
+}
+
+/// `predictions` on disk exactly as records have always held them. They were written through
+/// an untyped JSON value, whose objects sort their keys (`batch, bound, peak_mib, …`); writing
+/// through one still keeps a record byte for byte what an older stackpin wrote, and a record from
+/// one reads into the typed list (a `null` list, which the untyped field allowed, reads as none).
+mod predictions_shape {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::vram::Prediction;
+
+    pub fn serialize<S: Serializer>(
+        predictions: &[Prediction],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serde_json::to_value(predictions)
+            .map_err(serde::ser::Error::custom)?
+            .serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<Prediction>, D::Error> {
+        Ok(Option::<Vec<Prediction>>::deserialize(deserializer)?.unwrap_or_default())
+    }
 }
 
 /// An inference example's per-request latency checked against the cycle time it must meet.
@@ -429,25 +483,12 @@ pub struct FailedRun {
 impl FailedRun {
     /// Writes the failure record atomically.
     pub fn write(&self, path: &Path) -> Result<(), RecordError> {
-        let text = serde_saphyr::to_string(self).map_err(|e| RecordError::Encode {
-            message: e.to_string(),
-        })?;
-        write_atomic(path, text.as_bytes()).map_err(|source| RecordError::Write {
-            path: path.to_path_buf(),
-            source,
-        })
+        Ok(fsutil::write_yaml(path, "", self)?)
     }
 
     /// Reads a failure record.
     pub fn read(path: &Path) -> Result<FailedRun, RecordError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RecordError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        serde_saphyr::from_str(&text).map_err(|e| RecordError::Parse {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })
+        Ok(fsutil::read_yaml(path)?)
     }
 }
 
@@ -483,35 +524,36 @@ pub enum RecordError {
     Schema { path: PathBuf, found: u32 },
 }
 
+/// The shared YAML helper's errors, in the record's words.
+impl From<YamlError> for RecordError {
+    fn from(e: YamlError) -> Self {
+        match e {
+            YamlError::Read { path, source } => RecordError::Read { path, source },
+            YamlError::Parse { path, source } => RecordError::Parse {
+                path,
+                message: source.to_string(),
+            },
+            YamlError::Encode { reason, .. } => RecordError::Encode { message: reason },
+            YamlError::Write { path, source } => RecordError::Write { path, source },
+        }
+    }
+}
+
 impl ProvenStack {
     /// The record as YAML text.
     pub fn to_yaml(&self) -> Result<String, RecordError> {
-        serde_saphyr::to_string(self).map_err(|e| RecordError::Encode {
-            message: e.to_string(),
-        })
+        Ok(fsutil::to_yaml(self, Path::new(RECORD_FILE))?)
     }
 
     /// Writes the record to `path` atomically: readers see the old record or the new one, never
     /// half of it.
     pub fn write(&self, path: &Path) -> Result<(), RecordError> {
-        let text = self.to_yaml()?;
-        write_atomic(path, text.as_bytes()).map_err(|source| RecordError::Write {
-            path: path.to_path_buf(),
-            source,
-        })
+        Ok(fsutil::write_yaml(path, "", self)?)
     }
 
     /// Reads a record written by [`write`](Self::write).
     pub fn read(path: &Path) -> Result<ProvenStack, RecordError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RecordError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let record: ProvenStack =
-            serde_saphyr::from_str(&text).map_err(|e| RecordError::Parse {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })?;
+        let record: ProvenStack = fsutil::read_yaml(path)?;
         if record.record != RECORD_SCHEMA {
             return Err(RecordError::Schema {
                 path: path.to_path_buf(),
@@ -539,6 +581,7 @@ impl ExitStatus for RecordError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vram::{Bound, Verdict};
 
     /// A record as a GTX-class 5 GiB card would produce it for the guide's example.
     fn sample() -> ProvenStack {
@@ -627,10 +670,26 @@ mod tests {
                 mib: 4096.0,
                 vram_mib: 5120,
             },
-            predictions: serde_json::json!([
-                {"batch": 96, "peak_mib": 3840.0, "percent": 75.0, "verdict": "fits"},
-                {"batch": 128, "peak_mib": 5120.0, "percent": 100.0, "verdict": "out_of_memory"}
-            ]),
+            predictions: vec![
+                Prediction {
+                    batch: 96,
+                    peak_mib: 3840.0,
+                    percent: 75.0,
+                    verdict: Verdict::Fits,
+                    bound: Some(Bound {
+                        peak_mib: 3960.0,
+                        percent: 77.34375,
+                        verdict: Verdict::Fits,
+                    }),
+                },
+                Prediction {
+                    batch: 128,
+                    peak_mib: 5120.0,
+                    percent: 100.0,
+                    verdict: Verdict::OutOfMemory,
+                    bound: None,
+                },
+            ],
             largest_safe_batch: Some(96),
             fit: Some(MeasuredFit {
                 fixed_mib: 300.0,
@@ -649,6 +708,144 @@ mod tests {
         let record = sample();
         record.write(&path).expect("written");
         assert_eq!(ProvenStack::read(&path).expect("read back"), record);
+    }
+
+    /// A record as stackpin wrote it while `predictions` was an untyped JSON value (its
+    /// objects' keys sorted: `bound` before `peak_mib`), verbatim.
+    const UNTYPED_PREDICTIONS_RECORD: &str = r#"record: 1
+stack: torch-2.5.1-cu124-linux
+proven_at: "2026-12-01T10:00:00Z"
+host:
+  hostname: ws-01
+  os: linux
+  os_version: Ubuntu 24.04.1 LTS
+  kernel: 6.8.0-49-generic
+  cpu: null
+gpus:
+- index: 0
+  name: NVIDIA GeForce RTX 3050
+  vram_mib: 5120
+  compute_capability: "8.6"
+  driver: "565.57.01"
+  driver_cuda: "12.7"
+toolkit:
+  version: "12.4.1"
+  root: /usr/local/cuda-12.4
+  nvcc: Cuda compilation tools, release 12.4, V12.4.131
+library:
+  name: torch
+  version: "2.5.1"
+  cuda_build: "12.4"
+  cudnn: "90100"
+  architectures:
+  - sm_80
+  - sm_86
+  - sm_90
+installers:
+- layer: driver
+  file: NVIDIA-Linux-x86_64-565.57.01.run
+  sha256: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+  size: 383000000
+example:
+  argv:
+  - /opt/stackpin/venv/bin/python
+  - examples/classify.py
+  - --batch-size
+  - "64"
+  batch: 64
+  gpu_index: 0
+  duration_s: 41.5
+  exit_code: 0
+  samples_per_s: 410.25
+  log: installers/torch/logs/example-64.log
+  device: cuda:0
+  device_name: NVIDIA GeForce RTX 3050
+  judged_by: the example reported cuda:0 and nvidia-smi listed its process
+peak:
+  outside_mib: 2560
+  outside_source: per_process
+  baseline_mib: 310
+  framework_mib: 2304.0
+  framework_counter: reserved
+  allocated_mib: 1890.5
+  context_mib: 256.0
+  authority: outside
+  authority_reason: nvidia-smi listed the example's process
+  mib: 2560.0
+per_sample_mib: 40.0
+line:
+  share: 0.8
+  mib: 4096.0
+  vram_mib: 5120
+predictions:
+- batch: 96
+  bound:
+    peak_mib: 3960.0
+    percent: 77.34375
+    verdict: fits
+  peak_mib: 3840.0
+  percent: 75.0
+  verdict: fits
+- batch: 128
+  peak_mib: 5120.0
+  percent: 100.0
+  verdict: out_of_memory
+largest_safe_batch: 96
+fit:
+  fixed_mib: 300.0
+  per_sample_mib: 34.375
+  points:
+  - - 32
+    - 1400.0
+  - - 64
+    - 2500.0
+environment:
+  cuda_used_to_build_pytorch: "12.4"
+  cudnn_version: "90100"
+  extra_fact: kept
+  nvidia_driver_version: "565.57.01"
+  python_version: "3.11.7"
+  pytorch_version: 2.5.1+cu124
+"#;
+
+    #[test]
+    fn a_record_written_with_untyped_predictions_reads_typed_and_writes_back_byte_for_byte() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(RECORD_FILE);
+        std::fs::write(&path, UNTYPED_PREDICTIONS_RECORD).expect("write");
+        let record = ProvenStack::read(&path).expect("an old record reads");
+        assert_eq!(record.predictions, sample().predictions);
+        assert_eq!(record.predictions[0].verdict, Verdict::Fits);
+        assert_eq!(
+            record.predictions[0].bound.as_ref().map(|b| b.peak_mib),
+            Some(3960.0)
+        );
+        assert_eq!(record.predictions[1].verdict, Verdict::OutOfMemory);
+        assert_eq!(record, sample());
+        assert_eq!(
+            record.to_yaml().expect("encodes"),
+            UNTYPED_PREDICTIONS_RECORD,
+            "the typed record writes what the untyped one wrote"
+        );
+    }
+
+    #[test]
+    fn a_record_whose_untyped_predictions_were_null_reads_as_none() {
+        let yaml = UNTYPED_PREDICTIONS_RECORD.replacen(
+            &UNTYPED_PREDICTIONS_RECORD[UNTYPED_PREDICTIONS_RECORD
+                .find("predictions:")
+                .expect("predictions")
+                ..UNTYPED_PREDICTIONS_RECORD
+                    .find("largest_safe_batch:")
+                    .expect("largest")],
+            "predictions: null\n",
+            1,
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(RECORD_FILE);
+        std::fs::write(&path, yaml).expect("write");
+        let record = ProvenStack::read(&path).expect("reads");
+        assert!(record.predictions.is_empty());
     }
 
     #[test]

@@ -204,7 +204,7 @@ pub fn driver_url_for(version: &Version, gpu_name: Option<&str>) -> String {
 /// `check`'s Windows installer rules: the toolkit step needs `-n`, or the CUDA installer may
 /// reboot the machine by itself in the middle of the chain.
 pub fn check_rules(m: &Manifest) -> Vec<Problem> {
-    if m.os != crate::compat::Os::Windows {
+    if m.os != crate::os::Os::Windows {
         return Vec::new();
     }
     let mut out = Vec::new();

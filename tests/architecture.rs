@@ -12,14 +12,15 @@ use std::path::{Path, PathBuf};
 /// fails the test, so a new module has to be given its row.
 const HOUSE: &[(&str, &[&str])] = &[
     (
-        "foundations: no knowledge of stacks",
+        "foundations: nothing about stacks",
         &["version", "os", "exit", "fsutil", "size"],
     ),
+    ("the process runner", &["exec"]),
     (
-        "schemas, pure arithmetic, the process runner",
-        &["exec", "manifest", "dataset", "vram", "examples"],
+        "schemas and arithmetic",
+        &["manifest", "dataset", "vram", "examples"],
     ),
-    ("the libraries stackpin knows", &["library"]),
+    ("the libraries stackpin can talk to", &["library"]),
     ("release-note knowledge", &["compat"]),
     (
         "the machine, the archive, the record",
@@ -41,35 +42,6 @@ const HOUSE: &[(&str, &[&str])] = &[
     ("the command line", &["cli"]),
     ("the binary", &["main"]),
 ];
-
-/// Module-level arrows that still run against the house, each to be removed by the redesign
-/// (issue 16). The test fails when one is gone but still listed, so the list only shrinks.
-const PENDING: &[(&str, &str)] = &[
-    ("dataset", "compat"),
-    ("library", "compat"),
-    ("manifest", "compat"),
-    ("prove", "install"),
-    ("record", "prove"),
-];
-
-/// File-level circles still to break (each as its sorted list of files).
-const PENDING_CIRCLES: &[&[&str]] = &[
-    &[
-        "compat.rs",
-        "dataset/mod.rs",
-        "library.rs",
-        "manifest/mod.rs",
-    ],
-    &[
-        "install/plan.rs",
-        "install/preflight.rs",
-        "install/proof.rs",
-    ],
-    &["prove/mod.rs", "record.rs"],
-];
-
-/// Command modules that still use another.
-const PENDING_COMMAND_USES: &[(&str, &str)] = &[("cli/doctor_cmd.rs", "cli/fetch_cmd.rs")];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -560,7 +532,7 @@ fn arrows_point_down_the_house() {
         let Some(row) = row_of(from) else { continue };
         for to in tos {
             let Some(to_row) = row_of(to) else { continue };
-            if to_row >= row && !PENDING.contains(&(from.as_str(), to.as_str())) {
+            if to_row >= row {
                 against.push(format!("{from} (row {row}) uses {to} (row {to_row})"));
             }
         }
@@ -569,31 +541,13 @@ fn arrows_point_down_the_house() {
         against.is_empty(),
         "arrows that run sideways or back up the house: {against:#?}"
     );
-    let stale: Vec<_> = PENDING
-        .iter()
-        .filter(|(from, to)| !graph.modules.get(*from).is_some_and(|t| t.contains(*to)))
-        .collect();
-    assert!(
-        stale.is_empty(),
-        "arrows listed as pending that are gone: drop them from PENDING: {stale:?}"
-    );
 }
 
 #[test]
 fn no_two_files_use_each_other() {
     let graph = graph();
     let found = circles(&graph.files);
-    let pending: Vec<Vec<String>> = PENDING_CIRCLES
-        .iter()
-        .map(|c| c.iter().map(|s| s.to_string()).collect())
-        .collect();
-    let new: Vec<&Vec<String>> = found.iter().filter(|c| !pending.contains(c)).collect();
-    assert!(new.is_empty(), "files in a circle: {new:#?}");
-    let stale: Vec<&Vec<String>> = pending.iter().filter(|c| !found.contains(c)).collect();
-    assert!(
-        stale.is_empty(),
-        "circles listed as pending that are gone: drop them from PENDING_CIRCLES: {stale:?}"
-    );
+    assert!(found.is_empty(), "files in a circle: {found:#?}");
 }
 
 #[test]
@@ -621,21 +575,12 @@ fn no_command_module_uses_another() {
         crossing.extend(
             tos.iter()
                 .filter(|to| is_command(to))
-                .filter(|to| !PENDING_COMMAND_USES.contains(&(from.as_str(), to.as_str())))
                 .map(|to| format!("{from} uses {to}")),
         );
     }
     assert!(
         crossing.is_empty(),
         "command modules that use another (move what they share below cli/ or into a shared cli module): {crossing:#?}"
-    );
-    let stale: Vec<_> = PENDING_COMMAND_USES
-        .iter()
-        .filter(|(from, to)| !graph.files.get(*from).is_some_and(|t| t.contains(*to)))
-        .collect();
-    assert!(
-        stale.is_empty(),
-        "command uses listed as pending that are gone: drop them from PENDING_COMMAND_USES: {stale:?}"
     );
 }
 

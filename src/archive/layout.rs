@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::{ArchiveError, Progress};
+use crate::fsutil::{self, YamlError};
 use crate::manifest::{Layer, Manifest};
 
 /// Version of the `stack.lock` format this build reads and writes.
@@ -185,23 +186,21 @@ impl StackDir {
     /// Reads `stack.lock`; an absent lock is an empty one.
     pub fn read_lock(&self) -> Result<Lockfile, ArchiveError> {
         let path = self.lock_path();
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Lockfile::parse(&text, &path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Lockfile::new(&self.name())),
-            Err(e) => Err(ArchiveError::io("reading", path, e)),
+        match fsutil::read_yaml_if_present::<Lockfile>(&path).map_err(lock_error)? {
+            Some(lock) => lock.checked(&path),
+            None => Ok(Lockfile::new(&self.name())),
         }
     }
 
     /// Writes `stack.lock` through a temporary file and a rename.
     pub fn write_lock(&self, lock: &Lockfile) -> Result<(), ArchiveError> {
         let path = self.lock_path();
-        let text = serde_saphyr::to_string(lock).map_err(|e| ArchiveError::BadLock {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
-        let text = format!("# written by stackpin fetch; one entry per archived file\n{text}");
-        crate::fsutil::write_atomic(&path, text.as_bytes())
-            .map_err(|e| ArchiveError::io("writing", path, e))
+        fsutil::write_yaml(
+            &path,
+            "# written by stackpin fetch; one entry per archived file\n",
+            lock,
+        )
+        .map_err(lock_error)
     }
 }
 
@@ -234,6 +233,20 @@ fn same_file(file: &File, path: &Path) -> bool {
 #[cfg(not(unix))]
 fn same_file(_: &File, path: &Path) -> bool {
     path.exists()
+}
+
+/// The shared YAML helper's errors about `stack.lock`, in the archive's words: a lock that does
+/// not read or encode is a bad lock; reading or writing the file is I/O.
+fn lock_error(e: YamlError) -> ArchiveError {
+    match e {
+        YamlError::Read { path, source } => ArchiveError::io("reading", path, source),
+        YamlError::Parse { path, source } => ArchiveError::BadLock {
+            path,
+            reason: source.to_string(),
+        },
+        YamlError::Encode { path, reason } => ArchiveError::BadLock { path, reason },
+        YamlError::Write { path, source } => ArchiveError::io("writing", path, source),
+    }
 }
 
 /// `stack.lock`: what was archived, so audits and installs can prove each file unchanged.
@@ -279,17 +292,20 @@ impl Lockfile {
 
     /// Parses lock text; `path` only names the file in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ArchiveError> {
-        let lock: Lockfile = serde_saphyr::from_str(text).map_err(|e| ArchiveError::BadLock {
-            path: path.to_path_buf(),
-            reason: e.to_string(),
-        })?;
-        if lock.schema != LOCK_SCHEMA {
+        fsutil::parse_yaml::<Lockfile>(text, path)
+            .map_err(lock_error)?
+            .checked(path)
+    }
+
+    /// The lock as read, if its schema is this stackpin's and every file name is safe.
+    fn checked(self, path: &Path) -> Result<Self, ArchiveError> {
+        if self.schema != LOCK_SCHEMA {
             return Err(ArchiveError::BadLock {
                 path: path.to_path_buf(),
-                reason: format!("schema {} (this stackpin reads {LOCK_SCHEMA})", lock.schema),
+                reason: format!("schema {} (this stackpin reads {LOCK_SCHEMA})", self.schema),
             });
         }
-        for entry in &lock.files {
+        for entry in &self.files {
             if let Some(why) = crate::manifest::validate::unsafe_file_name(&entry.file) {
                 return Err(ArchiveError::UnsafeName {
                     what: format!("{} entry in {}", entry.layer, path.display()),
@@ -298,7 +314,7 @@ impl Lockfile {
                 });
             }
         }
-        Ok(lock)
+        Ok(self)
     }
 
     /// The entry for a layer's file.

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use crate::exec;
 
 use super::{ArchiveError, Progress};
-use crate::compat::Os;
+use crate::os::Os;
 use crate::version::Version;
 
 /// What pip should download wheels for.

@@ -186,7 +186,7 @@ pub(super) fn check_long_paths(
     use crate::windows_installers::{
         LONG_PATHS_QUERY, long_path_problem, parse_long_paths_enabled,
     };
-    if dry_run || m.os != crate::compat::Os::Windows || !cfg!(windows) || m.library.pip.is_none() {
+    if dry_run || m.os != crate::os::Os::Windows || !cfg!(windows) || m.library.pip.is_none() {
         return Ok(());
     }
     let query = crate::exec::Spec::captured("reg", LONG_PATHS_QUERY, REBOOT_COMMAND_TIMEOUT);
@@ -214,7 +214,7 @@ pub(super) fn reboot_now(
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let argv = reboot::resume_argv(&exe.display().to_string(), &ran, archive.root());
-    if m.os == crate::compat::Os::Linux {
+    if m.os == crate::os::Os::Linux {
         crate::fsutil::write_atomic(
             &reboot::unit_path(),
             reboot::systemd_unit(&argv, &workdir).as_bytes(),
@@ -222,7 +222,7 @@ pub(super) fn reboot_now(
         .map_err(|e| CliError::broke(anyhow!(e).context("writing the resume unit")))?;
     }
     let task_xml = reboot::task_xml_path(state_path);
-    if m.os == crate::compat::Os::Windows && args.resume_with == reboot::WindowsResume::Task {
+    if m.os == crate::os::Os::Windows && args.resume_with == reboot::WindowsResume::Task {
         let argv_file = reboot::argv_path(state_path);
         crate::fsutil::write_atomic(&argv_file, reboot::argv_file_text(&argv).as_bytes())
             .and_then(|()| {

@@ -119,7 +119,7 @@ pub fn run(args: &CheckArgs, global: &GlobalArgs) -> CmdResult {
             ok: exit == Exit::Ok,
             problems,
             manifests: &reports,
-            data: crate::dataset::data_ref(),
+            data: crate::dataset::data_ref(&crate::compat::READER),
         })?;
     }
     Ok(exit)

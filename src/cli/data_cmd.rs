@@ -110,7 +110,8 @@ struct PackJson<'a> {
 }
 
 fn run_pack(args: &PackArgs, global: &GlobalArgs) -> CmdResult {
-    let set = dataset::pack_dir(&args.dir).map_err(|e| failure(e, false))?;
+    let set =
+        dataset::pack_dir(&args.dir, &crate::compat::READER).map_err(|e| failure(e, false))?;
     crate::fsutil::write_atomic(&args.output, &set.packed()).map_err(|e| {
         CliError::broke(anyhow::Error::new(e).context(format!("writing {}", args.output.display())))
     })?;
@@ -223,7 +224,7 @@ fn run_update(args: &UpdateArgs, global: &GlobalArgs) -> CmdResult {
     }
     let dir = data_dir()?;
     let bytes = read_source(args, &dir, global)?;
-    let current = dataset::in_use();
+    let current = dataset::in_use(&crate::compat::READER);
     let update = dataset::Update {
         bytes: &bytes,
         from: &args.from,
@@ -231,7 +232,8 @@ fn run_update(args: &UpdateArgs, global: &GlobalArgs) -> CmdResult {
         current: current.set,
         allow_older: args.allow_older,
     };
-    let (set, installed) = dataset::install(&dir, &update).map_err(|e| failure(e, true))?;
+    let (set, installed) =
+        dataset::install(&dir, &update, &crate::compat::READER).map_err(|e| failure(e, true))?;
     let previous = DataRef {
         read_on: current.set.read_on.clone(),
         sha256: current.set.sha256().to_string(),
@@ -295,7 +297,7 @@ fn built_in_ref() -> DataRef {
 }
 
 fn run_show(global: &GlobalArgs) -> CmdResult {
-    let in_use = dataset::in_use();
+    let in_use = dataset::in_use(&crate::compat::READER);
     let set: &DataSet = in_use.set;
     let installed = match &in_use.source {
         Source::Updated(i) => Some(i),
@@ -303,7 +305,7 @@ fn run_show(global: &GlobalArgs) -> CmdResult {
     };
     if global.json {
         return print_json(&ShowJson {
-            data: dataset::data_ref(),
+            data: dataset::data_ref(&crate::compat::READER),
             schema: set.schema,
             dir: in_use.dir.as_ref().map(|d| d.display().to_string()),
             file: installed.map(|i| i.file.display().to_string()),

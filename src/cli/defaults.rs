@@ -13,8 +13,8 @@
 
 use std::path::PathBuf;
 
-use crate::compat::Os;
 use crate::host::{RealSystem, System};
+use crate::os::Os;
 
 /// The archive folder for the user running this, when neither `--archive` nor
 /// `STACKPIN_ARCHIVE` names one.

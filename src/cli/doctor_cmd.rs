@@ -10,7 +10,6 @@ use serde::Serialize;
 use super::hints;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::{Archive, StackDir};
-use crate::compat::Os;
 use crate::doctor::guard::{self, Guard};
 use crate::doctor::repair::{RepairContext, RepairError, RepairReport, repair};
 use crate::doctor::{self, Examination, Status};
@@ -19,6 +18,7 @@ use crate::host::RealSystem;
 use crate::install::QuietReporter;
 use crate::layers::live::LiveHost;
 use crate::manifest::{self, Manifest};
+use crate::os::Os;
 
 pub const DOCTOR_EXAMPLES: &str = "\
 Examples:

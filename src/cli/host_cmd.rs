@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{CliError, CmdResult, Exit, GlobalArgs, print_json};
+use crate::compat;
 use crate::host::{
     self, DriverState, HostReport, LibraryProbe, ProbeOptions, RealSystem, ToolkitInfo,
 };
-use crate::library;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -38,7 +38,7 @@ pub struct HostArgs {
 
 /// The libraries `--library` accepts: every described library under each of its names.
 fn library_names() -> clap::builder::PossibleValuesParser {
-    let values = library::all().iter().map(|l| {
+    let values = compat::libraries().all().iter().map(|l| {
         clap::builder::PossibleValue::new(l.name.as_str()).aliases(
             l.distributions
                 .iter()
@@ -86,7 +86,7 @@ fn print_human(report: &HostReport) {
     println!("{:<10}{os_line}", "os");
     let admin = match (os.admin, os.family) {
         (Some(true), _) => "yes".to_string(),
-        (Some(false), crate::compat::Os::Windows) => {
+        (Some(false), crate::os::Os::Windows) => {
             "no (`stackpin install` needs an elevated prompt)".to_string()
         }
         (Some(false), _) => "no (`stackpin install` needs root)".to_string(),
@@ -247,7 +247,8 @@ fn print_library(probe: &LibraryProbe) {
                 };
                 println!("{:<10}sees {} GPU(s){device}", "", info.device_count);
             } else {
-                let words = library::describe(&info.library)
+                let words = compat::libraries()
+                    .describe(&info.library)
                     .map_or("sees no GPU".to_string(), |d| d.no_gpu_words());
                 println!("{:<10}{words}", "");
             }

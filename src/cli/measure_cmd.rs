@@ -288,7 +288,9 @@ fn render(m: &CommandMemory, baseline: Option<&BaselineLines>) -> String {
              (top level or per process; the split is not visible from outside, budget adds them):\n\
              context_mib: {}\nruntime_mib: {}\n",
             b.library,
-            crate::library::describe(&b.library).map_or("one tensor", |d| d.baseline.as_str()),
+            crate::compat::libraries()
+                .describe(&b.library)
+                .map_or("one tensor", |d| d.baseline.as_str()),
             b.context_mib,
             b.context_mib,
             b.runtime_mib
@@ -298,8 +300,8 @@ fn render(m: &CommandMemory, baseline: Option<&BaselineLines>) -> String {
     out
 }
 
-fn source_words(source: crate::prove::MemorySource) -> &'static str {
-    use crate::prove::MemorySource as S;
+fn source_words(source: crate::record::MemorySource) -> &'static str {
+    use crate::record::MemorySource as S;
     match source {
         S::PerProcess => "per process, nvidia-smi",
         S::WindowsCounter => "Windows GPU process counter",

@@ -448,7 +448,7 @@ fn parse_cli() -> Cli {
         let matches = with_examples_for_width(Cli::command()).get_matches();
         return Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     }
-    let in_use = crate::dataset::in_use();
+    let in_use = crate::dataset::in_use(&crate::compat::READER);
     let version = format!(
         "{} (release data of {}, {})",
         env!("CARGO_PKG_VERSION"),

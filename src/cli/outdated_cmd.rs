@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::compat::Os;
 use crate::dataset::{self, DataRef};
 use crate::host::{self, DriverState, ProbeOptions, RealSystem};
 use crate::manifest;
+use crate::os::Os;
 use crate::outdated::{self, HostGpu, HostGpus, Outdated};
 
 pub const EXAMPLES: &str = "\
@@ -108,7 +108,7 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
     let any = results.iter().any(|(_, o)| !o.newer.is_empty());
     if global.json {
         print_json(&OutdatedJson {
-            data: dataset::data_ref(),
+            data: dataset::data_ref(&crate::compat::READER),
             outdated: any,
             stacks: results
                 .iter()
@@ -125,7 +125,7 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
 }
 
 fn print_human(results: &[(PathBuf, Outdated)], quiet: bool) {
-    let in_use = dataset::in_use();
+    let in_use = dataset::in_use(&crate::compat::READER);
     for (i, (path, o)) in results.iter().enumerate() {
         if i > 0 {
             println!();

@@ -8,8 +8,9 @@ use anyhow::Context;
 use serde::Serialize;
 
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::compat::{self, Os};
+use crate::compat;
 use crate::host::{self, RealSystem, System};
+use crate::os::Os;
 use crate::pin::{self, PinRequest, TargetGpu};
 use crate::version::Version;
 
@@ -28,12 +29,19 @@ Exit 1 when no stack fits the host's Python or the GPUs (the reason names the ca
 a release stackpin's data does not list, unless --unknown-release (companions then need --with).
 check's warnings about the pinned manifest are printed as `warning:` lines.";
 
+/// `--os`: `Os` derives no clap trait, so its names are offered here (the same help and errors
+/// `value_enum` gave).
+fn os_parser() -> impl clap::builder::TypedValueParser<Value = Os> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Os::ALL.map(Os::name)).try_map(|s| s.parse::<Os>())
+}
+
 #[derive(Debug, clap::Args)]
 pub struct PinArgs {
     #[arg(long, value_name = "NAME==VERSION", help = library_help())]
     pub library: String,
     /// The operating system of the workstation.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = os_parser())]
     pub os: Os,
     /// The CUDA line or release to pin (default: the newest stable line the library supports).
     #[arg(long, value_name = "X.Y[.Z]")]
@@ -74,7 +82,7 @@ pub struct PinArgs {
 fn library_help() -> String {
     format!(
         "The library release, `NAME==VERSION` ({})",
-        crate::library::names().join(", ")
+        crate::compat::libraries().names().join(", ")
     )
 }
 
@@ -154,7 +162,7 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
             notes: &pinned.notes,
             warnings: &warnings,
             manifest: &pinned.manifest,
-            data: crate::dataset::data_ref(),
+            data: crate::dataset::data_ref(&crate::compat::READER),
         })?;
     } else if !global.quiet {
         let mut err = std::io::stderr().lock();

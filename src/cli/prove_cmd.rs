@@ -13,10 +13,10 @@ use crate::archive::FileOutcome;
 use crate::host::RealSystem;
 use crate::install::{ChainEnd, InstallOptions, InstallReport};
 use crate::layers::live::LiveHost;
-use crate::prove::MemorySource;
 use crate::prove::run::{
     LiveExample, ProveError, ProveHost, ProveOptions, ProveReporter, Proven, prove,
 };
+use crate::record::MemorySource;
 use crate::record::PeakAuthority;
 use crate::up::{UpEnd, UpError, UpReporter, UpRequest, UpStep, up};
 

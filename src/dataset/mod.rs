@@ -5,13 +5,16 @@
 //! folder), installed atomically by `stackpin data update`.
 //!
 //! This module owns the set as a unit — packing, validating, choosing which set is in use,
-//! installing and resetting. What the tables *mean* is `compat`'s: a set is valid when
-//! `compat::validate_tables` (the loader the binary itself uses) accepts it. It prints nothing;
+//! installing and resetting. What the tables *mean* is `compat`'s: a set is valid when the
+//! [`Reader`] the binary itself uses (compat's) accepts it. The reader is handed in by the
+//! caller, so this module never names compat (compat depends on it, not the reverse); what the
+//! reader made of a set is kept with the set, so a run reads its tables once. It prints nothing;
 //! the environment is read in one place, [`in_use`], to find the data folder.
 
 mod pack;
 mod store;
 
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -54,7 +57,7 @@ pub enum DatasetError {
     Loader {
         what: String,
         #[source]
-        source: crate::compat::TableError,
+        source: TableError,
     },
     #[error(
         "{what}: checksum mismatch\n  expected sha256 {expected}\n  actual   sha256 {actual}\n  nothing was installed; the set in use is unchanged"
@@ -86,6 +89,26 @@ impl DatasetError {
     }
 }
 
+/// Why a reader cannot load a set's tables.
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("table {name} is missing; this stackpin needs it")]
+    Missing { name: String },
+    #[error("table {name} does not load: {reason}")]
+    Malformed { name: String, reason: String },
+}
+
+/// What the tables of a set are read into, as its reader made them.
+pub type ReadTables = Arc<dyn Any + Send + Sync>;
+
+/// The binary's reader of a set's tables (`compat`'s is the one): a set is valid for this
+/// binary when its reader accepts it. One reader per binary: the set in use and the tables it
+/// keeps are the first reader's.
+pub trait Reader: Sync {
+    /// Reads every table the binary needs from `set` (by [`DataSet::table`]).
+    fn read(&self, set: &DataSet) -> Result<ReadTables, TableError>;
+}
+
 /// One data set: its tables by file name and what identifies it.
 #[derive(Debug, Clone)]
 pub struct DataSet {
@@ -95,7 +118,7 @@ pub struct DataSet {
     tables: BTreeMap<String, String>,
     sha256: OnceLock<String>,
     details: OnceLock<Details>,
-    loaded: OnceLock<Arc<crate::compat::LoadedTables>>,
+    loaded: OnceLock<ReadTables>,
 }
 
 /// What `data show` says about a set beyond its date: sources and rows per table.
@@ -122,6 +145,7 @@ impl DataSet {
         what: &str,
         schema: u32,
         tables: BTreeMap<String, String>,
+        reader: &dyn Reader,
     ) -> Result<DataSet, DatasetError> {
         if schema != SCHEMA {
             return Err(DatasetError::Schema {
@@ -130,7 +154,7 @@ impl DataSet {
             });
         }
         let set = Self::unchecked(what, schema, tables)?;
-        set.validate(what)?;
+        set.validate(what, reader)?;
         Ok(set)
     }
 
@@ -140,6 +164,7 @@ impl DataSet {
         what: &str,
         schema: u32,
         tables: BTreeMap<String, String>,
+        reader: &dyn Reader,
     ) -> Result<DataSet, DatasetError> {
         if schema != SCHEMA {
             return Err(DatasetError::Schema {
@@ -148,7 +173,7 @@ impl DataSet {
             });
         }
         let set = Self::unchecked(what, schema, tables)?;
-        set.load(what)?;
+        set.load(what, reader)?;
         Ok(set)
     }
 
@@ -185,7 +210,7 @@ impl DataSet {
     }
 
     /// Every check a set must pass before it is packed or installed.
-    fn validate(&self, what: &str) -> Result<(), DatasetError> {
+    fn validate(&self, what: &str, reader: &dyn Reader) -> Result<(), DatasetError> {
         for (name, text) in &self.tables {
             let bad = |reason: String| DatasetError::Table {
                 what: what.to_string(),
@@ -197,34 +222,34 @@ impl DataSet {
             }
             pack::read_header(text).map_err(bad)?;
         }
-        self.load(what)
+        self.load(what, reader)
     }
 
     /// The check a set passed at install must pass again before it is used (the binary may
-    /// have changed since): this binary's loader accepts it. The result is kept for `compat`.
-    fn load(&self, what: &str) -> Result<(), DatasetError> {
-        let loaded = crate::compat::load_tables(&|name| self.table(name)).map_err(|source| {
-            DatasetError::Loader {
-                what: what.to_string(),
-                source,
-            }
+    /// have changed since): this binary's reader accepts it. What it read is kept for
+    /// [`DataSet::read_by`].
+    fn load(&self, what: &str, reader: &dyn Reader) -> Result<(), DatasetError> {
+        let loaded = reader.read(self).map_err(|source| DatasetError::Loader {
+            what: what.to_string(),
+            source,
         })?;
-        let _ = self.loaded.set(Arc::new(loaded));
+        let _ = self.loaded.set(loaded);
         Ok(())
     }
 
-    /// The tables as the binary reads them, loaded once.
-    pub fn loaded(&self) -> &crate::compat::LoadedTables {
-        self.loaded.get_or_init(|| {
-            match crate::compat::load_tables(&|name| self.table(name)) {
-                Ok(loaded) => Arc::new(loaded),
+    /// The tables as `reader` reads them, read once (the reader's caller downcasts them to its
+    /// own type).
+    pub fn read_by(&self, reader: &dyn Reader) -> &(dyn Any + Send + Sync) {
+        self.loaded
+            .get_or_init(|| match reader.read(self) {
+                Ok(loaded) => loaded,
                 // Only the built-in set (covered by tests) gets here unloaded: a build defect.
                 Err(e) => panic!(
                     "stackpin's release data of {} is malformed: {e}",
                     self.read_on
                 ),
-            }
-        })
+            })
+            .as_ref()
     }
 
     /// The text of one table (`cuda.yaml`), if the set has it.
@@ -319,16 +344,19 @@ impl InUse {
 
 /// The set in use for this run: the updated set from the data folder when there is a valid
 /// one that is not older than the built-in set (unless it was installed with
-/// `--allow-older`), else the built-in set. Unit tests always get the built-in set, whatever
-/// the developer's data folder holds.
-pub fn in_use() -> &'static InUse {
+/// `--allow-older`), else the built-in set. An updated set must pass `reader` (the binary's
+/// one reader, compat's); the first call chooses for the whole run. Unit tests always get the
+/// built-in set, whatever the developer's data folder holds.
+pub fn in_use(reader: &dyn Reader) -> &'static InUse {
     static IN_USE: OnceLock<InUse> = OnceLock::new();
     IN_USE.get_or_init(|| {
         if cfg!(test) {
             return choose(None, None);
         }
         let dir = data_dir(&|key| std::env::var_os(key));
-        let installed = dir.as_deref().and_then(store::read_installed);
+        let installed = dir
+            .as_deref()
+            .and_then(|dir| store::read_installed(dir, reader));
         choose(dir, installed)
     })
 }
@@ -383,9 +411,9 @@ fn snake_word<S: serde::Serializer>(word: &&'static str, serializer: S) -> Resul
     serializer.serialize_str(&word.replace('-', "_"))
 }
 
-/// The set in use, as `--json` outputs name it.
-pub fn data_ref() -> DataRef {
-    let in_use = in_use();
+/// The set in use (see [`in_use`]), as `--json` outputs name it.
+pub fn data_ref(reader: &dyn Reader) -> DataRef {
+    let in_use = in_use(reader);
     DataRef {
         read_on: in_use.set.read_on.clone(),
         sha256: in_use.set.sha256().to_string(),
@@ -465,7 +493,7 @@ mod tests {
         ] {
             assert!(set.table(name).is_some(), "{name} is built in");
         }
-        set.validate("the built-in set")
+        set.validate("the built-in set", &crate::compat::READER)
             .expect("the built-in set is valid");
         let details = set.details();
         let newest = details.tables.values().map(|t| &t.read_on).max();
@@ -482,6 +510,34 @@ mod tests {
         );
     }
 
+    /// A reader that refuses every set, for what it says: dataset knows no reader of its own.
+    struct Refusing;
+
+    impl Reader for Refusing {
+        fn read(&self, _: &DataSet) -> Result<ReadTables, TableError> {
+            Err(TableError::Malformed {
+                name: "cuda.yaml".into(),
+                reason: "refused by the test's reader".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn a_set_is_valid_when_the_reader_handed_in_accepts_it_and_keeps_what_it_read() {
+        let tables = built_in().tables.clone();
+        let err =
+            DataSet::from_tables("x", SCHEMA, tables.clone(), &Refusing).expect_err("refused");
+        assert!(matches!(err, DatasetError::Loader { .. }), "{err}");
+        assert!(
+            err.to_string().contains("refused by the test's reader"),
+            "{err}"
+        );
+        assert!(err.is_problem());
+        let set = DataSet::from_tables("x", SCHEMA, tables, &crate::compat::READER).expect("valid");
+        // What the reader read at validation is kept: a later refusing reader is not asked.
+        let _ = set.read_by(&Refusing);
+    }
+
     #[test]
     fn the_built_in_sha256_is_the_sha256_of_its_packed_form() {
         let set = built_in();
@@ -492,7 +548,8 @@ mod tests {
     #[test]
     fn a_set_for_another_schema_is_refused() {
         let tables = built_in().tables.clone();
-        let err = DataSet::from_tables("x", SCHEMA + 1, tables).expect_err("schema 2");
+        let err = DataSet::from_tables("x", SCHEMA + 1, tables, &crate::compat::READER)
+            .expect_err("schema 2");
         assert!(matches!(err, DatasetError::Schema { found, .. } if found == SCHEMA + 1));
     }
 
@@ -500,7 +557,8 @@ mod tests {
     fn a_set_without_a_required_table_is_invalid() {
         let mut tables = built_in().tables.clone();
         tables.remove("drivers.yaml");
-        let err = DataSet::from_tables("x", SCHEMA, tables).expect_err("no drivers");
+        let err = DataSet::from_tables("x", SCHEMA, tables, &crate::compat::READER)
+            .expect_err("no drivers");
         assert!(err.to_string().contains("drivers.yaml"), "{err}");
         assert!(err.is_problem());
     }
@@ -509,7 +567,8 @@ mod tests {
     fn a_table_without_read_on_is_invalid() {
         let mut tables = built_in().tables.clone();
         tables.insert("extra.yaml".into(), "rows: [1, 2]\n".into());
-        let err = DataSet::from_tables("x", SCHEMA, tables).expect_err("no read_on");
+        let err = DataSet::from_tables("x", SCHEMA, tables, &crate::compat::READER)
+            .expect_err("no read_on");
         assert!(err.to_string().contains("extra.yaml"), "{err}");
         assert!(err.to_string().contains("read_on"), "{err}");
     }
@@ -522,7 +581,7 @@ mod tests {
             "read_on: \"2099-01-02\"\nsources: [https://example.test/extra]\ngenerations: [{name: ada}]\n"
                 .into(),
         );
-        let set = DataSet::from_tables("x", SCHEMA, tables).expect("valid");
+        let set = DataSet::from_tables("x", SCHEMA, tables, &crate::compat::READER).expect("valid");
         assert_eq!(set.read_on, "2099-01-02");
         assert_eq!(set.details().tables["extra.yaml"].rows, 1);
         assert!(set.table("extra.yaml").is_some());
@@ -535,7 +594,7 @@ mod tests {
         for text in tables.values_mut() {
             *text = aged(text);
         }
-        let set = DataSet::from_tables("x", SCHEMA, tables).expect("valid");
+        let set = DataSet::from_tables("x", SCHEMA, tables, &crate::compat::READER).expect("valid");
         assert_eq!(set.read_on, "2001-01-01");
         let origin = |allow_older| Installed {
             file: PathBuf::from("/d/release-data.json"),

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{DataSet, DatasetError, SCHEMA, read_tables};
+use super::{DataSet, DatasetError, Reader, SCHEMA, read_tables};
 
 /// The `format` field of a packed set.
 pub const PACK_FORMAT: &str = "stackpin-release-data";
@@ -37,18 +37,27 @@ pub(super) fn encode(schema: u32, read_on: &str, tables: &BTreeMap<String, Strin
 }
 
 /// Reads a packed set and validates it fully; `what` names it in errors.
-pub fn decode(what: &str, bytes: &[u8]) -> Result<DataSet, DatasetError> {
-    decode_with(what, bytes, DataSet::from_tables)
+pub fn decode(what: &str, bytes: &[u8], reader: &dyn Reader) -> Result<DataSet, DatasetError> {
+    decode_with(what, bytes, reader, DataSet::from_tables)
 }
 
-/// Reads a packed set that was validated when it was installed: only the loader checks it.
-pub(super) fn decode_for_use(what: &str, bytes: &[u8]) -> Result<DataSet, DatasetError> {
-    decode_with(what, bytes, DataSet::for_use)
+/// Reads a packed set that was validated when it was installed: only the reader checks it.
+pub(super) fn decode_for_use(
+    what: &str,
+    bytes: &[u8],
+    reader: &dyn Reader,
+) -> Result<DataSet, DatasetError> {
+    decode_with(what, bytes, reader, DataSet::for_use)
 }
 
-type Build = fn(&str, u32, BTreeMap<String, String>) -> Result<DataSet, DatasetError>;
+type Build = fn(&str, u32, BTreeMap<String, String>, &dyn Reader) -> Result<DataSet, DatasetError>;
 
-fn decode_with(what: &str, bytes: &[u8], build: Build) -> Result<DataSet, DatasetError> {
+fn decode_with(
+    what: &str,
+    bytes: &[u8],
+    reader: &dyn Reader,
+    build: Build,
+) -> Result<DataSet, DatasetError> {
     let not_a_set = |reason: String| DatasetError::NotASet {
         what: what.to_string(),
         reason,
@@ -64,7 +73,7 @@ fn decode_with(what: &str, bytes: &[u8], build: Build) -> Result<DataSet, Datase
             packed.format
         )));
     }
-    let set = build(what, packed.schema, packed.tables)?;
+    let set = build(what, packed.schema, packed.tables, reader)?;
     if set.read_on != packed.read_on {
         return Err(not_a_set(format!(
             "it says it was read on {} but its newest table was read on {}",
@@ -74,10 +83,10 @@ fn decode_with(what: &str, bytes: &[u8], build: Build) -> Result<DataSet, Datase
     Ok(set)
 }
 
-/// Validates a folder of tables with the binary's loader and packs it.
-pub fn pack_dir(dir: &Path) -> Result<DataSet, DatasetError> {
+/// Validates a folder of tables with the binary's reader and packs it.
+pub fn pack_dir(dir: &Path, reader: &dyn Reader) -> Result<DataSet, DatasetError> {
     let tables = read_tables(dir)?;
-    DataSet::from_tables(&dir.display().to_string(), SCHEMA, tables)
+    DataSet::from_tables(&dir.display().to_string(), SCHEMA, tables, reader)
 }
 
 /// Why a table's file name cannot be part of a set, if it cannot: names are plain
@@ -168,7 +177,7 @@ mod tests {
         let set = super::super::built_in();
         let bytes = set.packed();
         assert_eq!(bytes, set.packed());
-        let back = decode("packed", &bytes).expect("decodes");
+        let back = decode("packed", &bytes, &crate::compat::READER).expect("decodes");
         assert_eq!(back.read_on, set.read_on);
         assert_eq!(back.sha256(), set.sha256());
     }
@@ -176,16 +185,17 @@ mod tests {
     #[test]
     fn the_repository_data_folder_packs_to_the_built_in_set() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
-        let set = pack_dir(&dir).expect("data/ is a valid set");
+        let set = pack_dir(&dir, &crate::compat::READER).expect("data/ is a valid set");
         assert_eq!(set.sha256(), super::super::built_in().sha256());
     }
 
     #[test]
     fn a_file_that_is_not_a_packed_set_is_refused_with_what_was_expected() {
-        let err = decode("f.json", b"read_on: 2026-01-01\n").expect_err("YAML, not a pack");
+        let err = decode("f.json", b"read_on: 2026-01-01\n", &crate::compat::READER)
+            .expect_err("YAML, not a pack");
         assert!(err.to_string().contains("stackpin data pack"), "{err}");
         let other = br#"{"format": "zip", "schema": 1, "read_on": "2026-01-01", "tables": {}}"#;
-        let err = decode("f.json", other).expect_err("other format");
+        let err = decode("f.json", other, &crate::compat::READER).expect_err("other format");
         assert!(err.to_string().contains("`zip`"), "{err}");
     }
 
@@ -193,7 +203,7 @@ mod tests {
     fn a_pack_whose_date_disagrees_with_its_tables_is_refused() {
         let set = super::super::built_in();
         let bytes = encode(SCHEMA, "2099-12-31", &set.tables);
-        let err = decode("f.json", &bytes).expect_err("date mismatch");
+        let err = decode("f.json", &bytes, &crate::compat::READER).expect_err("date mismatch");
         assert!(err.to_string().contains("2099-12-31"), "{err}");
     }
 

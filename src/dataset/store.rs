@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{DataSet, DatasetError, Env, pack, sha256_hex};
+use super::{DataSet, DatasetError, Env, Reader, pack, sha256_hex};
 
 /// The installed set, byte for byte as packed.
 pub const SET_FILE: &str = "release-data.json";
@@ -53,7 +53,10 @@ pub fn data_dir(env: Env) -> Option<PathBuf> {
 }
 
 /// The updated set in `dir`, validated; `None` when there is none.
-pub(super) fn read_installed(dir: &Path) -> Option<Result<(DataSet, Installed), DatasetError>> {
+pub(super) fn read_installed(
+    dir: &Path,
+    reader: &dyn Reader,
+) -> Option<Result<(DataSet, Installed), DatasetError>> {
     let file = dir.join(SET_FILE);
     let bytes = match std::fs::read(&file) {
         Ok(bytes) => bytes,
@@ -66,11 +69,15 @@ pub(super) fn read_installed(dir: &Path) -> Option<Result<(DataSet, Installed), 
             }));
         }
     };
-    Some(load(&file, &bytes))
+    Some(load(&file, &bytes, reader))
 }
 
-fn load(file: &Path, bytes: &[u8]) -> Result<(DataSet, Installed), DatasetError> {
-    let set = pack::decode_for_use(&file.display().to_string(), bytes)?;
+fn load(
+    file: &Path,
+    bytes: &[u8],
+    reader: &dyn Reader,
+) -> Result<(DataSet, Installed), DatasetError> {
+    let set = pack::decode_for_use(&file.display().to_string(), bytes, reader)?;
     let _ = set.sha256.set(sha256_hex(bytes));
     let origin = std::fs::read(file.with_file_name(ORIGIN_FILE))
         .ok()
@@ -88,8 +95,12 @@ fn load(file: &Path, bytes: &[u8]) -> Result<(DataSet, Installed), DatasetError>
 }
 
 /// Decodes a published file; its sha256 is the file's own, whatever encoder wrote it.
-pub(super) fn decode_published(what: &str, bytes: &[u8]) -> Result<DataSet, DatasetError> {
-    let set = pack::decode(what, bytes)?;
+pub(super) fn decode_published(
+    what: &str,
+    bytes: &[u8],
+    reader: &dyn Reader,
+) -> Result<DataSet, DatasetError> {
+    let set = pack::decode(what, bytes, reader)?;
     let _ = set.sha256.set(sha256_hex(bytes));
     Ok(set)
 }
@@ -108,8 +119,13 @@ pub struct Update<'a> {
     pub allow_older: bool,
 }
 
-/// Verifies, validates and installs a set into `dir`. On any error nothing in `dir` changed.
-pub fn install(dir: &Path, update: &Update<'_>) -> Result<(DataSet, Installed), DatasetError> {
+/// Verifies, validates (with the binary's `reader`) and installs a set into `dir`. On any error
+/// nothing in `dir` changed.
+pub fn install(
+    dir: &Path,
+    update: &Update<'_>,
+    reader: &dyn Reader,
+) -> Result<(DataSet, Installed), DatasetError> {
     let actual = sha256_hex(update.bytes);
     if let Some(expected) = update.expected_sha256
         && !expected.eq_ignore_ascii_case(&actual)
@@ -120,7 +136,7 @@ pub fn install(dir: &Path, update: &Update<'_>) -> Result<(DataSet, Installed), 
             actual,
         });
     }
-    let set = decode_published(update.from, update.bytes)?;
+    let set = decode_published(update.from, update.bytes, reader)?;
     if set.read_on < update.current.read_on && !update.allow_older {
         return Err(DatasetError::Older {
             what: update.from.to_string(),
@@ -241,7 +257,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let bytes = super::super::built_in().packed();
         let wrong = "0".repeat(64);
-        let err = install(dir.path(), &update(&bytes, Some(&wrong))).expect_err("mismatch");
+        let err = install(
+            dir.path(),
+            &update(&bytes, Some(&wrong)),
+            &crate::compat::READER,
+        )
+        .expect_err("mismatch");
         assert!(matches!(err, DatasetError::Checksum { .. }));
         assert!(!dir.path().join(SET_FILE).exists());
     }
@@ -251,12 +272,19 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let bytes = super::super::built_in().packed();
         let sha = sha256_hex(&bytes);
-        install(dir.path(), &update(&bytes, Some(&sha))).expect("installs");
-        let (set, installed) = read_installed(dir.path()).expect("present").expect("valid");
+        install(
+            dir.path(),
+            &update(&bytes, Some(&sha)),
+            &crate::compat::READER,
+        )
+        .expect("installs");
+        let (set, installed) = read_installed(dir.path(), &crate::compat::READER)
+            .expect("present")
+            .expect("valid");
         assert_eq!(set.sha256(), sha);
         assert_eq!(installed.from.as_deref(), Some("test.json"));
         assert!(reset(dir.path()).expect("reset"));
-        assert!(read_installed(dir.path()).is_none());
+        assert!(read_installed(dir.path(), &crate::compat::READER).is_none());
         assert!(!reset(dir.path()).expect("reset again"));
     }
 
@@ -270,12 +298,14 @@ mod tests {
             .map(|(k, v)| (k.clone(), super::super::aged(v)))
             .collect();
         let bytes = pack::encode(super::super::SCHEMA, "2001-01-01", &tables);
-        let err = install(dir.path(), &update(&bytes, None)).expect_err("older");
+        let err =
+            install(dir.path(), &update(&bytes, None), &crate::compat::READER).expect_err("older");
         assert!(matches!(err, DatasetError::Older { .. }), "{err}");
         assert!(!dir.path().join(SET_FILE).exists());
         let mut allowed = update(&bytes, None);
         allowed.allow_older = true;
-        let (set, installed) = install(dir.path(), &allowed).expect("allowed");
+        let (set, installed) =
+            install(dir.path(), &allowed, &crate::compat::READER).expect("allowed");
         assert_eq!(set.read_on, "2001-01-01");
         assert!(installed.allow_older);
     }

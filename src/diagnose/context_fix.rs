@@ -136,10 +136,10 @@ pub fn apply(mut d: Diagnosis, mechanism: Mechanism, context: Option<&HostContex
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compat::Os;
     use crate::diagnose::{diagnose, diagnose_in};
     use crate::host::context::probe;
     use crate::host::system::FakeSystem;
+    use crate::os::Os;
 
     const NVML: &str = "root@098b49afe624:/# nvidia-smi\nFailed to initialize NVML: Unknown Error";
 

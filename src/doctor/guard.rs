@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::compat::Os;
 use crate::host::System;
+use crate::os::Os;
 
 const GUARD_TIMEOUT: Duration = Duration::from_secs(120);
 

@@ -122,8 +122,8 @@ pub fn dkms_installed_kernels(status: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compat::Os;
     use crate::host::system::FakeSystem;
+    use crate::os::Os;
 
     #[test]
     fn dkms_status_of_both_generations_names_the_kernels() {

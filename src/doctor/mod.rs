@@ -18,12 +18,12 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::archive::{self, AuditReport, StackDir};
-use crate::compat::Os;
 use crate::host::System;
 use crate::install::state::ChainState;
 use crate::layers::live::LiveHost;
 use crate::layers::{DriverSeen, HostView, LibrarySeen, Proof};
 use crate::manifest::{Layer, Manifest, Role};
+use crate::os::Os;
 use crate::record::ProvenStack;
 use windows_driver::WindowsDriver;
 

@@ -221,9 +221,9 @@ impl ExitStatus for RepairError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compat::Os;
     use crate::doctor::Check;
     use crate::layers::Proof;
+    use crate::os::Os;
 
     fn exam(holds: [bool; 3], example: Status) -> Examination {
         Examination {

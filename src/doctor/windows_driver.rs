@@ -431,7 +431,7 @@ mod tests {
 
     #[test]
     fn a_powershell_that_prints_nothing_is_no_answer() {
-        let mut sys = crate::host::system::FakeSystem::new(crate::compat::Os::Windows);
+        let mut sys = crate::host::system::FakeSystem::new(crate::os::Os::Windows);
         sys.on_path
             .insert("powershell".into(), "C:/windows/powershell.exe".into());
         sys.answer(
@@ -446,14 +446,14 @@ mod tests {
 
     #[test]
     fn a_missing_powershell_is_no_answer_naming_it() {
-        let sys = crate::host::system::FakeSystem::new(crate::compat::Os::Windows);
+        let sys = crate::host::system::FakeSystem::new(crate::os::Os::Windows);
         let why = query(&sys).expect_err("no PowerShell");
         assert!(why.contains("PowerShell was not found"), "{why}");
     }
 
     #[test]
     fn query_asks_for_the_display_drivers_then_the_update_history() {
-        let mut sys = crate::host::system::FakeSystem::new(crate::compat::Os::Windows);
+        let mut sys = crate::host::system::FakeSystem::new(crate::os::Os::Windows);
         sys.on_path.insert(
             "powershell".into(),
             "C:/Windows/System32/WindowsPowerShell/v1.0/powershell.exe".into(),

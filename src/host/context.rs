@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::compat::Os;
+use crate::os::Os;
 
 use super::system::System;
 

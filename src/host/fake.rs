@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::HostError;
 use super::nvidia_smi::QUERY_GPU;
 use super::system::{RunOutput, System};
-use crate::compat::Os;
+use crate::os::Os;
 
 /// One canned answer: an argv prefix and what the program does (`Err`: it hangs).
 pub type FakeAnswer = (Vec<String>, Result<RunOutput, Duration>);

@@ -61,8 +61,8 @@ pub fn parse_version(text: &str) -> Option<Version> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compat::Os;
     use crate::host::system::FakeSystem;
+    use crate::os::Os;
 
     #[test]
     fn reads_the_version_from_either_pipe_and_drops_a_prerelease_tail() {

@@ -89,7 +89,7 @@ struct ProbeLine {
 
 /// The interpreter's arguments that probe `library` (a manifest's `library.name`).
 pub fn probe_args(library: &str) -> Vec<String> {
-    let target = crate::library::probe_target(library);
+    let target = crate::compat::libraries().probe_target(library);
     vec![
         "-c".to_string(),
         PROBE_SCRIPT.to_string(),
@@ -171,8 +171,8 @@ pub fn parse_line(line: &str) -> Result<LibraryProbe, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compat::Os;
     use crate::host::system::FakeSystem;
+    use crate::os::Os;
 
     const TORCH_LINE: &str = r#"{"library": "torch", "python": "3.11.7", "version": "2.5.1+cu124", "cuda": "12.4", "cudnn": "90100", "cuda_available": true, "device_count": 1, "arch_list": ["sm_50", "sm_80", "sm_90"], "device_capability": "8.9", "device_name": "NVIDIA L4", "ok": true}"#;
 

@@ -171,7 +171,7 @@ impl ExitStatus for HostError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compat::Os;
+    use crate::os::Os;
     use system::FakeSystem;
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::compat::Os;
+use crate::os::Os;
 
 use super::system::System;
 

@@ -9,8 +9,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::compat::Os;
 use crate::exec;
+use crate::os::Os;
 
 use super::HostError;
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::compat::Os;
+use crate::os::Os;
 use crate::version::Version;
 
 use super::system::System;

@@ -4,8 +4,8 @@
 //! holds: the layer is there, so the code is logged and the chain goes on). Running the process
 //! is `exec::step`'s job; this module only reads numbers.
 
-use crate::compat::Os;
 use crate::manifest::{ExitCodes, Layer};
+use crate::os::Os;
 
 use crate::exec::step::{StepStatus, WINDOWS_REBOOT_INITIATED, WINDOWS_REBOOT_REQUIRED};
 

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::files::{ArchivedFile, FileState};
-use crate::compat::Os;
 use crate::exec::step::RunnerError;
 use crate::layers::{DriverSeen, HostView, Proof, prove_layer};
 use crate::manifest::placeholder::{Placeholder, Values, library_python};
 use crate::manifest::{Layer, LibraryInstaller, Manifest};
+use crate::os::Os;
 
 /// One command `install` will run.
 #[derive(Debug, Clone, Serialize)]
@@ -312,10 +312,7 @@ fn explain(m: &Manifest, driver: &DriverSeen, host: &dyn HostView) -> Vec<String
             ),
         },
     );
-    out.push(crate::library::cuda_build_words(
-        &m.library.name,
-        &m.library.cuda,
-    ));
+    out.push(crate::compat::libraries().cuda_build_words(&m.library.name, &m.library.cuda));
     out
 }
 

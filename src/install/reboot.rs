@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::compat::Os;
+use crate::os::Os;
 
 /// Name of the systemd unit, the scheduled task and the RunOnce value.
 pub const RESUME_NAME: &str = "stackpin-resume";

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::fsutil::{self, YamlError};
 use crate::manifest::Layer;
 
 /// The chain's state file could not be read or written.
@@ -26,6 +27,25 @@ pub enum StateError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// The shared YAML helper's errors, in the state file's words (a parse error without the
+/// parser's snippet: the file is stackpin's own, the line is enough).
+impl From<YamlError> for StateError {
+    fn from(e: YamlError) -> Self {
+        match e {
+            YamlError::Read { path, source } => StateError::Read { path, source },
+            YamlError::Parse { path, source } => StateError::Parse {
+                path,
+                reason: source.without_snippet().to_string(),
+            },
+            YamlError::Encode { path, reason } => StateError::Write {
+                path,
+                source: std::io::Error::other(reason),
+            },
+            YamlError::Write { path, source } => StateError::Write { path, source },
+        }
+    }
 }
 
 /// Where one layer stands.
@@ -69,29 +89,12 @@ pub struct ChainState {
 impl ChainState {
     /// Reads the state, or an empty one when the file does not exist yet.
     pub fn load(path: &Path) -> Result<Self, StateError> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => serde_saphyr::from_str(&text).map_err(|e| StateError::Parse {
-                path: path.to_path_buf(),
-                reason: e.without_snippet().to_string(),
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
-            Err(source) => Err(StateError::Read {
-                path: path.to_path_buf(),
-                source,
-            }),
-        }
+        Ok(fsutil::read_yaml_if_present(path)?.unwrap_or_default())
     }
 
     /// Writes the state atomically.
     pub fn save(&self, path: &Path) -> Result<(), StateError> {
-        let text = serde_saphyr::to_string(self).map_err(|e| StateError::Write {
-            path: path.to_path_buf(),
-            source: std::io::Error::other(e.to_string()),
-        })?;
-        crate::fsutil::write_atomic(path, text.as_bytes()).map_err(|source| StateError::Write {
-            path: path.to_path_buf(),
-            source,
-        })
+        Ok(fsutil::write_yaml(path, "", self)?)
     }
 
     /// Records a layer's new status, stamped now.

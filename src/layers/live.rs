@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{DriverSeen, HostView, LibrarySeen, ToolkitSeen};
-use crate::compat::Os;
 use crate::host::{self, DriverState, LibraryProbe, System};
+use crate::os::Os;
 use crate::version::Version;
 
 /// The machine stackpin runs on, seen through a [`System`] (the real one, or a test's fake).

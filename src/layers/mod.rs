@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::compat::Os;
 use crate::manifest::placeholder::{Values, library_python};
 use crate::manifest::{Layer, Manifest};
+use crate::os::Os;
 use crate::version::Version;
 
 /// The driver as the host reports it.
@@ -241,7 +241,7 @@ pub fn library_proof(m: &Manifest, seen: &LibrarySeen) -> Proof {
         } => {
             let version_ok = version.same_release(&lib.version.public());
             // Only the libraries stackpin describes report their CUDA build and GPU.
-            let Some(described) = crate::library::describe(&lib.name) else {
+            let Some(described) = crate::compat::libraries().describe(&lib.name) else {
                 return Proof {
                     layer: Layer::Library,
                     holds: version_ok,

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::compat::Os;
+use crate::os::Os;
 use crate::version::Version;
 
 pub use exit_codes::ExitCodes;

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::{Layer, Manifest};
-use crate::compat::Os;
 use crate::exec::step::{RunnerError, substitute};
+use crate::os::Os;
 
 /// One `{name}` a manifest command may contain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::placeholder::{Command, Placeholder, placeholders};
 use super::{Installer, Layer, Manifest, Role, file_name_from_url};
-use crate::compat::Os;
+use crate::os::Os;
 
 /// How bad a problem is: errors fail `check` (exit 1); warnings are shown and allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -21,12 +21,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::sampler::{MemorySource, ProcessSeries, Sampler, SamplerError, host_tree};
+use super::sampler::{ProcessSeries, Sampler, SamplerError, host_tree};
+use crate::compat;
 use crate::exec::step::{RunnerError, Step, StepStatus, start_step};
 use crate::host::library_probe::PROBE_SCRIPT;
-use crate::library::{self, LibraryDescription};
+use crate::library::LibraryDescription;
 use crate::manifest::Manifest;
 use crate::manifest::placeholder::library_python;
+use crate::record::MemorySource;
 
 /// How long the baseline script holds its one tensor: long enough for the sampler (100 ms
 /// loop) to read a steady figure many times.
@@ -260,10 +262,12 @@ fn rows(series: &[ProcessSeries], root_pid: u32) -> Vec<ProcessMemory> {
 
 /// The library a baseline is for, from the manifest's `library.name`.
 pub fn baseline_library(m: &Manifest) -> Result<&'static LibraryDescription, MeasureError> {
-    library::describe(&m.library.name).ok_or_else(|| MeasureError::NoBaselineScript {
-        library: m.library.name.clone(),
-        known: library::names().join(", "),
-    })
+    compat::libraries()
+        .describe(&m.library.name)
+        .ok_or_else(|| MeasureError::NoBaselineScript {
+            library: m.library.name.clone(),
+            known: compat::libraries().names().join(", "),
+        })
 }
 
 /// The one-tensor script for the stack's library, run with the stack's Python: it initialises
@@ -338,7 +342,9 @@ mod tests {
     }
 
     fn tensorflow() -> &'static LibraryDescription {
-        library::describe("tensorflow").expect("described")
+        compat::libraries()
+            .describe("tensorflow")
+            .expect("described")
     }
 
     #[test]

@@ -34,14 +34,10 @@ pub mod run;
 pub mod sampler;
 pub mod svg;
 
-pub use result_line::{
-    ExampleReport, FrameworkCounter, RESULT_PREFIX, RanOn, ResultLineError, parse_output,
-};
-pub use sampler::{
-    MemorySource, MemoryTrace, OtherProcess, ProcessSeries, ProcessTree, Sampler, SamplerError,
-};
+pub use result_line::{ExampleReport, RESULT_PREFIX, RanOn, ResultLineError, parse_output};
+pub use sampler::{MemoryTrace, OtherProcess, ProcessSeries, ProcessTree, Sampler, SamplerError};
 
-use crate::record::{PeakAuthority, PeakVram};
+use crate::record::{FrameworkCounter, MemorySource, PeakAuthority, PeakVram};
 
 /// Why a run that exited cleanly does not prove the stack: it was not on the GPU, or no view saw
 /// it there.

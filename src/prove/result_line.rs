@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::record::FrameworkCounter;
+
 /// The marker that starts the report line.
 pub const RESULT_PREFIX: &str = "STACKPIN_RESULT";
 
@@ -47,16 +49,6 @@ pub struct ExampleReport {
     /// strings, numbers or null).
     #[serde(default)]
     pub versions: BTreeMap<String, serde_json::Value>,
-}
-
-/// Which in-process figure stands for "the framework's peak".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FrameworkCounter {
-    /// The allocator pool (what the card must hold for the framework).
-    Reserved,
-    /// Live tensors only (TensorFlow's only figure).
-    Allocated,
 }
 
 impl ExampleReport {

@@ -16,12 +16,12 @@ use std::time::Duration;
 use super::result_line::{ExampleReport, parse_output};
 use super::sampler::{MemoryTrace, Sampler, SamplerError, host_tree};
 use crate::archive::{Lockfile, StackDir};
-use crate::compat::Os;
 use crate::exec::step::{RunnerError, Step, StepOutcome, StepStatus, start_step};
 use crate::host::{self, HostReport, ProbeOptions, System};
 use crate::layers::{HostView, Proof, prove_layer};
 use crate::manifest::placeholder::{Placeholder, Values, library_python};
 use crate::manifest::{Layer, Manifest};
+use crate::os::Os;
 use crate::record::{
     CollectEnv, ExampleRun, FailedRun, GpuFacts, HostFacts, InstallerFact, LatencyCheck,
     LibraryFacts, MeasuredFit, PeakVram, ProvenStack, RecordError, ToolkitFacts, VramLine,
@@ -727,7 +727,7 @@ fn assemble(
             mib: plan.line_mib,
             vram_mib: gpu.memory_total_mib.unwrap_or(0),
         },
-        predictions: serde_json::to_value(&plan.predictions).unwrap_or_default(),
+        predictions: plan.predictions.clone(),
         largest_safe_batch: plan.largest_safe_batch,
         fit,
         environment,
@@ -857,7 +857,7 @@ mod tests {
     use super::*;
     use crate::host::fake::FakeSystem;
     use crate::layers::live::LiveHost;
-    use crate::prove::MemorySource;
+    use crate::record::MemorySource;
 
     const LINUX: &str = include_str!("../../manifests/torch-2.5.1-cu124-linux.yaml");
 

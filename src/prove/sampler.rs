@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use monitor::Monitor;
+
+use crate::record::MemorySource;
 pub use rows::{
     ComputeAppRow, CounterColumns, RowError, SmiMemory, parse_compute_app_row, parse_device_used,
     parse_typeperf_row,
@@ -41,21 +43,6 @@ const BASELINE_WAIT: Duration = Duration::from_secs(3);
 /// A process's last figure stops counting towards the tree's sum when it is older than this
 /// (the process has gone and nvidia-smi no longer lists it).
 const STALE_AFTER_MS: u64 = 3 * LOOP_MS;
-
-/// Which view a trace holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MemorySource {
-    /// nvidia-smi's per-process figure, summed over the example's process tree (context included).
-    PerProcess,
-    /// Windows' `GPU Process Memory … Dedicated Usage` counter, what Task Manager shows.
-    WindowsCounter,
-    /// The card's `memory.used` minus the idle baseline: includes anything else that allocated
-    /// during the run.
-    DeviceDelta,
-    /// No view produced a single figure.
-    Unmeasured,
-}
 
 /// GPU memory over one run, as measured from outside.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -271,7 +271,7 @@ fn draw_predictions(area: &Area<'_>, chart: &ProofChart<'_>) -> Result<(), SvgEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prove::sampler::MemorySource;
+    use crate::record::MemorySource;
 
     fn trace() -> MemoryTrace {
         MemoryTrace {

@@ -10,7 +10,8 @@ use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use stackpin::prove::sampler::{MemorySource, RootOnly, Sampler};
+use stackpin::prove::sampler::{RootOnly, Sampler};
+use stackpin::record::MemorySource;
 
 use crate::fakes::fake_program;
 
