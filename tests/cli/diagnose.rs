@@ -668,7 +668,8 @@ fn holdout_round12_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 11 was tuned on (1bf987c) by the rule in the fixture's header (committed
     // before the first search, 12ec6f3; cases decided before diagnose ran, 2b7e1da) and measured
     // once, untuned: 19/20 acceptable, 1 unknown (r12-11), 0 wrong, fix right 18/19 (README.md).
-    // Fewer right answers, or any wrong layer, fails.
+    // Tuned on since, by family (the container runtime asked for a GPU the host lacks; WSL named
+    // by the log itself): 20/20. Fewer right answers, or any wrong layer, fails.
     let (right, total, wrong) = score_acceptable("holdout-round12.yaml");
     assert_eq!(total, 20);
     assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
@@ -678,8 +679,9 @@ fn holdout_round12_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     );
 }
 
-/// Round 12's first and only unseen measurement, untuned: 19/20 (95%).
-const ROUND12_FLOOR: usize = 19;
+/// Round 12 after the changes made for its miss (tuned on): 20/20. Its first and only unseen
+/// measurement was 19/20 (95%).
+const ROUND12_FLOOR: usize = 20;
 
 #[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {

@@ -5,7 +5,7 @@
 //! installer's generic `ERROR: An error occurred while performing the step`).
 
 use super::{Finding, Mechanism, at};
-use crate::diagnose::FailureLayer::{self, Driver, Library, Memory, Toolkit};
+use crate::diagnose::FailureLayer::{self, Driver, Hardware, Library, Memory, Toolkit};
 use crate::diagnose::matcher::{Segment, pattern_matches};
 
 /// One family rule: any pattern (catalogue `*` syntax) on a line.
@@ -317,6 +317,68 @@ const RULES: &[Rule] = &[
         mechanism: Mechanism::Plain,
         decisive: true,
     },
+    // The container runtime was asked for a GPU it cannot find among the host's: an index past
+    // the GPUs there are (`--gpus 2` asks for two; `device=2` is the third), a UUID of a card that
+    // is gone, or a value such as `false`. NVIDIA/nvidia-docker#1283,
+    // NVIDIA/nvidia-container-toolkit#632, #29, #108.
+    Rule {
+        id: "drv-container-unknown-device",
+        patterns: &["nvidia-container-cli*device error:*unknown device"],
+        layer: Driver,
+        second: None,
+        cause: "The container runtime was asked for a GPU the host does not have: an index past the number of GPUs (`--gpus 2` asks for two GPUs, `device=2` for the third), the UUID of a card that was replaced or dropped, or a value such as `false` in NVIDIA_VISIBLE_DEVICES.",
+        fix: "Run `nvidia-smi -L` on the host and request only the GPUs it lists (`--gpus all`, `--gpus 1`, `--gpus '\"device=0\"'`, or their UUIDs); recreate a container that keeps an old UUID. Under Kubernetes, make the device plugin's device-list strategy match the toolkit's (`accept-nvidia-visible-devices-as-volume-mounts`). If `nvidia-smi -L` lists fewer GPUs than the machine has, one dropped off: read `dmesg` for Xid lines. The driver needs no reinstall.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // PyTorch's CUDA *driver* API calls (C10_CUDA_DRIVER_CHECK: the expandable_segments allocator's
+    // cuMemCreate / cuMemMap / cuMemSetAccess, symmetric memory) refused: a full card, or a driver
+    // whose virtual-memory calls fail with memory free (WSL's GPU paravirtualisation, Jetson).
+    // unslothai/unsloth#2401 (out of memory, Jetson), pytorch/pytorch#192330 (unknown error,
+    // WSL2), microsoft/WSL#41176 (device not ready, WSL2).
+    Rule {
+        id: "mem-torch-driver-api-alloc",
+        patterns: &[
+            "cuda driver error: out of memory",
+            "cuda driver error: unknown error",
+            "cuda driver error: device not ready",
+            "cuda driver error: operation not supported",
+        ],
+        layer: Memory,
+        second: Some(Driver),
+        cause: "PyTorch's allocator asked the CUDA driver's virtual-memory API for GPU memory (the expandable_segments allocator, or symmetric memory) and the driver refused: the card is full, or the driver's virtual-memory calls fail with memory still free (under WSL's GPU paravirtualisation and on Jetson).",
+        fix: "If PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF) sets expandable_segments:True, set expandable_segments:False and run again: under WSL and on Jetson those calls fail with memory free. Otherwise the card is really full: close other GPU programs (`nvidia-smi` lists them), lower the batch or the framework's memory budget (vLLM: --gpu-memory-utilization), and size it with `stackpin vram --peak PEAK --batch N --vram SIZE`; under WSL the usable memory sits below what `nvidia-smi` shows free.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // WSL's dxg bridge refusing to make an allocation resident (ENOMEM): the program asks for more
+    // than WSL's GPU paravirtualisation gives, below what nvidia-smi shows free.
+    // syv-ai/qwen38-27b-rtx3090#2, microsoft/WSL#41176. The dxg adapter-info lines
+    // (`dxgkio_query_adapter_info: Ioctl failed: -22`) are no cause: healthy boots print them too.
+    Rule {
+        id: "mem-wsl-dxg-make-resident",
+        patterns: &["dxgkio_make_resident*-12"],
+        layer: Memory,
+        second: Some(Driver),
+        cause: "Under WSL the GPU's paravirtualisation (dxg) could not make an allocation resident (ENOMEM): the program asks for more GPU memory than WSL lets it have, which sits below what `nvidia-smi` shows free, or PyTorch's expandable_segments allocator makes virtual-memory calls WSL refuses.",
+        fix: "Lower the memory the program asks for (batch, context length; vLLM: --gpu-memory-utilization) and set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False; keep the Windows NVIDIA driver and WSL current (`wsl --update`, then `wsl --shutdown`). Never install a Linux NVIDIA driver inside WSL.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // flash-attn's own check of the GPU's architecture (2.x: compute capability 8.0 or newer;
+    // 1.x said Turing): a V100 or T4 cannot run it, and an Ampere card that says so has a
+    // flash-attn build that does not fit. vllm-project/vllm#8189, Dao-AILab/flash-attention#762,
+    // microsoft/MInference#51 (V100S), Dao-AILab/flash-attention#1485 (A800).
+    Rule {
+        id: "lib-flash-attn-gpu-too-old",
+        patterns: &["flashattention only supports * gpus or newer"],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "flash-attn checks the GPU's architecture and refuses it: FlashAttention 2 runs only on compute capability 8.0 or newer (Ampere, Ada, Hopper), so a V100, T4 or RTX 20xx cannot use it; on an Ampere or newer card this message means the flash-attn build does not fit the GPU or torch.",
+        fix: "On an older GPU turn flash-attn off and use another attention implementation: transformers `attn_implementation=\"sdpa\"` (or \"eager\"), the tool's own flash-attention switch off, vLLM another backend (VLLM_ATTENTION_BACKEND=XFORMERS); or run on an Ampere or newer GPU. On an Ampere or newer GPU, reinstall flash-attn built for the installed torch and CUDA (`pip install flash-attn --no-build-isolation`).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
 ];
 
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
@@ -357,6 +419,96 @@ mod tests {
             for p in rule.patterns {
                 assert_eq!(*p, p.to_lowercase(), "{}", rule.id);
             }
+        }
+    }
+
+    fn placed(text: &str) -> (String, FailureLayer, Option<FailureLayer>) {
+        let d = crate::diagnose::diagnose(text).expect("a diagnosis");
+        (d.id, d.layer, d.second_layer)
+    }
+
+    #[test]
+    fn a_container_asking_for_a_gpu_the_host_lacks_is_the_runtime_request_not_the_driver_install() {
+        for log in [
+            // NVIDIA/nvidia-docker#1283 (`--gpus 2` on a one-GPU machine).
+            r#"docker: Error response from daemon: OCI runtime create failed: container_linux.go:349: starting container process caused "process_linux.go:449: container init caused \"process_linux.go:432: running prestart hook 0 caused \\\"error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: device error: 1: unknown device\\\\n\\\"\"": unknown."#,
+            // NVIDIA/nvidia-container-toolkit#632 (docker-compose asking for device 2).
+            "stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: device error: 2: unknown device: unknown",
+            // NVIDIA/nvidia-container-toolkit#29 (a stale value after an upgrade on Unraid).
+            "nvidia-container-cli: device error: false: unknown device: unknown.",
+            // NVIDIA/nvidia-container-toolkit#108 (Kubernetes' volume-mount device list).
+            "k3s[8174]:         nvidia-container-cli: device error: /var/run/nvidia-container-devices: unknown device: unknown",
+        ] {
+            assert_eq!(ids(log), vec!["drv-container-unknown-device"], "{log}");
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.layer, Driver, "{log}");
+            assert!(d.fix.contains("nvidia-smi -L"), "{}", d.fix);
+            assert!(d.fix.contains("needs no reinstall"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn torchs_driver_api_allocations_are_memory_with_the_driver_second_never_a_confident_driver() {
+        for log in [
+            // unslothai/unsloth#2401: Jetson AGX Orin, expandable_segments, ~50 GB free.
+            "RuntimeError: CUDA driver error: out of memory",
+            // pytorch/pytorch#192330: WSL2, expandable_segments, cuMemSetAccess returns 999.
+            "RuntimeError: CUDA driver error: unknown error",
+            // microsoft/WSL#41176: WSL2 multi-GPU model load, dxg make_resident ENOMEM.
+            "RuntimeError: CUDA driver error: device not ready",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("mem-torch-driver-api-alloc".to_string(), Memory, Some(Driver)),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("expandable_segments:False"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn wsls_dxg_lines_name_memory_only_when_residency_is_refused() {
+        for log in [
+            // microsoft/WSL#41176.
+            "[ 1234.567890] misc dxg: dxgk: dxgkio_make_resident: Ioctl failed: -12",
+            // syv-ai/qwen38-27b-rtx3090#2 (Marlin repack under WSL2).
+            "Model loads but Marlin repack fails with dxgkio_make_resident -12",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("mem-wsl-dxg-make-resident".to_string(), Memory, Some(Driver)),
+                "{log}"
+            );
+        }
+        // microsoft/WSL#40715 and #11293: healthy boots print these; alone they name no cause.
+        for noise in [
+            "[    3.897712] misc dxg: dxgk: dxgkio_is_feature_enabled: Ioctl failed: -22",
+            "[    3.894321] misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22\n[    3.895634] misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -2",
+        ] {
+            assert_eq!(crate::diagnose::diagnose(noise), None, "{noise}");
+        }
+    }
+
+    #[test]
+    fn flash_attentions_architecture_check_is_the_library_with_the_card_second() {
+        for log in [
+            // vllm-project/vllm#8189.
+            "ERROR 01-11 13:09:40 engine.py:366] RuntimeError: Error in model execution (input dumped to /tmp/err_execute_model_input_20250111-130939.pkl): FlashAttention only supports Ampere GPUs or newer.",
+            // Dao-AILab/flash-attention#762.
+            "RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+            // microsoft/MInference#51 (Tesla V100S).
+            "    out, q, k, v, out_padded, softmax_lse, S_dmask, rng_state = flash_attn_cuda.fwd(\nRuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+            // Dao-AILab/flash-attention#1485 (on an A800: a build that does not fit).
+            "【RuntimeError: FlashAttention only supports Ampere GPUs or newer. 】on A800",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("lib-flash-attn-gpu-too-old".to_string(), Library, Some(Hardware)),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("sdpa"), "{}", d.fix);
         }
     }
 
