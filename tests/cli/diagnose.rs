@@ -687,8 +687,10 @@ const ROUND12_FLOOR: usize = 20;
 fn holdout_round13_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 12 was tuned on (c959860) by the rule in the fixture's header (committed
     // before the first search, f16ca5f; cases decided before diagnose ran, a0b00b6) and measured
-    // once, untuned: 16/20 acceptable, 4 unknown, 0 wrong, fix right 13/16 (README.md). Fewer
-    // right answers, or any wrong layer, fails.
+    // once, untuned: 16/20 acceptable, 4 unknown, 0 wrong, fix right 13/16 (README.md). Tuned on
+    // since, by family (CMake's toolkit not found whole, xformers built for another torch, the
+    // kernel refusing the module; "no CUDA device" asks whether nvidia-smi sees the GPU): 20/20.
+    // Fewer right answers, or any wrong layer, fails.
     let (right, total, wrong) = score_acceptable("holdout-round13.yaml");
     assert_eq!(total, 20);
     assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
@@ -698,8 +700,9 @@ fn holdout_round13_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     );
 }
 
-/// Round 13's first and only unseen measurement, untuned: 16/20 (80%).
-const ROUND13_FLOOR: usize = 16;
+/// Round 13 after the changes made for its misses (tuned on): 20/20. Its first and only unseen
+/// measurement was 16/20 (80%).
+const ROUND13_FLOOR: usize = 20;
 
 #[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {

@@ -179,6 +179,62 @@ const RULES: &[Rule] = &[
         mechanism: Mechanism::Plain,
         decisive: false,
     },
+    // CMake's own report of a CUDA toolkit it cannot find whole (FindCUDA, FindCUDAToolkit,
+    // the CUDA language's library root): nvcc may be there, the headers or cudart are not where
+    // it looks. rogerdahl/cuda-benoit#1, heavyai/heavydb#18, griegler/octnet#6,
+    // stereolabs/zed-ros-wrapper#668, NVIDIA-AI-IOT/deepstream_tao_apps#65.
+    Rule {
+        id: "tk-cmake-cuda-not-found",
+        patterns: &[
+            "could not find cuda (missing:",
+            "could not find cudatoolkit (missing:",
+            "couldn't find cuda library root",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "CMake found no complete CUDA toolkit: it looks for nvcc, the headers (cuda_runtime.h) and libcudart under one toolkit root, and part of that is missing or lives elsewhere (a runtime-only or package install, a second toolkit, a root it was not told).",
+        fix: "Install the toolkit's development parts (the runfile, or the cuda-toolkit-X-Y package, not only the runtime), then point CMake at that root: -DCUDA_TOOLKIT_ROOT_DIR=/usr/local/cuda-X.Y (FindCUDA) or -DCUDAToolkit_ROOT=/usr/local/cuda-X.Y with CUDACXX=/usr/local/cuda-X.Y/bin/nvcc; one library it names can be given directly (-DCUDA_CUDART_LIBRARY=/usr/local/cuda-X.Y/lib64/libcudart.so). Delete CMakeCache.txt before configuring again.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // xformers' compiled operators that will not load: a build for another torch (its own
+    // "built for … (you have …)" pair) or one without CUDA. yangjianxin1/Firefly#258,
+    // cubiq/PuLID_ComfyUI#103, Vchitect/SEINE#27, camenduru/DeepCache-colab#2.
+    Rule {
+        id: "lib-xformers-build-mismatch",
+        patterns: &[
+            "xformers can't load c++/cuda extensions",
+            "xformers was built for:",
+            "xformers wasn't build with cuda support",
+            "xformers wasn't built with cuda support",
+        ],
+        layer: Library,
+        second: None,
+        cause: "xformers' compiled operators do not load: the installed xformers was built for another torch (or CUDA, or Python) than the one installed, or is a build without CUDA, so memory_efficient_attention finds no operator.",
+        fix: "Install the xformers release built for the installed torch, from the same CUDA wheel index as torch (`pip install -U xformers` with torch's --index-url), or the torch version xformers names under \"built for\"; `python -m xformers.info` must list the memory_efficient_attention operators as available. Without a fitting build, turn xformers off (diffusers: skip enable_xformers_memory_efficient_attention) and use torch's scaled_dot_product_attention.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // The kernel refusing the NVIDIA module (modprobe's and insmod's words, Xorg's): the reason is
+    // in the kernel log. MrMEEE/bumblebee-Old-and-abbandoned#318 and #196 ("No such device"),
+    // MrMEEE/ironhide#41 (Xorg), GoogleCloudPlatform/container-engine-accelerators#302 (insmod).
+    // Secure Boot's "Key was rejected" is its own catalogue entry and wins.
+    Rule {
+        id: "drv-module-load-refused",
+        patterns: &[
+            "error inserting nvidia",
+            "could not insert 'nvidia",
+            "insmod*nvidia*.ko*exit status",
+            "failed to load the nvidia kernel module",
+            "failed to load module*nvidia*.ko",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The kernel refused to load the NVIDIA module: it was built for another kernel, Secure Boot rejects it unsigned, nouveau holds the card, or this driver release does not support the GPU.",
+        fix: "Read why in the kernel log (`sudo dmesg | grep -iE 'nvidia|nvrm' | tail`): \"Key was rejected\" or \"Required key not available\" is Secure Boot (sign the module or enroll its key with mokutil); \"Unknown symbol\" or \"disagrees about version of symbol\" means it was built for another kernel (install the headers of `uname -r` and rebuild it with DKMS); \"No such device\" or NVRM naming the GPU as unsupported means this release does not support the card (pin one that does: `stackpin pin --library NAME==VERSION --os linux --driver VERSION`); nouveau bound to the card needs blacklisting and a rebuilt initramfs.",
+        mechanism: Mechanism::DriverBuild,
+        decisive: false,
+    },
     // Execution providers and device lists.
     Rule {
         id: "lib-provider-cpu-package",
@@ -510,6 +566,94 @@ mod tests {
             let d = crate::diagnose::diagnose(log).expect("a diagnosis");
             assert!(d.fix.contains("sdpa"), "{}", d.fix);
         }
+    }
+
+    #[test]
+    fn cmakes_report_of_a_toolkit_it_cannot_find_whole_is_the_toolkit() {
+        for log in [
+            // rogerdahl/cuda-benoit#1.
+            "CMake Error at /usr/share/cmake-3.16/Modules/FindPackageHandleStandardArgs.cmake:146 (message):\n  Could NOT find CUDA (missing: CUDA_INCLUDE_DIRS CUDA_CUDART_LIBRARY) (found\n  version \"11.2\")",
+            // stereolabs/zed-ros-wrapper#668 (fixed with -DCUDA_CUDART_LIBRARY).
+            "  Could NOT find CUDA (missing: CUDA_CUDART_LIBRARY) (found suitable version\n  \"10.0\", minimum required is \"10\")",
+            // nicehash/nheqminer#260.
+            "  Could NOT find CUDA (missing: CUDA_CUDART_LIBRARY) (found version \"8.0\")",
+            // NVIDIA-AI-IOT/deepstream_tao_apps#65.
+            "CMake Error at /home/mher/install/share/cmake-3.19/Modules/CMakeDetermineCUDACompiler.cmake:187 (message):\n  Couldn't find CUDA library root.",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("tk-cmake-cuda-not-found".to_string(), Toolkit, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("CUDA_TOOLKIT_ROOT_DIR"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn xformers_built_for_another_torch_or_without_cuda_is_the_library() {
+        for log in [
+            // yangjianxin1/Firefly#258 (built for 2.3.0+cu121, torch 2.1.0+cu121 installed).
+            "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\nWARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n    PyTorch 2.3.0+cu121 with CUDA 1201 (you have 2.1.0+cu121)",
+            // cubiq/PuLID_ComfyUI#103.
+            "No operator found for `memory_efficient_attention_forward` with inputs:\n`decoderF` is not supported because:\nxFormers wasn't build with CUDA support",
+            // Vchitect/SEINE#27.
+            "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\n     query       : shape=(1, 2, 1, 40) (torch.float32)\n`decoderF` is not supported because:\n    xFormers wasn't build with CUDA support",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("lib-xformers-build-mismatch".to_string(), Library, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("xformers.info"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn no_cuda_device_asks_whether_nvidia_smi_sees_the_gpu_before_any_reinstall() {
+        for log in [
+            // tensorflow/tensorflow#7653: the GPU is found under sudo, not without.
+            "2017-08-14 07:28:29.379866: E tensorflow/stream_executor/cuda/cuda_driver.cc:406] failed call to cuInit: CUDA_ERROR_NO_DEVICE",
+            // NVIDIA/k8s-device-plugin#471: nvidia-smi works in the pod, CUDA sees no device.
+            "Failed to allocate device vector A (error code no CUDA-capable device is detected)!",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.layer, Driver, "{log}");
+            let smi = d.fix.find("nvidia-smi").expect("asks for nvidia-smi");
+            let reinstall = d.fix.find("stackpin repair").expect("keeps the reinstall");
+            assert!(smi < reinstall, "{}", d.fix);
+            assert!(d.fix.contains("nvidia-modprobe -u -c=0"), "{}", d.fix);
+            assert!(d.fix.contains("nvidia.com/gpu"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn a_module_the_kernel_refuses_sends_the_user_to_the_kernel_log_for_why() {
+        for log in [
+            // MrMEEE/bumblebee-Old-and-abbandoned#318.
+            "FATAL: Error inserting nvidia (/lib/modules/2.6.37.6-0.5-desktop/weak-updates/updates/nvidia.ko): No such device",
+            // MrMEEE/bumblebee-Old-and-abbandoned#196.
+            "FATAL: Error inserting nvidia_current (/lib/modules/2.6.38-8-generic/updates/dkms/nvidia-current.ko): No such device",
+            // MrMEEE/ironhide#41 (Xorg's words).
+            "[  9687.318] (EE) NVIDIA: Failed to load the NVIDIA kernel module. Please check your",
+            // GoogleCloudPlatform/container-engine-accelerators#302.
+            "I0710 16:15:18.889544   13595 install.go:329] Failed to load kernel module, err: failed to load GPU drivers: failed to load module /usr/local/nvidia/drivers/nvidia.ko: failed to load module nvidia (/usr/local/nvidia/drivers/nvidia.ko): failed to run command `insmod /usr/local/nvidia/drivers/nvidia.ko`: exit status 1.",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("drv-module-load-refused".to_string(), Driver, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("dmesg"), "{}", d.fix);
+        }
+        // Secure Boot's own wording keeps its catalogue entry.
+        let d = crate::diagnose::diagnose(
+            "modprobe: ERROR: could not insert 'nvidia': Key was rejected by service",
+        )
+        .expect("a diagnosis");
+        assert_eq!(d.id, "drv-secure-boot-rejects-module");
     }
 
     #[test]
