@@ -263,7 +263,9 @@ mod tests {
                 d.fix
             );
             assert!(
-                d.context.as_deref().is_some_and(|c| c.starts_with("WSL (the log shows")),
+                d.context
+                    .as_deref()
+                    .is_some_and(|c| c.starts_with("WSL (the log shows")),
                 "{:?}",
                 d.context
             );

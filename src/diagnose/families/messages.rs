@@ -515,7 +515,11 @@ mod tests {
         ] {
             assert_eq!(
                 placed(log),
-                ("mem-torch-driver-api-alloc".to_string(), Memory, Some(Driver)),
+                (
+                    "mem-torch-driver-api-alloc".to_string(),
+                    Memory,
+                    Some(Driver)
+                ),
                 "{log}"
             );
             let d = crate::diagnose::diagnose(log).expect("a diagnosis");
@@ -533,7 +537,11 @@ mod tests {
         ] {
             assert_eq!(
                 placed(log),
-                ("mem-wsl-dxg-make-resident".to_string(), Memory, Some(Driver)),
+                (
+                    "mem-wsl-dxg-make-resident".to_string(),
+                    Memory,
+                    Some(Driver)
+                ),
                 "{log}"
             );
         }
@@ -560,7 +568,11 @@ mod tests {
         ] {
             assert_eq!(
                 placed(log),
-                ("lib-flash-attn-gpu-too-old".to_string(), Library, Some(Hardware)),
+                (
+                    "lib-flash-attn-gpu-too-old".to_string(),
+                    Library,
+                    Some(Hardware)
+                ),
                 "{log}"
             );
             let d = crate::diagnose::diagnose(log).expect("a diagnosis");
