@@ -235,6 +235,32 @@ const RULES: &[Rule] = &[
         mechanism: Mechanism::DriverBuild,
         decisive: false,
     },
+    // TensorFlow resolving CUDA runtime functions in the cudart it loaded and not finding them:
+    // that cudart is another CUDA than the release was built for, or the driver is older than it.
+    // tensorflow/tensorflow#34820, #32381, #34354, jpcurbelo/human-body-reshape-DL-paper#4.
+    Rule {
+        id: "tk-tf-cuda-symbol-not-found",
+        patterns: &["cudageterrorstring symbol", "status: cuda*symbol not found"],
+        layer: Toolkit,
+        second: Some(Driver),
+        cause: "TensorFlow could not find CUDA runtime functions in the CUDA runtime it loaded: that runtime is another CUDA version than the one this TensorFlow release was built for, or the driver is older than that CUDA.",
+        fix: "Install the CUDA (and cuDNN) version this TensorFlow release lists in its tested build configurations and put its bin folder first on PATH (Windows) / its lib64 on LD_LIBRARY_PATH, with a driver at least that CUDA's minimum; or install the TensorFlow release built for the CUDA you have (TensorFlow 2.15+ on Linux: `tensorflow[and-cuda]` brings its own).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // CUDA failing while it only counts the GPUs, with "out of memory": nothing is allocated yet,
+    // so the card is not full; under WSL it is the GPU path (pytorch/pytorch#150048,
+    // microsoft/WSL#9092: a Linux-side libcuda or symlinks shadowing /usr/lib/wsl/lib).
+    Rule {
+        id: "drv-device-count-out-of-memory",
+        patterns: &["cudagetdevicecount()*error 2: out of memory"],
+        layer: Driver,
+        second: None,
+        cause: "CUDA failed while only counting the GPUs, with \"out of memory\": nothing was allocated yet, so the card is not full. Under WSL (where this is common) the GPU path is broken: a Linux driver's or CUDA toolkit's libcuda, or hand-made symlinks, shadow the WSL driver library.",
+        fix: "Under WSL: keep /usr/lib/wsl/lib first on the loader path (remove Linux NVIDIA driver packages and any libcuda symlinks made by hand, run `sudo ldconfig`), update the Windows NVIDIA driver, then `wsl --update` and `wsl --shutdown`; never install a Linux driver there. On a Linux host: check `nvidia-smi` for a process holding the GPU or an exclusive compute mode, then reboot.",
+        mechanism: Mechanism::DriverAccess,
+        decisive: true,
+    },
     // Execution providers and device lists.
     Rule {
         id: "lib-provider-cpu-package",
@@ -637,6 +663,46 @@ mod tests {
             assert!(smi < reinstall, "{}", d.fix);
             assert!(d.fix.contains("nvidia-modprobe -u -c=0"), "{}", d.fix);
             assert!(d.fix.contains("nvidia.com/gpu"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn tensorflow_missing_cuda_runtime_symbols_is_the_toolkit_with_the_driver_second() {
+        for log in [
+            // tensorflow/tensorflow#34354 (TF 2.0 with CUDA 10.1: 2.0 needs 10.0).
+            "tensorflow.python.framework.errors_impl.InternalError: cudaGetDevice() failed. Status: cudaGetErrorString symbol not found.",
+            // tensorflow/tensorflow#34820.
+            "InternalError: cudaGetDevice() failed. Status: cudaGetErrorString symbol not found. On Cuda 10.0.130",
+            // jpcurbelo/human-body-reshape-DL-paper#4 (Colab, T4).
+            "`tensorflow.python.framework.errors_impl.InternalError: cudaGetDevice() failed. Status: cudaGetErrorString symbol not found.`",
+        ] {
+            assert_eq!(
+                placed(log),
+                (
+                    "tk-tf-cuda-symbol-not-found".to_string(),
+                    Toolkit,
+                    Some(Driver)
+                ),
+                "{log}"
+            );
+        }
+    }
+
+    #[test]
+    fn out_of_memory_while_counting_gpus_is_the_driver_path_not_a_full_card() {
+        for log in [
+            // pytorch/pytorch#150048 (WSL2).
+            "/home/user/another/lib/python3.12/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 2: out of memory (Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:109.)",
+            // microsoft/WSL#9092.
+            "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 2: out of memory (Triggered internally at /opt/conda/conda-bld/pytorch_1666642969563/work/c10/cuda/CUDAFunctions.cpp:109.)",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("drv-device-count-out-of-memory".to_string(), Driver, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("/usr/lib/wsl/lib"), "{}", d.fix);
         }
     }
 
