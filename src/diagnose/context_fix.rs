@@ -41,15 +41,15 @@ pub fn from_log(text: &str) -> Option<HostContext> {
         "docker run ",
     ];
     // WSL names itself in kernel releases (`…-microsoft-standard-WSL2`), its library folder, its
-    // GPU bridge's device and kernel-log lines (`/dev/dxg`, `misc dxg: dxgk: …`, dxgkrnl) and in
-    // the titles users write ("WSL2 Ubuntu 22.04 …": ollama/ollama#684; microsoft/WSL#9099,
-    // #13734 show the dxg lines next to a CUDA that finds no GPU).
+    // GPU bridge's device and kernel-log lines (`/dev/dxg`, `misc dxg: dxgk: …`) and in the titles
+    // users write ("WSL2 Ubuntu 22.04 …": ollama/ollama#684; microsoft/WSL#9099, #13734 show the
+    // dxg lines next to a CUDA that finds no GPU). The module's name alone (dxgkrnl) is not WSL:
+    // Hyper-V Linux guests build it with DKMS (staralt/dxgkrnl-dkms#7, round 15's r15-12).
     const WSL: &[&str] = &[
         "microsoft-standard",
         "/usr/lib/wsl/",
         "/dev/dxg",
         "misc dxg",
-        "dxgkrnl",
         "wsl2",
     ];
     let container = CONTAINER.iter().find(|m| lower.contains(*m));
@@ -270,6 +270,17 @@ mod tests {
                 d.context
             );
         }
+    }
+
+    #[test]
+    fn a_dxgkrnl_module_built_by_dkms_on_a_linux_guest_is_not_wsl() {
+        // staralt/dxgkrnl-dkms#7: a Hyper-V guest building the GPU-PV module for its own kernel.
+        let log = "make -j12 KERNELRELEASE=6.12.12+bpo-amd64 -C /lib/modules/6.12.12+bpo-amd64/build M=/var/lib/dkms/dxgkrnl/be3283570/build...(bad exit status: 2)\n\
+                   Error! Bad return status for module build on kernel: 6.12.12+bpo-amd64 (x86_64)";
+        assert_eq!(from_log(log), None);
+        let d = diagnose(log).expect("a hit");
+        assert_eq!(d.layer, FailureLayer::Driver);
+        assert!(!d.fix.contains("This is WSL"), "{}", d.fix);
     }
 
     #[test]

@@ -726,33 +726,25 @@ fn holdout_round14_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
 const ROUND14_FLOOR: usize = 20;
 
 #[test]
-fn holdout_round15_keeps_its_measured_accuracy_and_no_new_wrong_layer() {
+fn holdout_round15_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 14 was tuned on (161bcba) by the rule in the fixture's header (committed
     // before the first search, 1734b7a; cases decided before diagnose ran, c3dc43e) and measured
     // once, untuned: 18/20 acceptable, 0 unknown, 2 wrong (r15-17, r15-18: nvidia-smi's own
-    // segfault read as the library), fix right 17/18 (README.md). Fewer right answers, or any
-    // other wrong layer, fails.
+    // segfault read as the library), fix right 17/18 (README.md). Tuned on since, by family
+    // (nvidia-smi's own crash is the driver; the word dxgkrnl alone is no WSL): 20/20, no wrong
+    // layer. Fewer right answers, or any wrong layer, fails.
     let (right, total, wrong) = score_acceptable("holdout-round15.yaml");
     assert_eq!(total, 20);
+    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
     assert!(
         right >= ROUND15_FLOOR,
         "only {right}/{total} on an acceptable layer"
     );
-    let new_wrong: Vec<&String> = wrong
-        .iter()
-        .filter(|id| !ROUND15_MEASURED_WRONG.contains(&id.as_str()))
-        .collect();
-    assert!(
-        new_wrong.is_empty(),
-        "new wrong layers named for {new_wrong:?}"
-    );
 }
 
-/// Round 15's first and only unseen measurement, untuned: 18/20 (90%).
-const ROUND15_FLOOR: usize = 18;
-
-/// The wrong layers round 15's measurement found; none may be added.
-const ROUND15_MEASURED_WRONG: &[&str] = &["r15-17", "r15-18"];
+/// Round 15 after the changes made for its wrong answers (tuned on): 20/20. Its first and only
+/// unseen measurement was 18/20 (90%) with two wrong layers (r15-17, r15-18).
+const ROUND15_FLOOR: usize = 20;
 
 #[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {

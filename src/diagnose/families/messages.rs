@@ -261,6 +261,23 @@ const RULES: &[Rule] = &[
         mechanism: Mechanism::DriverAccess,
         decisive: true,
     },
+    // nvidia-smi itself crashing: it is the driver's own tool, so the process that crashed names
+    // the layer (the generic "segmentation fault" entry is the library's wheels). Under WSL it is
+    // the Windows driver's WSL libraries in a given release. Nevuly/WSL2-Linux-Kernel-Rolling#13,
+    // microsoft/WSL#11510, #11277, #11870.
+    Rule {
+        id: "drv-smi-segfault",
+        patterns: &[
+            "nvidia-smi*segmentation fault",
+            "segmentation fault*nvidia-smi",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "nvidia-smi itself crashed: it is the driver's own tool, so the driver's user-space libraries (libnvidia-ml) do not fit the kernel module, or, under WSL, the Windows driver's WSL libraries (/usr/lib/wsl/lib) crash in this driver release.",
+        fix: "Under WSL: update (or roll back) the Windows NVIDIA driver, run `wsl --update` and `wsl --shutdown`, and never install a Linux NVIDIA driver inside WSL. On Linux: reinstall the pinned driver so its libraries match the kernel module (`stackpin repair MANIFEST`) and reboot. The training library needs no reinstall for this.",
+        mechanism: Mechanism::DriverAccess,
+        decisive: true,
+    },
     // Execution providers and device lists.
     Rule {
         id: "lib-provider-cpu-package",
@@ -704,6 +721,37 @@ mod tests {
             let d = crate::diagnose::diagnose(log).expect("a diagnosis");
             assert!(d.fix.contains("/usr/lib/wsl/lib"), "{}", d.fix);
         }
+    }
+
+    #[test]
+    fn nvidia_smi_crashing_is_the_driver_not_the_librarys_wheels() {
+        for log in [
+            // Nevuly/WSL2-Linux-Kernel-Rolling#13.
+            "| NVIDIA-SMI 555.42.03              Driver Version: 555.85         CUDA Version: 12.5     |\n[1]    494 segmentation fault  nvidia-smi",
+            // microsoft/WSL#11510 (the title).
+            "WSL nvidia-smi segmentation fault (core dumped)",
+            // microsoft/WSL#11277.
+            "`nvidia-smi` works fine on Win11, but gives **Segmentation fault** on WSL2",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("drv-smi-segfault".to_string(), Driver, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(
+                d.fix
+                    .contains("Never install a Linux NVIDIA driver inside WSL")
+                    || d.fix
+                        .contains("never install a Linux NVIDIA driver inside WSL"),
+                "{}",
+                d.fix
+            );
+        }
+        // A Python process that segfaults stays the library's generic entry.
+        let d = crate::diagnose::diagnose(">>> import torch\nSegmentation fault (core dumped)")
+            .expect("a diagnosis");
+        assert_eq!(d.id, "lib-segfault");
     }
 
     #[test]
