@@ -750,8 +750,10 @@ const ROUND15_FLOOR: usize = 20;
 fn holdout_round16_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 15 was tuned on (07d9ea4) by the rule in the fixture's header (committed
     // before the first search, 8334f07; cases decided before diagnose ran, f1e7cae) and measured
-    // once, untuned: 14/20 acceptable, 6 unknown, 0 wrong, fix right 13/14 (README.md). Fewer
-    // right answers, or any wrong layer, fails.
+    // once, untuned: 14/20 acceptable, 6 unknown, 0 wrong, fix right 13/14 (README.md). Tuned on
+    // since, by family (the container runtime's mount errors: driver libraries in the way, or
+    // missing): 17/20, the three nvcc/NVRTC compile errors still unknown. Fewer right answers, or
+    // any wrong layer, fails.
     let (right, total, wrong) = score_acceptable("holdout-round16.yaml");
     assert_eq!(total, 20);
     assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
@@ -761,8 +763,9 @@ fn holdout_round16_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     );
 }
 
-/// Round 16's first and only unseen measurement, untuned: 14/20 (70%).
-const ROUND16_FLOOR: usize = 14;
+/// Round 16 after the changes made for its misses (tuned on): 17/20. Its first and only unseen
+/// measurement was 14/20 (70%).
+const ROUND16_FLOOR: usize = 17;
 
 #[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {

@@ -278,6 +278,34 @@ const RULES: &[Rule] = &[
         mechanism: Mechanism::DriverAccess,
         decisive: true,
     },
+    // The container runtime mounting the host's (or WSL's) driver libraries into the container
+    // and finding one already there: the image or the WSL distro carries NVIDIA driver libraries of
+    // its own. NVIDIA/nvidia-container-toolkit#289, NVIDIA/nvidia-docker#1551, #1699.
+    Rule {
+        id: "drv-container-mount-exists",
+        patterns: &[
+            "nvidia-container-cli*mount error*file exists",
+            "mount error: file creation failed*libnvidia*file exists",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The container runtime mounts the host's NVIDIA driver libraries (under WSL, the Windows driver's from /usr/lib/wsl/lib) into the container and finds a file of that name already there: the image, or the WSL distro itself, carries NVIDIA driver libraries of its own.",
+        fix: "Take the driver libraries out of what the runtime mounts into: build the image without NVIDIA driver packages (no libnvidia-*, cuda-drivers or nvidia-utils in the Dockerfile; the CUDA base images leave them out), and under WSL remove every Linux NVIDIA driver package from the distro (`dpkg -l | grep -i nvidia`), keeping /usr/lib/wsl/lib. Then start the container again with `--gpus all`.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    // The container runtime not finding the driver library it mounts: under WSL the Windows
+    // driver's /usr/lib/wsl/lib/libcuda.so.1. NVIDIA/nvidia-docker#1225.
+    Rule {
+        id: "drv-container-mount-missing",
+        patterns: &["nvidia-container-cli*mount error: stat failed*no such file"],
+        layer: Driver,
+        second: None,
+        cause: "The container runtime cannot find a driver library it mounts into the container: the driver's user-space libraries are missing where it looks (under WSL, /usr/lib/wsl/lib/libcuda.so.1 from the Windows driver).",
+        fix: "Under WSL: install a Windows NVIDIA driver with WSL support, run `wsl --update` and `wsl --shutdown`, and check that /usr/lib/wsl/lib/libcuda.so.1 exists; never install a Linux driver inside WSL. On a Linux host: `nvidia-smi` must work there; reinstall the pinned driver on the host (`stackpin repair MANIFEST`) so its libraries are in place, then restart Docker.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
     // Execution providers and device lists.
     Rule {
         id: "lib-provider-cpu-package",
@@ -752,6 +780,39 @@ mod tests {
         let d = crate::diagnose::diagnose(">>> import torch\nSegmentation fault (core dumped)")
             .expect("a diagnosis");
         assert_eq!(d.id, "lib-segfault");
+    }
+
+    #[test]
+    fn the_container_runtimes_mount_errors_name_the_driver_libraries_in_the_way_or_missing() {
+        for log in [
+            // NVIDIA/nvidia-container-toolkit#289 (the title).
+            "WSL2: nvidia-container-cli mount error, libnvidia-ml.so.1: file exists: unknown.",
+            // NVIDIA/nvidia-docker#1551.
+            "nvidia-container-cli: mount error: file creation failed: /var/lib/docker/overlay2/.../merged/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1: file exists: unknown.",
+            // NVIDIA/nvidia-docker#1699 (the title).
+            "WSL2 container mount issue for Modulus: lib/x86_64-linux-gnu/libnvidia-ml.so.1: file exists: unknown\nnvidia-container-cli: mount error: file creation failed: /var/lib/docker/overlay2/x/merged/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1: file exists: unknown.",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("drv-container-mount-exists".to_string(), Driver, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(
+                d.fix.contains("without NVIDIA driver packages"),
+                "{}",
+                d.fix
+            );
+        }
+        // NVIDIA/nvidia-docker#1225.
+        let log = r#"stderr: nvidia-container-cli: mount error: stat failed: /usr/lib/wsl/lib/libcuda.so.1: no such file or directory\\n\""": unknown."#;
+        assert_eq!(
+            placed(log),
+            ("drv-container-mount-missing".to_string(), Driver, None),
+            "{log}"
+        );
+        let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+        assert!(d.fix.contains("/usr/lib/wsl/lib/libcuda.so.1"), "{}", d.fix);
     }
 
     #[test]
