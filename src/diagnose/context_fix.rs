@@ -40,7 +40,18 @@ pub fn from_log(text: &str) -> Option<HostContext> {
         "container_linux.go",
         "docker run ",
     ];
-    const WSL: &[&str] = &["microsoft-standard", "/usr/lib/wsl/"];
+    // WSL names itself in kernel releases (`…-microsoft-standard-WSL2`), its library folder, its
+    // GPU bridge's device and kernel-log lines (`/dev/dxg`, `misc dxg: dxgk: …`) and in the titles
+    // users write ("WSL2 Ubuntu 22.04 …": ollama/ollama#684; microsoft/WSL#9099, #13734 show the
+    // dxg lines next to a CUDA that finds no GPU). The module's name alone (dxgkrnl) is not WSL:
+    // Hyper-V Linux guests build it with DKMS (staralt/dxgkrnl-dkms#7, round 15's r15-12).
+    const WSL: &[&str] = &[
+        "microsoft-standard",
+        "/usr/lib/wsl/",
+        "/dev/dxg",
+        "misc dxg",
+        "wsl2",
+    ];
     let container = CONTAINER.iter().find(|m| lower.contains(*m));
     let wsl = WSL.iter().find(|m| lower.contains(*m));
     if container.is_none() && wsl.is_none() {
@@ -231,6 +242,45 @@ mod tests {
             Some("a container (the log shows `nvidia-container-cli`)")
         );
         assert_eq!(from_log("epoch 1 loss 0.3"), None);
+    }
+
+    #[test]
+    fn a_log_that_names_wsl_or_its_dxg_bridge_gets_the_wsl_fix_without_a_host() {
+        for log in [
+            // ollama/ollama#684 (the title).
+            "WSL2 Ubuntu 22.04 GPU \"CUDA error 100\" ggml-cuda.cu:5522 ggml-cuda.cu:4883 no CUDA-capable device is detected",
+            // microsoft/WSL#9099: dxg lines beside an nvidia-smi that finds no GPU.
+            "[    3.894321] misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22\nNVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.",
+            // microsoft/WSL#13734: the kernel release.
+            "Kernel: Linux 6.6.87.2-microsoft-standard-WSL2 #1 SMP PREEMPT_DYNAMIC\nRuntimeError: Found no NVIDIA driver on your system.",
+        ] {
+            let d = diagnose(log).expect("a hit");
+            assert_eq!(d.layer, FailureLayer::Driver, "{log}");
+            assert!(
+                d.fix
+                    .contains("Never install a Linux NVIDIA driver inside WSL"),
+                "{log}: {}",
+                d.fix
+            );
+            assert!(
+                d.context
+                    .as_deref()
+                    .is_some_and(|c| c.starts_with("WSL (the log shows")),
+                "{:?}",
+                d.context
+            );
+        }
+    }
+
+    #[test]
+    fn a_dxgkrnl_module_built_by_dkms_on_a_linux_guest_is_not_wsl() {
+        // staralt/dxgkrnl-dkms#7: a Hyper-V guest building the GPU-PV module for its own kernel.
+        let log = "make -j12 KERNELRELEASE=6.12.12+bpo-amd64 -C /lib/modules/6.12.12+bpo-amd64/build M=/var/lib/dkms/dxgkrnl/be3283570/build...(bad exit status: 2)\n\
+                   Error! Bad return status for module build on kernel: 6.12.12+bpo-amd64 (x86_64)";
+        assert_eq!(from_log(log), None);
+        let d = diagnose(log).expect("a hit");
+        assert_eq!(d.layer, FailureLayer::Driver);
+        assert!(!d.fix.contains("This is WSL"), "{}", d.fix);
     }
 
     #[test]

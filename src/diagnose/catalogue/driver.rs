@@ -10,6 +10,17 @@ const REINSTALL_FROM_ARCHIVE: &str = "Reinstall the pinned driver from the archi
 (`stackpin repair MANIFEST`, or run the archived driver installer by hand), reboot, then run \
 `stackpin prove MANIFEST` again. `stackpin doctor MANIFEST` shows which driver is on the host now.";
 
+/// "CUDA sees no device": whether `nvidia-smi` lists the GPU decides between a driver that lost
+/// the card and a process that cannot reach a working one (tensorflow/tensorflow#7653: works
+/// under sudo; NVIDIA/k8s-device-plugin#471: nvidia-smi works in the pod, CUDA sees nothing).
+const NO_DEVICE_FIX: &str = "Run `nvidia-smi` as the same user, in the same container or pod. If \
+it does not list the GPU, reinstall the pinned driver from the archive (`stackpin repair \
+MANIFEST`), reboot, then run `stackpin prove MANIFEST` again. If it lists the GPU, the driver is \
+fine and this process cannot reach it: CUDA_VISIBLE_DEVICES is empty or wrong; /dev/nvidia-uvm is \
+missing or not readable (it works as root: `sudo nvidia-modprobe -u -c=0`, add the user to the \
+video/render group); or the container or pod was started without the GPU (`--gpus all`, the \
+NVIDIA runtime as the default runtime, the pod's nvidia.com/gpu limit).";
+
 pub(super) const ENTRIES: &[Entry] = &[
     Entry {
         id: "drv-smi-cannot-reach-driver",
@@ -304,7 +315,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         cause: "CUDA sees no GPU: the GPU vanished from the driver's view, typically after a \
                 Windows feature or cumulative update replaced the NVIDIA driver, or a kernel \
                 update without a reboot or DKMS rebuild (also: CUDA_VISIBLE_DEVICES hides it).",
-        fix: REINSTALL_FROM_ARCHIVE,
+        fix: NO_DEVICE_FIX,
         example: "E tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:267] failed call \
                   to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected",
         source: "https://github.com/microsoft/WSL/issues/9272 ; \

@@ -62,10 +62,13 @@ pub(super) const MEMORY: &[Entry] = &[
         layer: Memory,
         specificity: Specific,
         patterns: &["cuda_error_out_of_memory"],
-        cause: "The CUDA driver could not allocate GPU memory: the card is full (TensorFlow \
-                reserves nearly all of it up front, or another process holds it).",
-        fix: "Close other GPU programs, enable memory growth (TF_FORCE_GPU_ALLOW_GROWTH=true), \
-              and size the batch with `stackpin vram --peak PEAK --batch N --vram SIZE`.",
+        cause: "The CUDA driver could not allocate GPU memory: the card is full (TensorFlow and \
+                JAX reserve most of it up front, or another process holds it).",
+        fix: "Close other GPU programs (`nvidia-smi` lists them; parallel test or worker \
+              processes each reserve their own share), let the library grow its memory instead \
+              of reserving it (TensorFlow: TF_FORCE_GPU_ALLOW_GROWTH=true; JAX: \
+              XLA_PYTHON_CLIENT_PREALLOCATE=false or a lower XLA_PYTHON_CLIENT_MEM_FRACTION), and \
+              size the batch with `stackpin vram --peak PEAK --batch N --vram SIZE`.",
         example: "E tensorflow/stream_executor/cuda/cuda_driver.cc:924] failed to allocate 1.51G \
                   (1617277696 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
         source: "https://github.com/tensorflow/tensorflow/issues/12237",

@@ -5,7 +5,7 @@
 //! installer's generic `ERROR: An error occurred while performing the step`).
 
 use super::{Finding, Mechanism, at};
-use crate::diagnose::FailureLayer::{self, Driver, Library, Memory, Toolkit};
+use crate::diagnose::FailureLayer::{self, Driver, Hardware, Library, Memory, Toolkit};
 use crate::diagnose::matcher::{Segment, pattern_matches};
 
 /// One family rule: any pattern (catalogue `*` syntax) on a line.
@@ -179,6 +179,133 @@ const RULES: &[Rule] = &[
         mechanism: Mechanism::Plain,
         decisive: false,
     },
+    // CMake's own report of a CUDA toolkit it cannot find whole (FindCUDA, FindCUDAToolkit,
+    // the CUDA language's library root): nvcc may be there, the headers or cudart are not where
+    // it looks. rogerdahl/cuda-benoit#1, heavyai/heavydb#18, griegler/octnet#6,
+    // stereolabs/zed-ros-wrapper#668, NVIDIA-AI-IOT/deepstream_tao_apps#65.
+    Rule {
+        id: "tk-cmake-cuda-not-found",
+        patterns: &[
+            "could not find cuda (missing:",
+            "could not find cudatoolkit (missing:",
+            "couldn't find cuda library root",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "CMake found no complete CUDA toolkit: it looks for nvcc, the headers (cuda_runtime.h) and libcudart under one toolkit root, and part of that is missing or lives elsewhere (a runtime-only or package install, a second toolkit, a root it was not told).",
+        fix: "Install the toolkit's development parts (the runfile, or the cuda-toolkit-X-Y package, not only the runtime), then point CMake at that root: -DCUDA_TOOLKIT_ROOT_DIR=/usr/local/cuda-X.Y (FindCUDA) or -DCUDAToolkit_ROOT=/usr/local/cuda-X.Y with CUDACXX=/usr/local/cuda-X.Y/bin/nvcc; one library it names can be given directly (-DCUDA_CUDART_LIBRARY=/usr/local/cuda-X.Y/lib64/libcudart.so). Delete CMakeCache.txt before configuring again.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // xformers' compiled operators that will not load: a build for another torch (its own
+    // "built for … (you have …)" pair) or one without CUDA. yangjianxin1/Firefly#258,
+    // cubiq/PuLID_ComfyUI#103, Vchitect/SEINE#27, camenduru/DeepCache-colab#2.
+    Rule {
+        id: "lib-xformers-build-mismatch",
+        patterns: &[
+            "xformers can't load c++/cuda extensions",
+            "xformers was built for:",
+            "xformers wasn't build with cuda support",
+            "xformers wasn't built with cuda support",
+        ],
+        layer: Library,
+        second: None,
+        cause: "xformers' compiled operators do not load: the installed xformers was built for another torch (or CUDA, or Python) than the one installed, or is a build without CUDA, so memory_efficient_attention finds no operator.",
+        fix: "Install the xformers release built for the installed torch, from the same CUDA wheel index as torch (`pip install -U xformers` with torch's --index-url), or the torch version xformers names under \"built for\"; `python -m xformers.info` must list the memory_efficient_attention operators as available. Without a fitting build, turn xformers off (diffusers: skip enable_xformers_memory_efficient_attention) and use torch's scaled_dot_product_attention.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // The kernel refusing the NVIDIA module (modprobe's and insmod's words, Xorg's): the reason is
+    // in the kernel log. MrMEEE/bumblebee-Old-and-abbandoned#318 and #196 ("No such device"),
+    // MrMEEE/ironhide#41 (Xorg), GoogleCloudPlatform/container-engine-accelerators#302 (insmod).
+    // Secure Boot's "Key was rejected" is its own catalogue entry and wins.
+    Rule {
+        id: "drv-module-load-refused",
+        patterns: &[
+            "error inserting nvidia",
+            "could not insert 'nvidia",
+            "insmod*nvidia*.ko*exit status",
+            "failed to load the nvidia kernel module",
+            "failed to load module*nvidia*.ko",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The kernel refused to load the NVIDIA module: it was built for another kernel, Secure Boot rejects it unsigned, nouveau holds the card, or this driver release does not support the GPU.",
+        fix: "Read why in the kernel log (`sudo dmesg | grep -iE 'nvidia|nvrm' | tail`): \"Key was rejected\" or \"Required key not available\" is Secure Boot (sign the module or enroll its key with mokutil); \"Unknown symbol\" or \"disagrees about version of symbol\" means it was built for another kernel (install the headers of `uname -r` and rebuild it with DKMS); \"No such device\" or NVRM naming the GPU as unsupported means this release does not support the card (pin one that does: `stackpin pin --library NAME==VERSION --os linux --driver VERSION`); nouveau bound to the card needs blacklisting and a rebuilt initramfs.",
+        mechanism: Mechanism::DriverBuild,
+        decisive: false,
+    },
+    // TensorFlow resolving CUDA runtime functions in the cudart it loaded and not finding them:
+    // that cudart is another CUDA than the release was built for, or the driver is older than it.
+    // tensorflow/tensorflow#34820, #32381, #34354, jpcurbelo/human-body-reshape-DL-paper#4.
+    Rule {
+        id: "tk-tf-cuda-symbol-not-found",
+        patterns: &["cudageterrorstring symbol", "status: cuda*symbol not found"],
+        layer: Toolkit,
+        second: Some(Driver),
+        cause: "TensorFlow could not find CUDA runtime functions in the CUDA runtime it loaded: that runtime is another CUDA version than the one this TensorFlow release was built for, or the driver is older than that CUDA.",
+        fix: "Install the CUDA (and cuDNN) version this TensorFlow release lists in its tested build configurations and put its bin folder first on PATH (Windows) / its lib64 on LD_LIBRARY_PATH, with a driver at least that CUDA's minimum; or install the TensorFlow release built for the CUDA you have (TensorFlow 2.15+ on Linux: `tensorflow[and-cuda]` brings its own).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // CUDA failing while it only counts the GPUs, with "out of memory": nothing is allocated yet,
+    // so the card is not full; under WSL it is the GPU path (pytorch/pytorch#150048,
+    // microsoft/WSL#9092: a Linux-side libcuda or symlinks shadowing /usr/lib/wsl/lib).
+    Rule {
+        id: "drv-device-count-out-of-memory",
+        patterns: &["cudagetdevicecount()*error 2: out of memory"],
+        layer: Driver,
+        second: None,
+        cause: "CUDA failed while only counting the GPUs, with \"out of memory\": nothing was allocated yet, so the card is not full. Under WSL (where this is common) the GPU path is broken: a Linux driver's or CUDA toolkit's libcuda, or hand-made symlinks, shadow the WSL driver library.",
+        fix: "Under WSL: keep /usr/lib/wsl/lib first on the loader path (remove Linux NVIDIA driver packages and any libcuda symlinks made by hand, run `sudo ldconfig`), update the Windows NVIDIA driver, then `wsl --update` and `wsl --shutdown`; never install a Linux driver there. On a Linux host: check `nvidia-smi` for a process holding the GPU or an exclusive compute mode, then reboot.",
+        mechanism: Mechanism::DriverAccess,
+        decisive: true,
+    },
+    // nvidia-smi itself crashing: it is the driver's own tool, so the process that crashed names
+    // the layer (the generic "segmentation fault" entry is the library's wheels). Under WSL it is
+    // the Windows driver's WSL libraries in a given release. Nevuly/WSL2-Linux-Kernel-Rolling#13,
+    // microsoft/WSL#11510, #11277, #11870.
+    Rule {
+        id: "drv-smi-segfault",
+        patterns: &[
+            "nvidia-smi*segmentation fault",
+            "segmentation fault*nvidia-smi",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "nvidia-smi itself crashed: it is the driver's own tool, so the driver's user-space libraries (libnvidia-ml) do not fit the kernel module, or, under WSL, the Windows driver's WSL libraries (/usr/lib/wsl/lib) crash in this driver release.",
+        fix: "Under WSL: update (or roll back) the Windows NVIDIA driver, run `wsl --update` and `wsl --shutdown`, and never install a Linux NVIDIA driver inside WSL. On Linux: reinstall the pinned driver so its libraries match the kernel module (`stackpin repair MANIFEST`) and reboot. The training library needs no reinstall for this.",
+        mechanism: Mechanism::DriverAccess,
+        decisive: true,
+    },
+    // The container runtime mounting the host's (or WSL's) driver libraries into the container
+    // and finding one already there: the image or the WSL distro carries NVIDIA driver libraries of
+    // its own. NVIDIA/nvidia-container-toolkit#289, NVIDIA/nvidia-docker#1551, #1699.
+    Rule {
+        id: "drv-container-mount-exists",
+        patterns: &[
+            "nvidia-container-cli*mount error*file exists",
+            "mount error: file creation failed*libnvidia*file exists",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The container runtime mounts the host's NVIDIA driver libraries (under WSL, the Windows driver's from /usr/lib/wsl/lib) into the container and finds a file of that name already there: the image, or the WSL distro itself, carries NVIDIA driver libraries of its own.",
+        fix: "Take the driver libraries out of what the runtime mounts into: build the image without NVIDIA driver packages (no libnvidia-*, cuda-drivers or nvidia-utils in the Dockerfile; the CUDA base images leave them out), and under WSL remove every Linux NVIDIA driver package from the distro (`dpkg -l | grep -i nvidia`), keeping /usr/lib/wsl/lib. Then start the container again with `--gpus all`.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    // The container runtime not finding the driver library it mounts: under WSL the Windows
+    // driver's /usr/lib/wsl/lib/libcuda.so.1. NVIDIA/nvidia-docker#1225.
+    Rule {
+        id: "drv-container-mount-missing",
+        patterns: &["nvidia-container-cli*mount error: stat failed*no such file"],
+        layer: Driver,
+        second: None,
+        cause: "The container runtime cannot find a driver library it mounts into the container: the driver's user-space libraries are missing where it looks (under WSL, /usr/lib/wsl/lib/libcuda.so.1 from the Windows driver).",
+        fix: "Under WSL: install a Windows NVIDIA driver with WSL support, run `wsl --update` and `wsl --shutdown`, and check that /usr/lib/wsl/lib/libcuda.so.1 exists; never install a Linux driver inside WSL. On a Linux host: `nvidia-smi` must work there; reinstall the pinned driver on the host (`stackpin repair MANIFEST`) so its libraries are in place, then restart Docker.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
     // Execution providers and device lists.
     Rule {
         id: "lib-provider-cpu-package",
@@ -317,6 +444,68 @@ const RULES: &[Rule] = &[
         mechanism: Mechanism::Plain,
         decisive: true,
     },
+    // The container runtime was asked for a GPU it cannot find among the host's: an index past
+    // the GPUs there are (`--gpus 2` asks for two; `device=2` is the third), a UUID of a card that
+    // is gone, or a value such as `false`. NVIDIA/nvidia-docker#1283,
+    // NVIDIA/nvidia-container-toolkit#632, #29, #108.
+    Rule {
+        id: "drv-container-unknown-device",
+        patterns: &["nvidia-container-cli*device error:*unknown device"],
+        layer: Driver,
+        second: None,
+        cause: "The container runtime was asked for a GPU the host does not have: an index past the number of GPUs (`--gpus 2` asks for two GPUs, `device=2` for the third), the UUID of a card that was replaced or dropped, or a value such as `false` in NVIDIA_VISIBLE_DEVICES.",
+        fix: "Run `nvidia-smi -L` on the host and request only the GPUs it lists (`--gpus all`, `--gpus 1`, `--gpus '\"device=0\"'`, or their UUIDs); recreate a container that keeps an old UUID. Under Kubernetes, make the device plugin's device-list strategy match the toolkit's (`accept-nvidia-visible-devices-as-volume-mounts`). If `nvidia-smi -L` lists fewer GPUs than the machine has, one dropped off: read `dmesg` for Xid lines. The driver needs no reinstall.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // PyTorch's CUDA *driver* API calls (C10_CUDA_DRIVER_CHECK: the expandable_segments allocator's
+    // cuMemCreate / cuMemMap / cuMemSetAccess, symmetric memory) refused: a full card, or a driver
+    // whose virtual-memory calls fail with memory free (WSL's GPU paravirtualisation, Jetson).
+    // unslothai/unsloth#2401 (out of memory, Jetson), pytorch/pytorch#192330 (unknown error,
+    // WSL2), microsoft/WSL#41176 (device not ready, WSL2).
+    Rule {
+        id: "mem-torch-driver-api-alloc",
+        patterns: &[
+            "cuda driver error: out of memory",
+            "cuda driver error: unknown error",
+            "cuda driver error: device not ready",
+            "cuda driver error: operation not supported",
+        ],
+        layer: Memory,
+        second: Some(Driver),
+        cause: "PyTorch's allocator asked the CUDA driver's virtual-memory API for GPU memory (the expandable_segments allocator, or symmetric memory) and the driver refused: the card is full, or the driver's virtual-memory calls fail with memory still free (under WSL's GPU paravirtualisation and on Jetson).",
+        fix: "If PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF) sets expandable_segments:True, set expandable_segments:False and run again: under WSL and on Jetson those calls fail with memory free. Otherwise the card is really full: close other GPU programs (`nvidia-smi` lists them), lower the batch or the framework's memory budget (vLLM: --gpu-memory-utilization), and size it with `stackpin vram --peak PEAK --batch N --vram SIZE`; under WSL the usable memory sits below what `nvidia-smi` shows free.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // WSL's dxg bridge refusing to make an allocation resident (ENOMEM): the program asks for more
+    // than WSL's GPU paravirtualisation gives, below what nvidia-smi shows free.
+    // syv-ai/qwen38-27b-rtx3090#2, microsoft/WSL#41176. The dxg adapter-info lines
+    // (`dxgkio_query_adapter_info: Ioctl failed: -22`) are no cause: healthy boots print them too.
+    Rule {
+        id: "mem-wsl-dxg-make-resident",
+        patterns: &["dxgkio_make_resident*-12"],
+        layer: Memory,
+        second: Some(Driver),
+        cause: "Under WSL the GPU's paravirtualisation (dxg) could not make an allocation resident (ENOMEM): the program asks for more GPU memory than WSL lets it have, which sits below what `nvidia-smi` shows free, or PyTorch's expandable_segments allocator makes virtual-memory calls WSL refuses.",
+        fix: "Lower the memory the program asks for (batch, context length; vLLM: --gpu-memory-utilization) and set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False; keep the Windows NVIDIA driver and WSL current (`wsl --update`, then `wsl --shutdown`). Never install a Linux NVIDIA driver inside WSL.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // flash-attn's own check of the GPU's architecture (2.x: compute capability 8.0 or newer;
+    // 1.x said Turing): a V100 or T4 cannot run it, and an Ampere card that says so has a
+    // flash-attn build that does not fit. vllm-project/vllm#8189, Dao-AILab/flash-attention#762,
+    // microsoft/MInference#51 (V100S), Dao-AILab/flash-attention#1485 (A800).
+    Rule {
+        id: "lib-flash-attn-gpu-too-old",
+        patterns: &["flashattention only supports * gpus or newer"],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "flash-attn checks the GPU's architecture and refuses it: FlashAttention 2 runs only on compute capability 8.0 or newer (Ampere, Ada, Hopper), so a V100, T4 or RTX 20xx cannot use it; on an Ampere or newer card this message means the flash-attn build does not fit the GPU or torch.",
+        fix: "On an older GPU turn flash-attn off and use another attention implementation: transformers `attn_implementation=\"sdpa\"` (or \"eager\"), the tool's own flash-attention switch off, vLLM another backend (VLLM_ATTENTION_BACKEND=XFORMERS); or run on an Ampere or newer GPU. On an Ampere or newer GPU, reinstall flash-attn built for the installed torch and CUDA (`pip install flash-attn --no-build-isolation`).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
 ];
 
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
@@ -358,6 +547,300 @@ mod tests {
                 assert_eq!(*p, p.to_lowercase(), "{}", rule.id);
             }
         }
+    }
+
+    fn placed(text: &str) -> (String, FailureLayer, Option<FailureLayer>) {
+        let d = crate::diagnose::diagnose(text).expect("a diagnosis");
+        (d.id, d.layer, d.second_layer)
+    }
+
+    #[test]
+    fn a_container_asking_for_a_gpu_the_host_lacks_is_the_runtime_request_not_the_driver_install() {
+        for log in [
+            // NVIDIA/nvidia-docker#1283 (`--gpus 2` on a one-GPU machine).
+            r#"docker: Error response from daemon: OCI runtime create failed: container_linux.go:349: starting container process caused "process_linux.go:449: container init caused \"process_linux.go:432: running prestart hook 0 caused \\\"error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: device error: 1: unknown device\\\\n\\\"\"": unknown."#,
+            // NVIDIA/nvidia-container-toolkit#632 (docker-compose asking for device 2).
+            "stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: device error: 2: unknown device: unknown",
+            // NVIDIA/nvidia-container-toolkit#29 (a stale value after an upgrade on Unraid).
+            "nvidia-container-cli: device error: false: unknown device: unknown.",
+            // NVIDIA/nvidia-container-toolkit#108 (Kubernetes' volume-mount device list).
+            "k3s[8174]:         nvidia-container-cli: device error: /var/run/nvidia-container-devices: unknown device: unknown",
+        ] {
+            assert_eq!(ids(log), vec!["drv-container-unknown-device"], "{log}");
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.layer, Driver, "{log}");
+            assert!(d.fix.contains("nvidia-smi -L"), "{}", d.fix);
+            assert!(d.fix.contains("needs no reinstall"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn torchs_driver_api_allocations_are_memory_with_the_driver_second_never_a_confident_driver() {
+        for log in [
+            // unslothai/unsloth#2401: Jetson AGX Orin, expandable_segments, ~50 GB free.
+            "RuntimeError: CUDA driver error: out of memory",
+            // pytorch/pytorch#192330: WSL2, expandable_segments, cuMemSetAccess returns 999.
+            "RuntimeError: CUDA driver error: unknown error",
+            // microsoft/WSL#41176: WSL2 multi-GPU model load, dxg make_resident ENOMEM.
+            "RuntimeError: CUDA driver error: device not ready",
+        ] {
+            assert_eq!(
+                placed(log),
+                (
+                    "mem-torch-driver-api-alloc".to_string(),
+                    Memory,
+                    Some(Driver)
+                ),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("expandable_segments:False"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn wsls_dxg_lines_name_memory_only_when_residency_is_refused() {
+        for log in [
+            // microsoft/WSL#41176.
+            "[ 1234.567890] misc dxg: dxgk: dxgkio_make_resident: Ioctl failed: -12",
+            // syv-ai/qwen38-27b-rtx3090#2 (Marlin repack under WSL2).
+            "Model loads but Marlin repack fails with dxgkio_make_resident -12",
+        ] {
+            assert_eq!(
+                placed(log),
+                (
+                    "mem-wsl-dxg-make-resident".to_string(),
+                    Memory,
+                    Some(Driver)
+                ),
+                "{log}"
+            );
+        }
+        // microsoft/WSL#40715 and #11293: healthy boots print these; alone they name no cause.
+        for noise in [
+            "[    3.897712] misc dxg: dxgk: dxgkio_is_feature_enabled: Ioctl failed: -22",
+            "[    3.894321] misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22\n[    3.895634] misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -2",
+        ] {
+            assert_eq!(crate::diagnose::diagnose(noise), None, "{noise}");
+        }
+    }
+
+    #[test]
+    fn flash_attentions_architecture_check_is_the_library_with_the_card_second() {
+        for log in [
+            // vllm-project/vllm#8189.
+            "ERROR 01-11 13:09:40 engine.py:366] RuntimeError: Error in model execution (input dumped to /tmp/err_execute_model_input_20250111-130939.pkl): FlashAttention only supports Ampere GPUs or newer.",
+            // Dao-AILab/flash-attention#762.
+            "RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+            // microsoft/MInference#51 (Tesla V100S).
+            "    out, q, k, v, out_padded, softmax_lse, S_dmask, rng_state = flash_attn_cuda.fwd(\nRuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+            // Dao-AILab/flash-attention#1485 (on an A800: a build that does not fit).
+            "【RuntimeError: FlashAttention only supports Ampere GPUs or newer. 】on A800",
+        ] {
+            assert_eq!(
+                placed(log),
+                (
+                    "lib-flash-attn-gpu-too-old".to_string(),
+                    Library,
+                    Some(Hardware)
+                ),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("sdpa"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn cmakes_report_of_a_toolkit_it_cannot_find_whole_is_the_toolkit() {
+        for log in [
+            // rogerdahl/cuda-benoit#1.
+            "CMake Error at /usr/share/cmake-3.16/Modules/FindPackageHandleStandardArgs.cmake:146 (message):\n  Could NOT find CUDA (missing: CUDA_INCLUDE_DIRS CUDA_CUDART_LIBRARY) (found\n  version \"11.2\")",
+            // stereolabs/zed-ros-wrapper#668 (fixed with -DCUDA_CUDART_LIBRARY).
+            "  Could NOT find CUDA (missing: CUDA_CUDART_LIBRARY) (found suitable version\n  \"10.0\", minimum required is \"10\")",
+            // nicehash/nheqminer#260.
+            "  Could NOT find CUDA (missing: CUDA_CUDART_LIBRARY) (found version \"8.0\")",
+            // NVIDIA-AI-IOT/deepstream_tao_apps#65.
+            "CMake Error at /home/mher/install/share/cmake-3.19/Modules/CMakeDetermineCUDACompiler.cmake:187 (message):\n  Couldn't find CUDA library root.",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("tk-cmake-cuda-not-found".to_string(), Toolkit, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("CUDA_TOOLKIT_ROOT_DIR"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn xformers_built_for_another_torch_or_without_cuda_is_the_library() {
+        for log in [
+            // yangjianxin1/Firefly#258 (built for 2.3.0+cu121, torch 2.1.0+cu121 installed).
+            "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\nWARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n    PyTorch 2.3.0+cu121 with CUDA 1201 (you have 2.1.0+cu121)",
+            // cubiq/PuLID_ComfyUI#103.
+            "No operator found for `memory_efficient_attention_forward` with inputs:\n`decoderF` is not supported because:\nxFormers wasn't build with CUDA support",
+            // Vchitect/SEINE#27.
+            "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\n     query       : shape=(1, 2, 1, 40) (torch.float32)\n`decoderF` is not supported because:\n    xFormers wasn't build with CUDA support",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("lib-xformers-build-mismatch".to_string(), Library, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("xformers.info"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn no_cuda_device_asks_whether_nvidia_smi_sees_the_gpu_before_any_reinstall() {
+        for log in [
+            // tensorflow/tensorflow#7653: the GPU is found under sudo, not without.
+            "2017-08-14 07:28:29.379866: E tensorflow/stream_executor/cuda/cuda_driver.cc:406] failed call to cuInit: CUDA_ERROR_NO_DEVICE",
+            // NVIDIA/k8s-device-plugin#471: nvidia-smi works in the pod, CUDA sees no device.
+            "Failed to allocate device vector A (error code no CUDA-capable device is detected)!",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.layer, Driver, "{log}");
+            let smi = d.fix.find("nvidia-smi").expect("asks for nvidia-smi");
+            let reinstall = d.fix.find("stackpin repair").expect("keeps the reinstall");
+            assert!(smi < reinstall, "{}", d.fix);
+            assert!(d.fix.contains("nvidia-modprobe -u -c=0"), "{}", d.fix);
+            assert!(d.fix.contains("nvidia.com/gpu"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn tensorflow_missing_cuda_runtime_symbols_is_the_toolkit_with_the_driver_second() {
+        for log in [
+            // tensorflow/tensorflow#34354 (TF 2.0 with CUDA 10.1: 2.0 needs 10.0).
+            "tensorflow.python.framework.errors_impl.InternalError: cudaGetDevice() failed. Status: cudaGetErrorString symbol not found.",
+            // tensorflow/tensorflow#34820.
+            "InternalError: cudaGetDevice() failed. Status: cudaGetErrorString symbol not found. On Cuda 10.0.130",
+            // jpcurbelo/human-body-reshape-DL-paper#4 (Colab, T4).
+            "`tensorflow.python.framework.errors_impl.InternalError: cudaGetDevice() failed. Status: cudaGetErrorString symbol not found.`",
+        ] {
+            assert_eq!(
+                placed(log),
+                (
+                    "tk-tf-cuda-symbol-not-found".to_string(),
+                    Toolkit,
+                    Some(Driver)
+                ),
+                "{log}"
+            );
+        }
+    }
+
+    #[test]
+    fn out_of_memory_while_counting_gpus_is_the_driver_path_not_a_full_card() {
+        for log in [
+            // pytorch/pytorch#150048 (WSL2).
+            "/home/user/another/lib/python3.12/site-packages/torch/cuda/__init__.py:129: UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 2: out of memory (Triggered internally at /pytorch/c10/cuda/CUDAFunctions.cpp:109.)",
+            // microsoft/WSL#9092.
+            "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() that might have already set an error? Error 2: out of memory (Triggered internally at /opt/conda/conda-bld/pytorch_1666642969563/work/c10/cuda/CUDAFunctions.cpp:109.)",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("drv-device-count-out-of-memory".to_string(), Driver, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("/usr/lib/wsl/lib"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn nvidia_smi_crashing_is_the_driver_not_the_librarys_wheels() {
+        for log in [
+            // Nevuly/WSL2-Linux-Kernel-Rolling#13.
+            "| NVIDIA-SMI 555.42.03              Driver Version: 555.85         CUDA Version: 12.5     |\n[1]    494 segmentation fault  nvidia-smi",
+            // microsoft/WSL#11510 (the title).
+            "WSL nvidia-smi segmentation fault (core dumped)",
+            // microsoft/WSL#11277.
+            "`nvidia-smi` works fine on Win11, but gives **Segmentation fault** on WSL2",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("drv-smi-segfault".to_string(), Driver, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(
+                d.fix
+                    .contains("Never install a Linux NVIDIA driver inside WSL")
+                    || d.fix
+                        .contains("never install a Linux NVIDIA driver inside WSL"),
+                "{}",
+                d.fix
+            );
+        }
+        // A Python process that segfaults stays the library's generic entry.
+        let d = crate::diagnose::diagnose(">>> import torch\nSegmentation fault (core dumped)")
+            .expect("a diagnosis");
+        assert_eq!(d.id, "lib-segfault");
+    }
+
+    #[test]
+    fn the_container_runtimes_mount_errors_name_the_driver_libraries_in_the_way_or_missing() {
+        for log in [
+            // NVIDIA/nvidia-container-toolkit#289 (the title).
+            "WSL2: nvidia-container-cli mount error, libnvidia-ml.so.1: file exists: unknown.",
+            // NVIDIA/nvidia-docker#1551.
+            "nvidia-container-cli: mount error: file creation failed: /var/lib/docker/overlay2/.../merged/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1: file exists: unknown.",
+            // NVIDIA/nvidia-docker#1699 (the title).
+            "WSL2 container mount issue for Modulus: lib/x86_64-linux-gnu/libnvidia-ml.so.1: file exists: unknown\nnvidia-container-cli: mount error: file creation failed: /var/lib/docker/overlay2/x/merged/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1: file exists: unknown.",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("drv-container-mount-exists".to_string(), Driver, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(
+                d.fix.contains("without NVIDIA driver packages"),
+                "{}",
+                d.fix
+            );
+        }
+        // NVIDIA/nvidia-docker#1225.
+        let log = r#"stderr: nvidia-container-cli: mount error: stat failed: /usr/lib/wsl/lib/libcuda.so.1: no such file or directory\\n\""": unknown."#;
+        assert_eq!(
+            placed(log),
+            ("drv-container-mount-missing".to_string(), Driver, None),
+            "{log}"
+        );
+        let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+        assert!(d.fix.contains("/usr/lib/wsl/lib/libcuda.so.1"), "{}", d.fix);
+    }
+
+    #[test]
+    fn a_module_the_kernel_refuses_sends_the_user_to_the_kernel_log_for_why() {
+        for log in [
+            // MrMEEE/bumblebee-Old-and-abbandoned#318.
+            "FATAL: Error inserting nvidia (/lib/modules/2.6.37.6-0.5-desktop/weak-updates/updates/nvidia.ko): No such device",
+            // MrMEEE/bumblebee-Old-and-abbandoned#196.
+            "FATAL: Error inserting nvidia_current (/lib/modules/2.6.38-8-generic/updates/dkms/nvidia-current.ko): No such device",
+            // MrMEEE/ironhide#41 (Xorg's words).
+            "[  9687.318] (EE) NVIDIA: Failed to load the NVIDIA kernel module. Please check your",
+            // GoogleCloudPlatform/container-engine-accelerators#302.
+            "I0710 16:15:18.889544   13595 install.go:329] Failed to load kernel module, err: failed to load GPU drivers: failed to load module /usr/local/nvidia/drivers/nvidia.ko: failed to load module nvidia (/usr/local/nvidia/drivers/nvidia.ko): failed to run command `insmod /usr/local/nvidia/drivers/nvidia.ko`: exit status 1.",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("drv-module-load-refused".to_string(), Driver, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("dmesg"), "{}", d.fix);
+        }
+        // Secure Boot's own wording keeps its catalogue entry.
+        let d = crate::diagnose::diagnose(
+            "modprobe: ERROR: could not insert 'nvidia': Key was rejected by service",
+        )
+        .expect("a diagnosis");
+        assert_eq!(d.id, "drv-secure-boot-rejects-module");
     }
 
     #[test]

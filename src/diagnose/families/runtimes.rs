@@ -48,6 +48,20 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 Mechanism::Plain,
                 false,
             ));
+        } else if is_ort_provider_load(lower) && lower.contains("onnxruntime_providers_tensorrt") {
+            // The TensorRT provider's own dependencies are TensorRT's libraries (nvinfer) on top
+            // of CUDA and cuDNN: microsoft/onnxruntime#17394, #8325, jtydhr88/ComfyUI-Unique3D#32,
+            // AUTOMATIC1111/stable-diffusion-webui-rembg#18.
+            found.push(at(
+                seg,
+                "tk-ort-tensorrt-provider-load",
+                Toolkit,
+                Some(Library),
+                "ONNX Runtime's TensorRT execution-provider library is there but will not load (Windows error 126): TensorRT's own libraries (nvinfer, nvonnxparser) of the major this onnxruntime-gpu build needs, or the CUDA and cuDNN under them, are not on the loader path.",
+                "Install the TensorRT release this onnxruntime-gpu build names in its requirements (and the CUDA and cuDNN it sits on) and put TensorRT's lib folder on PATH (Windows) / LD_LIBRARY_PATH (the `tensorrt` wheel's `tensorrt_libs` folder works too); or, where no TensorRT is wanted, ask only for the CUDA and CPU providers (providers=[\"CUDAExecutionProvider\", \"CPUExecutionProvider\"]).",
+                Mechanism::Plain,
+                false,
+            ));
         } else if is_ort_provider_load(lower) {
             found.push(at(
                 seg,
@@ -144,7 +158,7 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 Mechanism::Plain,
                 false,
             ));
-        } else if TRT_MODEL_IMPORT.iter().any(|w| lower.contains(w)) {
+        } else if TRT_MODEL_IMPORT.iter().any(|w| lower.contains(w)) || is_trt_layer_error(lower) {
             found.push(at(
                 seg,
                 "lib-tensorrt-model-import",
@@ -297,6 +311,17 @@ fn nccl(seg: &Segment<'_>, lower: &str, duplicate_gpu: bool) -> Option<Finding> 
         ));
     }
     None
+}
+
+/// TensorRT's own error about one layer of the network it is building: `(Unnamed Layer* N)
+/// [Type]: …` on an error line (NVIDIA/TensorRT#229, onnx/onnx-tensorrt#264,
+/// NVIDIA-AI-IOT/torch2trt#406, microsoft/onnxruntime#1837), or its shape-tensor check
+/// (NVIDIA/TensorRT#2088, #2755). Its warnings about layers are no cause.
+fn is_trt_layer_error(lower: &str) -> bool {
+    let erroring = lower.contains("error") || lower.contains("[e]");
+    erroring
+        && ((lower.contains("(unnamed layer*") && lower.contains(") ["))
+            || lower.contains("ishufflelayer applied to shape tensor"))
 }
 
 /// ONNX Runtime's provider library (`onnxruntime_providers_cuda` / `_tensorrt`) failing to load
@@ -579,6 +604,51 @@ mod tests {
                 Some(("lib-tensorrt-model-import", Library, Some(Toolkit))),
                 "{log}"
             );
+        }
+    }
+
+    #[test]
+    fn tensorrts_error_about_one_layer_is_tensorrt_rejecting_the_model() {
+        for log in [
+            // microsoft/onnxruntime#1837 (the onnx-tensorrt parser claims an Int32 subgraph).
+            "2019-09-14 01:19:53.088405688 [W:onnxruntime:test, tensorrt_execution_provider.h:28 log] [2019-09-14 01:19:53   ERROR] (Unnamed Layer* 0) [ElementWise]: elementwise inputs must not be Int32",
+            // NVIDIA/TensorRT#229.
+            "[10/19/2019-19:37:48] [E] [TRT] (Unnamed Layer* 121) [Shuffle]: IShuffleLayer applied to shape tensor must have 0 or 1 reshape dimensions: dimensions were [1,4]",
+            // NVIDIA-AI-IOT/torch2trt#406.
+            "[TensorRT] ERROR: (Unnamed Layer* 0) [Shuffle]: uninferred dimensions are not an exact divisor of input dimensions, so inferred dimension cannot be calculated",
+            // NVIDIA/TensorRT#2088.
+            "[06/23/2022-16:16:49] [E] Error[4]: [shuffleNode.cpp::symbolicExecute::389] Error Code 4: Internal Error (Reshape_3: IShuffleLayer applied to shape tensor must have 0 or 1 reshape dimensions: dimensions were [-1,2])",
+        ] {
+            assert_eq!(
+                layers(log),
+                Some(("lib-tensorrt-model-import", Library, Some(Toolkit))),
+                "{log}"
+            );
+        }
+        // A warning about a layer names no failure.
+        assert_eq!(
+            first("[W] [TRT] (Unnamed Layer* 5) [Constant]: weights are all zero"),
+            None
+        );
+    }
+
+    #[test]
+    fn onnx_runtimes_tensorrt_provider_that_will_not_load_names_tensorrt() {
+        for log in [
+            // microsoft/onnxruntime#17394.
+            "EP Error D:\\a\\_work\\1\\s\\onnxruntime\\core\\session\\provider_bridge_ort.cc:1131 onnxruntime::ProviderLibrary::Get [ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 \"\" when trying to load \"C:\\path\\to\\my\\repo\\.venv\\lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_tensorrt.dll\"",
+            // microsoft/onnxruntime#8325.
+            "2021-07-07 19:07:55.8302585 [E:onnxruntime:Default, provider_bridge_ort.cc:1001 onnxruntime::ProviderLibrary::Get] LoadLibrary failed with error 126 \"The specified module could not be found.\" when trying to load \"C:\\Python\\Python39\\lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_tensorrt.dll\"",
+            // jtydhr88/ComfyUI-Unique3D#32.
+            "[ONNXRuntimeError] : 1 : FAIL : LoadLibrary failed with error 126 \"\" when trying to load \"G:\\Comfy3D\\ComfyUI_Windows_portable\\python_embeded\\Lib\\site-packages\\onnxruntime\\capi\\onnxruntime_providers_tensorrt.dll\"",
+        ] {
+            let f = first(log).expect("a finding");
+            assert_eq!(
+                (f.id, f.layer, f.second),
+                ("tk-ort-tensorrt-provider-load", Toolkit, Some(Library)),
+                "{log}"
+            );
+            assert!(f.fix.contains("TensorRT's lib folder"), "{}", f.fix);
         }
     }
 

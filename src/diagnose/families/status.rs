@@ -67,7 +67,7 @@ const STATUSES: &[Status] = &[
         layer: Library,
         second: Some(Hardware),
         cause: "A CUDA math library's kernel failed on the GPU: a library build that does not fit this GPU or CUDA (the common case), an earlier asynchronous error, or a faulty card.",
-        fix: "Run once with CUDA_LAUNCH_BLOCKING=1 to find the failing call; install the library build for this GPU and CUDA (its +cuXYZ wheel, other CUDA copies off LD_LIBRARY_PATH). If it strikes at random points, check dmesg for NVRM Xid lines and test the card.",
+        fix: "Run once with CUDA_LAUNCH_BLOCKING=1 to find the failing call; install the library build for this GPU and CUDA (its +cuXYZ wheel, other CUDA copies off LD_LIBRARY_PATH). If the call is in the project's own CUDA extension, rebuild that extension against the installed torch and CUDA, or run without it. If it strikes at random points, check dmesg for NVRM Xid lines and test the card.",
     },
     Status {
         names: &[
