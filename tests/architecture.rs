@@ -612,3 +612,45 @@ fn the_reader_sees_through_comments_strings_groups_and_tests() {
         ]
     );
 }
+
+/// The rows as the README's picture draws them: `  7 │ install · prove     the two long jobs`.
+fn readme_rows() -> Vec<(usize, Vec<String>)> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md reads");
+    let section = readme
+        .split("\n## Architecture\n")
+        .nth(1)
+        .expect("README.md has an Architecture section");
+    let picture = section
+        .split("```text\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the Architecture section opens with its picture");
+    picture
+        .lines()
+        .filter_map(|line| {
+            let (number, rest) = line.split_once('│')?;
+            let row: usize = number.trim().parse().ok()?;
+            let modules = rest.trim_start().split("   ").next()?;
+            Some((
+                row,
+                modules.split(" · ").map(|m| m.trim().to_string()).collect(),
+            ))
+        })
+        .collect()
+}
+
+#[test]
+fn the_readme_draws_the_house_the_test_holds() {
+    let mut drawn = readme_rows();
+    drawn.sort();
+    let held: Vec<(usize, Vec<String>)> = HOUSE
+        .iter()
+        .enumerate()
+        .map(|(row, (_, modules))| (row, modules.iter().map(|m| m.to_string()).collect()))
+        .collect();
+    assert_eq!(
+        drawn, held,
+        "README.md's Architecture picture and tests/architecture.rs's HOUSE must name the same rows"
+    );
+}
