@@ -233,7 +233,7 @@ fn fetch_first(manifest: &Path, global: &GlobalArgs) -> Result<(), Failure> {
         archive: global.archive.clone(),
         color: global.color,
     };
-    match super::fetch_cmd::run(&parsed.fetch, &quiet)? {
+    match super::fetch_args::fetch_stack(&parsed.fetch, &quiet)?.exit {
         Exit::Ok => Ok(()),
         _ => Err(Failure::from(CliError::Refused(
             "fetch did not archive every installer; nothing was reinstalled".to_string(),

@@ -1,11 +1,11 @@
 //! `stackpin fetch MANIFEST`: archives a stack's installers (drawn by [`super::term::Bars`]).
 
-use anyhow::anyhow;
 use serde::Serialize;
 
-use super::term::{Bars, failure, say, size_text};
-use super::{CliError, CmdResult, Exit, GlobalArgs, print_json};
-use crate::archive::{self, FetchedFile, FileOutcome};
+use super::fetch_args::{FetchArgs, Fetched, fetch_stack};
+use super::term::{say, size_text};
+use super::{CmdResult, Exit, GlobalArgs, print_json};
+use crate::archive::{FetchedFile, FileOutcome};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -24,28 +24,8 @@ struct JsonFetch<'a> {
     errors: Vec<String>,
 }
 
-pub fn run(args: &super::fetch_args::FetchArgs, global: &GlobalArgs) -> CmdResult {
-    let manifest = super::valid_manifest::require_valid(&args.manifest)?;
-    let text = std::fs::read_to_string(&args.manifest).map_err(|e| {
-        CliError::unusable(
-            anyhow::Error::new(e).context(format!("reading {}", args.manifest.display())),
-        )
-    })?;
-    let config = args.config(manifest.mirror.as_deref())?;
-    let bars = Bars::new(global);
-    let archive = global.archive();
-    let stack = archive.stack(&manifest.name);
-    let report = bars
-        .on_interrupt(stack.root(), || {
-            archive::fetch(&manifest, &text, &archive, &config, &bars)
-        })
-        .map_err(failure)?;
-    bars.clear();
-    for error in &report.errors {
-        super::print_error(&anyhow!("{error}"));
-    }
-    // Each failed file says its own status; the one to act on first ends the run.
-    let exit = Exit::worst(report.errors.iter().map(crate::exit::ExitStatus::exit));
+pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
+    let Fetched { report, exit } = fetch_stack(args, global)?;
     if global.json {
         print_json(&JsonFetch {
             ok: exit == Exit::Ok,

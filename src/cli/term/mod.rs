@@ -17,15 +17,6 @@ pub(in crate::cli) use numbers::{amount, gib, grouped, mib};
 pub(in crate::cli) use reporter::CliReporter;
 pub(in crate::cli) use spinner::Spinner;
 
-use super::Failure;
-use crate::archive::ArchiveError;
-
-/// The archive error with the exit status it knows (`crate::exit`): content problems 1,
-/// unreadable input 2, the rest 3.
-pub(in crate::cli) fn failure(e: ArchiveError) -> Failure {
-    Failure::from(e)
-}
-
 /// Sizes the way users read them.
 pub(in crate::cli) fn size_text(bytes: u64) -> String {
     const MIB: f64 = 1024.0 * 1024.0;
