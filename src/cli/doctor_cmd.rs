@@ -8,7 +8,7 @@ use clap::Parser;
 use serde::Serialize;
 
 use super::hints;
-use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, finish_report, print_json};
 use crate::archive::{Archive, StackDir};
 use crate::compat::Os;
 use crate::doctor::guard::{self, Guard};
@@ -134,7 +134,7 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
         eprintln!("interrupted: {line}");
     }
     let ok = exams.iter().all(|(_, e)| e.ok) && interrupted.is_empty();
-    if global.json {
+    let json = || {
         // Each stack's fixes name its own manifest (`--all` walks several).
         let mut stacks = Vec::new();
         for (manifest, exam) in &exams {
@@ -148,16 +148,16 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
             archive: archive.root(),
             ok,
             stacks,
-        })?;
-    } else {
+        })
+    };
+    finish_report(global, ok, json, || {
         for (i, (manifest, exam)) in exams.iter().enumerate() {
             if i > 0 {
                 println!();
             }
             hints::for_stack(manifest, || print_examination(exam));
         }
-    }
-    Ok(Exit::verdict(ok))
+    })
 }
 
 /// The steps of `stack` that an earlier run left marked running, unless a stackpin holds the

@@ -514,6 +514,23 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Ends a command on its report: `json` keeps the `--json` document (it calls [`print_json`]),
+/// else `human` draws it; the status is the report's verdict, 0 when it found nothing and 1
+/// when it found a problem (README's table), chosen here for every report-shaped command.
+pub fn finish_report(
+    global: &GlobalArgs,
+    ok: bool,
+    json: impl FnOnce() -> Result<(), Failure>,
+    human: impl FnOnce(),
+) -> CmdResult {
+    if global.json {
+        json()?;
+    } else {
+        human();
+    }
+    Ok(Exit::verdict(ok))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Failure, GlobalArgs, finish_report, print_json};
 use crate::compat::Os;
 use crate::dataset::{self, DataRef};
 use crate::host::{self, DriverState, ProbeOptions, RealSystem};
@@ -106,7 +106,7 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
         results.push((path, outdated::outdated(&m, gpus)));
     }
     let any = results.iter().any(|(_, o)| !o.newer.is_empty());
-    if global.json {
+    let json = || {
         print_json(&OutdatedJson {
             data: dataset::data_ref(),
             outdated: any,
@@ -117,11 +117,9 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
                     outdated: o,
                 })
                 .collect(),
-        })?;
-    } else {
-        print_human(&results, global.quiet);
-    }
-    Ok(Exit::verdict(!any))
+        })
+    };
+    finish_report(global, !any, json, || print_human(&results, global.quiet))
 }
 
 fn print_human(results: &[(PathBuf, Outdated)], quiet: bool) {
