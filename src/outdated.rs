@@ -300,9 +300,7 @@ fn newer_library(m: &Manifest) -> Result<Option<Newer>, String> {
 mod tests {
     use super::*;
 
-    fn v(s: &str) -> Version {
-        Version::parse(s).expect("version")
-    }
+    use crate::version::v;
 
     fn manifest(path: &str) -> Manifest {
         let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
