@@ -3,9 +3,9 @@
 use serde::Serialize;
 
 use super::fetch_args::{FetchArgs, Fetched, fetch_stack};
-use super::term::{say, size_text};
+use super::term::{fetched_line, say};
 use super::{CmdResult, Exit, GlobalArgs, print_json};
-use crate::archive::{FetchedFile, FileOutcome};
+use crate::archive::FetchedFile;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -35,22 +35,7 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
         })?;
     } else if !global.quiet {
         for f in &report.files {
-            let what = match f.outcome {
-                FileOutcome::AlreadyArchived => "archived",
-                FileOutcome::Downloaded => "downloaded",
-                FileOutcome::Mirror => "mirror",
-                FileOutcome::Repaired => "repaired",
-            };
-            say(
-                &format!(
-                    "{what:<11} {}/{} ({}) sha256 {}",
-                    f.layer,
-                    f.file,
-                    size_text(f.size),
-                    f.sha256
-                ),
-                "            ",
-            );
+            say(&fetched_line(f), "            ");
         }
         match exit {
             Exit::Ok => say(

@@ -17,6 +17,26 @@ pub(in crate::cli) use numbers::{amount, gib, grouped, mib};
 pub(in crate::cli) use reporter::CliReporter;
 pub(in crate::cli) use spinner::Spinner;
 
+use crate::archive::{FetchedFile, FileOutcome};
+
+/// One archived file as `fetch` and `up` list it: what the fetch did with it, then where it
+/// lies, its size and its hash.
+pub(in crate::cli) fn fetched_line(f: &FetchedFile) -> String {
+    let what = match f.outcome {
+        FileOutcome::AlreadyArchived => "archived",
+        FileOutcome::Downloaded => "downloaded",
+        FileOutcome::Mirror => "mirror",
+        FileOutcome::Repaired => "repaired",
+    };
+    format!(
+        "{what:<11} {}/{} ({}) sha256 {}",
+        f.layer,
+        f.file,
+        size_text(f.size),
+        f.sha256
+    )
+}
+
 /// Sizes the way users read them.
 pub(in crate::cli) fn size_text(bytes: u64) -> String {
     const MIB: f64 = 1024.0 * 1024.0;
