@@ -43,14 +43,8 @@ pub struct FetchArgs {
     /// Attempts per file for transient failures (connect, timeout, 5xx, 429).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub attempts: u32,
-    /// Milliseconds before the first retry, doubled each time (tests set 0).
-    #[arg(
-        long,
-        default_value_t = 500,
-        env = "STACKPIN_RETRY_BASE_MS",
-        hide = true
-    )]
-    pub retry_base_ms: u64,
+    #[command(flatten)]
+    pub retry: RetryBaseArg,
     /// The fetch host's Python that runs `pip download` for pip libraries.
     #[arg(
         long,
@@ -59,6 +53,30 @@ pub struct FetchArgs {
         value_name = "PROGRAM"
     )]
     pub python: String,
+}
+
+/// The hidden knob of every command that downloads (`fetch`, `up`, `data update`): the wait
+/// before the first retry, which the tests set to 0.
+#[derive(Debug, clap::Args)]
+pub struct RetryBaseArg {
+    /// Milliseconds before the first retry of a download, doubled each time (tests set 0).
+    #[arg(
+        long,
+        default_value_t = 500,
+        env = "STACKPIN_RETRY_BASE_MS",
+        hide = true
+    )]
+    pub retry_base_ms: u64,
+}
+
+impl RetryBaseArg {
+    /// The default retry policy with this first wait.
+    pub fn policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            base: Duration::from_millis(self.retry_base_ms),
+            ..RetryPolicy::default()
+        }
+    }
 }
 
 impl FetchArgs {
@@ -83,8 +101,7 @@ impl FetchArgs {
             },
             retry: RetryPolicy {
                 attempts: self.attempts.max(1),
-                base: Duration::from_millis(self.retry_base_ms),
-                ..RetryPolicy::default()
+                ..self.retry.policy()
             },
             python: self.python.clone(),
         })
