@@ -132,7 +132,9 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
             runner::shell_words(&shown(&request.argv))
         );
     }
-    let mut memory = measure::measure(&request, &mut |_, _| {}).map_err(CliError::broke)?;
+    // The command is never empty here (refused above), so every error `measure` returns is a
+    // step outside stackpin that failed: its own status is 3.
+    let mut memory = measure::measure(&request, &mut |_, _| {})?;
     memory.argv = shown(&memory.argv);
     let Some(library) = library else {
         print_report(&memory, None, None, global)?;
