@@ -128,7 +128,7 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
     // A layer left marked running by a stackpin that was stopped mid-step is in an unknown state.
     let interrupted: Vec<String> = exams
         .iter()
-        .flat_map(|(_, e)| interrupted_in(&archive, &e.stack))
+        .flat_map(|(_, e)| crate::status::interrupted(&archive.stack(&e.stack)))
         .collect();
     for line in &interrupted {
         eprintln!("interrupted: {line}");
@@ -158,18 +158,6 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
             hints::for_stack(manifest, || print_examination(exam));
         }
     })
-}
-
-/// The steps of `stack` that an earlier run left marked running, unless a stackpin holds the
-/// stack's lock now (then they are simply running).
-fn interrupted_in(archive: &Archive, stack: &str) -> Vec<String> {
-    let dir = archive.stack(stack);
-    if !dir.root().is_dir() || matches!(dir.try_lock(), Ok(None)) {
-        return Vec::new();
-    }
-    crate::install::state::ChainState::load(&dir.state_path())
-        .map(|state| crate::install::interrupted_steps(&state))
-        .unwrap_or_default()
 }
 
 fn print_examination(exam: &Examination) {
@@ -311,7 +299,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     let guard = guard::for_host(&RealSystem, m.os);
     let guard_applied = args.apply_guard && !guard.argv.is_empty();
     if guard_applied {
-        guard.apply(&RealSystem).map_err(CliError::broke)?;
+        guard.apply(&RealSystem)?;
     }
     if global.json {
         print_json(&RepairJson {
