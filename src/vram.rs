@@ -438,14 +438,8 @@ mod tests {
 
     fn guide_plan() -> BatchPlan {
         plan(&PlanRequest {
-            measurements: &[Measurement {
-                batch: 64,
-                peak_mib: 2560.0,
-            }],
-            vram_mib: 5120.0,
-            line: 0.8,
-            batches: &[32, 64, 96, 128],
             dataset_mib: Some(67.5),
+            ..guide_request()
         })
         .expect("plans")
     }

@@ -1,4 +1,5 @@
-//! `stackpin fetch MANIFEST`: archives a stack's installers (drawn by [`super::term::Bars`]).
+//! `stackpin fetch MANIFEST`: archives a stack's installers ([`super::fetch_args::fetch_stack`],
+//! which `repair --fetch` shares) and prints what each file took.
 
 use serde::Serialize;
 
@@ -37,26 +38,18 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
         for f in &report.files {
             say(&fetched_line(f), "            ");
         }
-        match exit {
-            Exit::Ok => say(
-                &format!(
-                    "{}: {} files archived and verified; next: stackpin audit {}",
-                    report.stack.display(),
-                    report.files.len(),
-                    args.manifest.display()
-                ),
-                "  ",
+        let (stack, manifest) = (report.stack.display(), args.manifest.display());
+        let summary = match exit {
+            Exit::Ok => format!(
+                "{stack}: {} files archived and verified; next: stackpin audit {manifest}",
+                report.files.len()
             ),
-            _ => say(
-                &format!(
-                    "{}: {} files failed; run `stackpin fetch {}` again to resume",
-                    report.stack.display(),
-                    report.errors.len(),
-                    args.manifest.display()
-                ),
-                "  ",
+            _ => format!(
+                "{stack}: {} files failed; run `stackpin fetch {manifest}` again to resume",
+                report.errors.len()
             ),
-        }
+        };
+        say(&summary, "  ");
     }
     Ok(exit)
 }
