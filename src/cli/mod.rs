@@ -1,10 +1,13 @@
 //! The command line: clap definitions, human vs `--json` output, and exit codes.
 //!
-//! Business rules live in the library modules; each `cmd_*` here turns arguments into a call and
+//! Business rules live in the library modules; each `*_cmd` here turns arguments into a call and
 //! the result into text or JSON. Exit codes (documented in README, defined in `crate::exit`):
 //! 0 ok · 1 the check found a problem · 2 usage or input error · 3 an external step failed.
-//! Errors that know their code (`crate::exit::ExitStatus`) carry it through `?`. With `--json`
-//! every exit path prints exactly one document on stdout, built here at the edge.
+//! Errors that know their code (`crate::exit::ExitStatus`) carry it through `?`; a report's
+//! verdict (0 or 1) is chosen in [`finish_report`]. No command module imports another: what two
+//! share lives in a non-command module (`term`, `chain`, `fetch_args`, `valid_manifest`,
+//! `consent`). With `--json` every exit path prints exactly one document on stdout, built here
+//! at the edge.
 
 mod audit_cmd;
 mod budget_cmd;

@@ -1,6 +1,6 @@
 //! The terminal pieces the commands share: the archive's progress bars, the example's spinner,
-//! the install runner's reporter, sizes and memory amounts as people read them, and the batch
-//! plan's table. Command modules draw through these and never import one another for drawing.
+//! the install runner's reporter, an archived file's line, sizes and memory amounts as people
+//! read them, and the batch plan's table. Command modules draw through these and never import one another for drawing.
 
 mod bars;
 mod batch_plan;
