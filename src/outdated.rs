@@ -4,11 +4,13 @@
 //!
 //! The one-way rule decides what a move costs: a newer driver keeps every older toolkit
 //! working unless it drops the card; a newer toolkit update may need a newer driver. This module
-//! asks `compat` and takes the host's GPUs as plain values; it probes nothing and prints nothing.
+//! asks `compat` and takes the host's GPUs as plain values ([`host_gpus`] reads them through the
+//! `System` it is given); it prints nothing.
 
 use serde::Serialize;
 
 use crate::compat::{self, DriverRequirement, LibraryLookup};
+use crate::host::{self, DriverState, ProbeOptions, System};
 use crate::manifest::{Layer, Manifest};
 use crate::os::Os;
 use crate::version::Version;
@@ -51,6 +53,31 @@ pub struct HostGpu {
 pub enum HostGpus {
     Known(Vec<HostGpu>),
     Unknown(String),
+}
+
+/// The host's GPUs for a stack of `os`: only this machine's, and only when its driver answers.
+pub fn host_gpus(system: &dyn System, os: Os) -> HostGpus {
+    if os != system.os() {
+        return HostGpus::Unknown(format!("a {os} stack judged on a {} host", system.os()));
+    }
+    let report = match host::probe(system, &ProbeOptions::default()) {
+        Ok(r) => r,
+        Err(e) => return HostGpus::Unknown(e.to_string()),
+    };
+    match report.driver.state {
+        DriverState::Ok => HostGpus::Known(
+            report
+                .driver
+                .gpus
+                .iter()
+                .map(|g| HostGpu {
+                    name: g.name.clone(),
+                    compute_cap: g.compute_cap.clone(),
+                })
+                .collect(),
+        ),
+        other => HostGpus::Unknown(other.label().to_string()),
+    }
 }
 
 /// What is newer for one stack.
@@ -301,8 +328,35 @@ fn newer_library(m: &Manifest) -> Result<Option<Newer>, String> {
 mod tests {
     use super::*;
 
-    fn v(s: &str) -> Version {
-        Version::parse(s).expect("version")
+    use crate::version::v;
+
+    #[test]
+    fn host_gpus_are_known_only_for_this_os_and_a_driver_that_answers() {
+        use crate::host::nvidia_smi::QUERY_GPU;
+        use crate::host::system::FakeSystem;
+        let mut sys = FakeSystem::new(Os::Linux);
+        match host_gpus(&sys, Os::Windows) {
+            HostGpus::Unknown(why) => assert_eq!(why, "a windows stack judged on a linux host"),
+            known => panic!("{known:?}"),
+        }
+        assert!(matches!(host_gpus(&sys, Os::Linux), HostGpus::Unknown(_)));
+        sys.on_path
+            .insert("nvidia-smi".into(), "/bin/nvidia-smi".into());
+        sys.answer(
+            "/bin/nvidia-smi",
+            &[QUERY_GPU],
+            0,
+            "0, NVIDIA L4, GPU-a, 570.1, 23034, 8.9\n",
+        )
+        .answer("/bin/nvidia-smi", &[], 0, "");
+        match host_gpus(&sys, Os::Linux) {
+            HostGpus::Known(gpus) => {
+                assert_eq!(gpus.len(), 1);
+                assert_eq!(gpus[0].name, "NVIDIA L4");
+                assert_eq!(gpus[0].compute_cap.as_deref(), Some("8.9"));
+            }
+            unknown => panic!("{unknown:?}"),
+        }
     }
 
     fn manifest(path: &str) -> Manifest {

@@ -994,9 +994,7 @@ mod tests {
     use crate::manifest;
     use std::path::Path;
 
-    fn v(s: &str) -> Version {
-        Version::parse(s).expect("version")
-    }
+    use crate::version::v;
 
     fn request(lib: &str, ver: &str, os: Os) -> PinRequest {
         PinRequest {

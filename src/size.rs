@@ -42,30 +42,28 @@ const PARAM_UNITS: &[(&str, f64)] = &[("k", 1e3), ("m", 1e6), ("b", 1e9), ("g", 
 /// Parses a memory size into MiB. Accepts `KB/KiB`, `MB/MiB`, `GB/GiB`, `TB/TiB` (any case,
 /// optional space) and bare numbers, which are MiB.
 pub fn parse_mib(text: &str) -> Result<f64, SizeError> {
-    let fail = |why| SizeError::Memory {
+    scaled(text, MEMORY_UNITS).map_err(|why| SizeError::Memory {
         text: text.to_string(),
         why,
-    };
-    let (number, factor) = split_unit(text, MEMORY_UNITS).map_err(fail)?;
-    let mib = number * factor;
-    if !mib.is_finite() {
-        return Err(fail("it is too large"));
-    }
-    Ok(mib)
+    })
 }
 
 /// Parses a parameter count (`5M`, `1.3B`, `300K`, `25000000`) into a number of parameters.
 pub fn parse_params(text: &str) -> Result<f64, SizeError> {
-    let fail = |why| SizeError::Params {
+    scaled(text, PARAM_UNITS).map_err(|why| SizeError::Params {
         text: text.to_string(),
         why,
-    };
-    let (number, factor) = split_unit(text, PARAM_UNITS).map_err(fail)?;
-    let count = number * factor;
-    if !count.is_finite() {
-        return Err(fail("it is too large"));
+    })
+}
+
+/// `2.5 GB` times its unit's factor, refused when the product overflows to infinity.
+fn scaled(text: &str, units: &[(&str, f64)]) -> Result<f64, &'static str> {
+    let (number, factor) = split_unit(text, units)?;
+    let value = number * factor;
+    if !value.is_finite() {
+        return Err("it is too large");
     }
-    Ok(count)
+    Ok(value)
 }
 
 /// Splits `2.5 GB` into (2.5, the unit's factor); a missing unit has factor 1.
@@ -116,13 +114,7 @@ impl fmt::Display for Mib {
 
 impl<'de> Deserialize<'de> for Mib {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match NumberOrText::deserialize(deserializer)? {
-            NumberOrText::Number(n) if n.is_finite() && n >= 0.0 => Ok(Mib(n)),
-            NumberOrText::Number(n) => Err(serde::de::Error::custom(format!(
-                "{n} is not a size in MiB; sizes are zero or more"
-            ))),
-            NumberOrText::Text(t) => parse_mib(&t).map(Mib).map_err(serde::de::Error::custom),
-        }
+        number_or_text(deserializer, ("a size in MiB", "sizes"), parse_mib).map(Mib)
     }
 }
 
@@ -132,15 +124,23 @@ pub struct ParamCount(pub f64);
 
 impl<'de> Deserialize<'de> for ParamCount {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match NumberOrText::deserialize(deserializer)? {
-            NumberOrText::Number(n) if n.is_finite() && n >= 0.0 => Ok(ParamCount(n)),
-            NumberOrText::Number(n) => Err(serde::de::Error::custom(format!(
-                "{n} is not a parameter count; counts are zero or more"
-            ))),
-            NumberOrText::Text(t) => parse_params(&t)
-                .map(ParamCount)
-                .map_err(serde::de::Error::custom),
-        }
+        number_or_text(deserializer, ("a parameter count", "counts"), parse_params).map(ParamCount)
+    }
+}
+
+/// A YAML number, zero or more, or text that `parse` reads; `what` names one and several
+/// (`a size in MiB`, `sizes`) for the error.
+fn number_or_text<'de, D: Deserializer<'de>>(
+    deserializer: D,
+    (one, several): (&str, &str),
+    parse: fn(&str) -> Result<f64, SizeError>,
+) -> Result<f64, D::Error> {
+    match NumberOrText::deserialize(deserializer)? {
+        NumberOrText::Number(n) if n.is_finite() && n >= 0.0 => Ok(n),
+        NumberOrText::Number(n) => Err(serde::de::Error::custom(format!(
+            "{n} is not {one}; {several} are zero or more"
+        ))),
+        NumberOrText::Text(t) => parse(&t).map_err(serde::de::Error::custom),
     }
 }
 

@@ -157,6 +157,23 @@ pub fn stage_of(lock: bool, state: &ChainState, proven: bool) -> Stage {
     }
 }
 
+/// Whether a stackpin holds the stack's lock now (a fetch, install, repair or up is running).
+pub fn busy(stack: &StackDir) -> bool {
+    stack.root().is_dir() && matches!(stack.try_lock(), Ok(None))
+}
+
+/// The steps of `stack` that an earlier run left marked running: a layer marked running while no
+/// stackpin holds the stack's lock was cut off mid-step (while one holds it, it is simply
+/// running). A state file that cannot be read names none here; `stack_status` reports it.
+pub fn interrupted(stack: &StackDir) -> Vec<String> {
+    if busy(stack) {
+        return Vec::new();
+    }
+    ChainState::load(&stack.state_path())
+        .map(|state| crate::install::interrupted_steps(&state))
+        .unwrap_or_default()
+}
+
 /// Summarises one stack folder; `manifest`, when given, adds its pins to the audit.
 pub fn stack_status(stack: &StackDir, manifest: Option<&Manifest>, threads: usize) -> StackStatus {
     let mut problems = Vec::new();
@@ -185,8 +202,7 @@ pub fn stack_status(stack: &StackDir, manifest: Option<&Manifest>, threads: usiz
         problems.push(e.to_string());
         ChainState::default()
     });
-    // A layer marked running while no stackpin holds the stack's lock was cut off mid-step.
-    let busy = stack.root().is_dir() && matches!(stack.try_lock(), Ok(None));
+    let busy = busy(stack);
     if !busy {
         problems.extend(crate::install::interrupted_steps(&install));
     }
@@ -265,6 +281,27 @@ mod tests {
         assert_eq!(stage_of(true, &s, true), Stage::Proven);
         let partial = state(&[(Layer::Driver, LayerStatus::Done)]);
         assert_eq!(stage_of(true, &partial, false), Stage::Installing);
+    }
+
+    #[test]
+    fn a_step_left_running_is_interrupted_unless_a_stackpin_holds_the_lock() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stack = StackDir::at(dir.path().join("s"));
+        std::fs::create_dir_all(stack.root()).expect("stack folder");
+        state(&[(Layer::Toolkit, LayerStatus::Running)])
+            .save(&stack.state_path())
+            .expect("state");
+        let cut = interrupted(&stack);
+        assert_eq!(cut.len(), 1, "{cut:?}");
+        assert!(cut[0].contains("toolkit step was interrupted"), "{cut:?}");
+        let held = stack.try_lock().expect("lock").expect("free");
+        assert!(busy(&stack));
+        assert!(
+            interrupted(&stack).is_empty(),
+            "a held lock means it is running"
+        );
+        drop(held);
+        assert!(interrupted(&StackDir::at(dir.path().join("none"))).is_empty());
     }
 
     #[test]

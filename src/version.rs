@@ -181,14 +181,17 @@ impl<'de> serde::Deserialize<'de> for Version {
     }
 }
 
+/// `v("12.4")`: a version a test writes out, parsed (the tests of every module that compares
+/// versions use it).
+#[cfg(test)]
+pub(crate) fn v(s: &str) -> Version {
+    Version::parse(s).expect("test version parses")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    fn v(s: &str) -> Version {
-        Version::parse(s).expect("test version parses")
-    }
 
     #[test]
     fn driver_versions_of_two_and_three_components_order_numerically() {

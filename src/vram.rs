@@ -438,14 +438,8 @@ mod tests {
 
     fn guide_plan() -> BatchPlan {
         plan(&PlanRequest {
-            measurements: &[Measurement {
-                batch: 64,
-                peak_mib: 2560.0,
-            }],
-            vram_mib: 5120.0,
-            line: 0.8,
-            batches: &[32, 64, 96, 128],
             dataset_mib: Some(67.5),
+            ..guide_request()
         })
         .expect("plans")
     }
@@ -491,6 +485,14 @@ mod tests {
         assert_eq!(plan.largest_safe_batch, None);
     }
 
+    /// Measurements from `(batch, peak MiB)` pairs.
+    fn measured(points: &[(u32, f64)]) -> Vec<Measurement> {
+        points
+            .iter()
+            .map(|&(batch, peak_mib)| Measurement { batch, peak_mib })
+            .collect()
+    }
+
     fn guide_request() -> PlanRequest<'static> {
         PlanRequest {
             measurements: &[Measurement {
@@ -506,17 +508,7 @@ mod tests {
 
     #[test]
     fn two_point_fit_finds_fixed_cost_and_slope() {
-        let fit = least_squares(&[
-            Measurement {
-                batch: 32,
-                peak_mib: 1400.0,
-            },
-            Measurement {
-                batch: 64,
-                peak_mib: 2500.0,
-            },
-        ])
-        .expect("fits");
+        let fit = least_squares(&measured(&[(32, 1400.0), (64, 2500.0)])).expect("fits");
         assert_eq!(fit.fixed_mib, 300.0);
         assert_eq!(fit.per_sample_mib, 34.375);
         assert_eq!(fit.max_residual_mib, 0.0);
@@ -526,13 +518,11 @@ mod tests {
     fn fit_recovers_a_noisy_line_within_its_residuals() {
         // YOLOv5s on an A100 (reference §4.1), GB → MiB; the reference's own fit over b=4..16
         // gives slope 0.189 GB and intercept 0.265 GB.
-        let points: Vec<Measurement> = [(4, 1.007), (8, 1.797), (16, 3.280)]
-            .iter()
-            .map(|&(batch, gb)| Measurement {
-                batch,
-                peak_mib: gb * 1024.0,
-            })
-            .collect();
+        let points = measured(&[
+            (4, 1.007 * 1024.0),
+            (8, 1.797 * 1024.0),
+            (16, 3.280 * 1024.0),
+        ]);
         let fit = least_squares(&points).expect("fits");
         assert!(
             (fit.per_sample_mib / 1024.0 - 0.189).abs() < 0.001,
@@ -544,16 +534,7 @@ mod tests {
 
     #[test]
     fn fitted_plan_keeps_the_one_point_rule_as_the_bound() {
-        let measurements = [
-            Measurement {
-                batch: 32,
-                peak_mib: 1400.0,
-            },
-            Measurement {
-                batch: 64,
-                peak_mib: 2500.0,
-            },
-        ];
+        let measurements = measured(&[(32, 1400.0), (64, 2500.0)]);
         let plan = plan(&PlanRequest {
             measurements: &measurements,
             vram_mib: 5120.0,
@@ -599,16 +580,7 @@ mod tests {
 
     #[test]
     fn repeated_points_at_one_batch_use_the_guide_rule_with_the_highest_peak() {
-        let measurements = [
-            Measurement {
-                batch: 64,
-                peak_mib: 2500.0,
-            },
-            Measurement {
-                batch: 64,
-                peak_mib: 2560.0,
-            },
-        ];
+        let measurements = measured(&[(64, 2500.0), (64, 2560.0)]);
         let plan = plan(&PlanRequest {
             measurements: &measurements,
             ..guide_request()
@@ -620,17 +592,8 @@ mod tests {
 
     #[test]
     fn peaks_that_shrink_with_the_batch_are_refused() {
-        let err = least_squares(&[
-            Measurement {
-                batch: 32,
-                peak_mib: 2000.0,
-            },
-            Measurement {
-                batch: 64,
-                peak_mib: 1900.0,
-            },
-        ])
-        .expect_err("negative slope");
+        let err =
+            least_squares(&measured(&[(32, 2000.0), (64, 1900.0)])).expect_err("negative slope");
         assert!(matches!(err, VramError::FlatFit { .. }), "{err}");
     }
 
@@ -694,16 +657,7 @@ mod tests {
     fn a_recommended_batch_the_bound_puts_out_of_memory_is_called_out() {
         // A large fixed cost: the fit allows batch 256, the one-point slot from batch 32
         // (31.25 MiB) puts it at 8,000 MiB on a 5,120 MiB card.
-        let measurements = [
-            Measurement {
-                batch: 32,
-                peak_mib: 1000.0,
-            },
-            Measurement {
-                batch: 64,
-                peak_mib: 1400.0,
-            },
-        ];
+        let measurements = measured(&[(32, 1000.0), (64, 1400.0)]);
         let plan = plan(&PlanRequest {
             measurements: &measurements,
             batches: &[64, 128, 256],
@@ -723,16 +677,7 @@ mod tests {
 
     #[test]
     fn a_plan_round_trips_through_yaml_as_the_record_stores_it() {
-        let measurements = [
-            Measurement {
-                batch: 32,
-                peak_mib: 1400.0,
-            },
-            Measurement {
-                batch: 64,
-                peak_mib: 2500.0,
-            },
-        ];
+        let measurements = measured(&[(32, 1400.0), (64, 2500.0)]);
         for plan in [
             guide_plan(),
             plan(&PlanRequest {

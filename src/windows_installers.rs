@@ -275,9 +275,7 @@ pub fn long_path_problem(enabled: Option<bool>, venv: Option<&str>) -> Option<St
 mod tests {
     use super::*;
 
-    fn v(s: &str) -> Version {
-        Version::parse(s).expect("version")
-    }
+    use crate::version::v;
 
     #[test]
     fn cuda_13_lists_crt_and_nvvm_apart_from_nvcc_and_no_thrust() {

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 use super::layout::{PinConflict, hash_file, pin_conflict};
-use super::{ArchiveError, Progress, StackDir};
+use super::{ArchiveError, Lockfile, Progress, StackDir};
 use crate::manifest::{Layer, Manifest};
 
 /// What the audit found for one file.
@@ -85,18 +85,24 @@ struct Job {
 }
 
 /// Audits one stack folder; `manifest`, when given, adds its pins and its not-yet-fetched files.
+/// The stack's lock, which only a fetch writes: a stack without one was never fetched (the
+/// user's input, exit 2, with the fix to fetch first).
+pub(super) fn fetched_lock(stack: &StackDir) -> Result<Lockfile, ArchiveError> {
+    if !stack.lock_path().exists() {
+        return Err(ArchiveError::NoLock {
+            dir: stack.root().to_path_buf(),
+        });
+    }
+    stack.read_lock()
+}
+
 pub fn audit_stack(
     stack: &StackDir,
     manifest: Option<&Manifest>,
     threads: usize,
     progress: &dyn Progress,
 ) -> Result<AuditReport, ArchiveError> {
-    if !stack.lock_path().exists() {
-        return Err(ArchiveError::NoLock {
-            dir: stack.root().to_path_buf(),
-        });
-    }
-    let lock = stack.read_lock()?;
+    let lock = fetched_lock(stack)?;
     let mut jobs: Vec<Job> = lock
         .files
         .iter()

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use zip::CompressionMethod;
 use zip::write::SimpleFileOptions;
 
-use super::audit::{AuditReport, audit_stack};
+use super::audit::{AuditReport, audit_stack, fetched_lock};
 use super::fetch::partial_path;
 use super::layout::{HASH_BUFFER, make_read_only};
 use super::{ArchiveError, Progress, StackDir};
@@ -40,12 +40,7 @@ pub fn bundle(
     output: &Path,
     progress: &dyn Progress,
 ) -> Result<BundleSummary, ArchiveError> {
-    if !stack.lock_path().exists() {
-        return Err(ArchiveError::NoLock {
-            dir: stack.root().to_path_buf(),
-        });
-    }
-    let lock = stack.read_lock()?;
+    let lock = fetched_lock(stack)?;
     let partial = partial_path(output);
     let result = (|| {
         let file = File::create(&partial).map_err(|e| ArchiveError::io("creating", &partial, e))?;

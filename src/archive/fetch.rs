@@ -397,7 +397,7 @@ impl Shared<'_> {
             &pip_run.watch(self.progress),
         )?;
         let mut files = Vec::new();
-        for name in downloaded_names(scratch.path()) {
+        for name in pip::file_names(scratch.path()) {
             let known = existing.iter().find(|e| e.file == name);
             if known.is_none() && locked {
                 return Err(ArchiveError::Unpinned {
@@ -468,7 +468,7 @@ impl Shared<'_> {
             return Err(ArchiveError::Pip(format!(
                 "pip download {pin} did not produce {} (it got: {}); the index no longer serves the archived build",
                 entry.file,
-                downloaded_names(scratch.path()).join(", ")
+                pip::file_names(scratch.path()).join(", ")
             )));
         }
         let mut fetched = self.move_wheel(
@@ -566,7 +566,7 @@ impl Shared<'_> {
             scratch.path(),
             &pip_run.watch(self.progress),
         )?;
-        let names = downloaded_names(scratch.path());
+        let names = pip::file_names(scratch.path());
         let Some(name) = names
             .iter()
             .find(|n| n.starts_with("uv-") && n.ends_with(".whl"))
@@ -621,21 +621,6 @@ impl PipRun {
             stall: self.stall.max(pip::PIP_MIN_STALL),
         }
     }
-}
-
-/// The plain files pip left in its download folder, sorted.
-fn downloaded_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
 }
 
 /// `torch-2.5.1+cu124-cp311-cp311-linux_x86_64.whl` → (`torch`, `2.5.1+cu124`).

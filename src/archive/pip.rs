@@ -230,7 +230,7 @@ fn run_pip(python: &str, args: &[String], dest: &Path, watch: &Watch) -> Result<
             bytes = now;
             last_change = started.elapsed();
         }
-        for name in wheel_names(dest) {
+        for name in file_names(dest) {
             if seen.insert(name.clone()) {
                 watch.progress.note(&format!("library: downloaded {name}"));
                 last_change = started.elapsed();
@@ -278,9 +278,10 @@ fn folder_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
-/// The finished downloads in `dest` (not pip's temporary folder).
-fn wheel_names(dest: &Path) -> Vec<String> {
-    std::fs::read_dir(dest)
+/// The plain files pip left in a download folder (the finished downloads, not pip's temporary
+/// folder), sorted; none when the folder cannot be read.
+pub(super) fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
@@ -288,7 +289,9 @@ fn wheel_names(dest: &Path) -> Vec<String> {
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect()
         })
-        .unwrap_or_default()
+        .unwrap_or_default();
+    names.sort();
+    names
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::term::{Bars, size_text};
-use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Failure, GlobalArgs, finish_report, print_json};
 use crate::archive::{self, FileAudit, FileStatus};
 use crate::manifest;
 
@@ -74,7 +74,7 @@ pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
     }
     bars.clear();
     let ok = reports.iter().all(|(_, r)| r.ok());
-    if global.json {
+    let json = || {
         let files = reports
             .iter()
             .flat_map(|(name, r)| {
@@ -84,13 +84,13 @@ pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
                 })
             })
             .collect();
-        print_json(&JsonAudit { ok, files })?;
-    } else {
+        print_json(&JsonAudit { ok, files })
+    };
+    finish_report(global, ok, json, || {
         for (name, report) in &reports {
             print_human(name, &report.files, global.quiet);
         }
-    }
-    Ok(Exit::verdict(ok))
+    })
 }
 
 fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {

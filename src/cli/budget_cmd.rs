@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 
 use super::term::{amount, gib, grouped, mib, print_report};
-use super::{CliError, CmdResult, Exit, GlobalArgs, print_json};
+use super::{CliError, CmdResult, GlobalArgs, finish_report, print_json};
 use crate::budget::{self, Budget, ModelBudget, Precision, ProcessBudget};
 
 pub const EXAMPLES: &str = "\
@@ -45,13 +45,13 @@ pub fn run(args: &BudgetArgs, global: &GlobalArgs) -> CmdResult {
     })?;
     let spec = budget::parse(&text, &args.file)?;
     let budget = budget::compute(&spec, &args.file)?;
-    if global.json {
-        print_json(&budget)?;
-    } else {
-        print_report(&render(&budget));
-    }
     let over = budget.gpu.as_ref().is_some_and(|card| !card.fits);
-    Ok(Exit::verdict(!over))
+    finish_report(
+        global,
+        !over,
+        || print_json(&budget),
+        || print_report(&render(&budget)),
+    )
 }
 
 /// The human report: the table, then merging, the levers, and the card.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::term::{Bars, failure, size_text};
+use super::term::{Bars, size_text};
 use super::{CmdResult, Exit, GlobalArgs, print_json};
 use crate::archive::{self};
 use crate::manifest;
@@ -64,8 +64,7 @@ struct JsonUnbundle<'a> {
 
 pub fn run_unbundle(args: &UnbundleArgs, global: &GlobalArgs) -> CmdResult {
     let bars = Bars::new(global);
-    let (stack, report) =
-        archive::unbundle(&args.bundle, &global.archive(), &bars).map_err(failure)?;
+    let (stack, report) = archive::unbundle(&args.bundle, &global.archive(), &bars)?;
     bars.clear();
     if global.json {
         print_json(&JsonUnbundle {

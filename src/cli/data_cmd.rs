@@ -4,12 +4,11 @@
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::Serialize;
 
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::{self, RetryPolicy};
+use crate::archive;
 use crate::dataset::{self, DataRef, DataSet, DatasetError, Details, Source};
 use crate::manifest::validate::{is_loopback_http, is_sha256};
 
@@ -64,14 +63,8 @@ pub struct UpdateArgs {
     /// Install a set older than the one in use.
     #[arg(long)]
     pub allow_older: bool,
-    /// Milliseconds before the first retry of a download, doubled each time (tests set 0).
-    #[arg(
-        long,
-        default_value_t = 500,
-        env = "STACKPIN_RETRY_BASE_MS",
-        hide = true
-    )]
-    pub retry_base_ms: u64,
+    #[command(flatten)]
+    pub retry: super::fetch_args::RetryBaseArg,
 }
 
 pub fn run(args: &DataArgs, global: &GlobalArgs) -> CmdResult {
@@ -184,10 +177,7 @@ fn read_source(args: &UpdateArgs, dir: &Path, global: &GlobalArgs) -> Result<Vec
     // A partial left by another URL would be continued as if it were this one: start clean.
     let partial = dir.join(".release-data.download.partial");
     let _ = std::fs::remove_file(&partial);
-    let retry = RetryPolicy {
-        base: Duration::from_millis(args.retry_base_ms),
-        ..RetryPolicy::default()
-    };
+    let retry = args.retry.policy();
     let notes = Notes {
         show: !global.quiet && !global.json,
     };

@@ -2,11 +2,11 @@
 //! failure log.
 //!
 //! Reading and matching live in [`crate::diagnose`]; the host context comes from
-//! [`crate::host::context`]. This file only picks the context, prints and picks the exit code.
+//! [`crate::host::context`]. This file only picks the context and prints; the verdict is [`super::finish_report`]'s.
 
 use std::path::PathBuf;
 
-use super::{CmdResult, Exit, GlobalArgs, print_json};
+use super::{CmdResult, GlobalArgs, finish_report, print_json};
 use crate::diagnose::{self, Diagnosis, FailureLayer};
 use crate::host::{RealSystem, context};
 
@@ -51,13 +51,13 @@ pub fn run(args: &DiagnoseArgs, global: &GlobalArgs) -> CmdResult {
         HostMode::None => None,
     };
     let diagnosis = diagnose::diagnose_in(&text, host.as_ref()).unwrap_or_else(Diagnosis::unknown);
-    if global.json {
-        print_json(&diagnosis)?;
-    } else {
-        print_human(&diagnosis);
-    }
     // A log nothing matched is a finding: stackpin cannot name the layer.
-    Ok(Exit::verdict(diagnosis.layer != FailureLayer::Unknown))
+    finish_report(
+        global,
+        diagnosis.layer != FailureLayer::Unknown,
+        || print_json(&diagnosis),
+        || print_human(&diagnosis),
+    )
 }
 
 fn print_human(d: &Diagnosis) {

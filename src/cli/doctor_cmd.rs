@@ -8,7 +8,7 @@ use clap::Parser;
 use serde::Serialize;
 
 use super::hints;
-use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, finish_report, print_json};
 use crate::archive::{Archive, StackDir};
 use crate::doctor::guard::{self, Guard};
 use crate::doctor::repair::{RepairContext, RepairError, RepairReport, repair};
@@ -128,13 +128,13 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
     // A layer left marked running by a stackpin that was stopped mid-step is in an unknown state.
     let interrupted: Vec<String> = exams
         .iter()
-        .flat_map(|(_, e)| interrupted_in(&archive, &e.stack))
+        .flat_map(|(_, e)| crate::status::interrupted(&archive.stack(&e.stack)))
         .collect();
     for line in &interrupted {
         eprintln!("interrupted: {line}");
     }
     let ok = exams.iter().all(|(_, e)| e.ok) && interrupted.is_empty();
-    if global.json {
+    let json = || {
         // Each stack's fixes name its own manifest (`--all` walks several).
         let mut stacks = Vec::new();
         for (manifest, exam) in &exams {
@@ -148,28 +148,16 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
             archive: archive.root(),
             ok,
             stacks,
-        })?;
-    } else {
+        })
+    };
+    finish_report(global, ok, json, || {
         for (i, (manifest, exam)) in exams.iter().enumerate() {
             if i > 0 {
                 println!();
             }
             hints::for_stack(manifest, || print_examination(exam));
         }
-    }
-    Ok(Exit::verdict(ok))
-}
-
-/// The steps of `stack` that an earlier run left marked running, unless a stackpin holds the
-/// stack's lock now (then they are simply running).
-fn interrupted_in(archive: &Archive, stack: &str) -> Vec<String> {
-    let dir = archive.stack(stack);
-    if !dir.root().is_dir() || matches!(dir.try_lock(), Ok(None)) {
-        return Vec::new();
-    }
-    crate::install::state::ChainState::load(&dir.state_path())
-        .map(|state| crate::install::interrupted_steps(&state))
-        .unwrap_or_default()
+    })
 }
 
 fn print_examination(exam: &Examination) {
@@ -233,7 +221,7 @@ fn fetch_first(manifest: &Path, global: &GlobalArgs) -> Result<(), Failure> {
         archive: global.archive.clone(),
         color: global.color,
     };
-    match super::fetch_cmd::run(&parsed.fetch, &quiet)? {
+    match super::fetch_args::fetch_stack(&parsed.fetch, &quiet)?.exit {
         Exit::Ok => Ok(()),
         _ => Err(Failure::from(CliError::Refused(
             "fetch did not archive every installer; nothing was reinstalled".to_string(),
@@ -313,7 +301,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
     let guard = guard::for_host(&RealSystem, m.os);
     let guard_applied = args.apply_guard && !guard.argv.is_empty();
     if guard_applied {
-        guard.apply(&RealSystem).map_err(CliError::broke)?;
+        guard.apply(&RealSystem)?;
     }
     if global.json {
         print_json(&RepairJson {

@@ -1,11 +1,14 @@
 //! The flags of `fetch`, shared with `up` (which fetches first) and turned into the archive's
-//! [`FetchConfig`] in one place.
+//! [`FetchConfig`] in one place; and one fetch under the bars and Ctrl-C ([`fetch_stack`]),
+//! shared by `fetch` and `repair --fetch` so neither command module calls the other.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{CliError, Failure};
-use crate::archive::{FetchConfig, RetryPolicy, Timeouts};
+use super::term::Bars;
+use super::{CliError, Exit, Failure, GlobalArgs};
+use crate::archive::{self, FetchConfig, FetchReport, RetryPolicy, Timeouts};
+use crate::exit::ExitStatus;
 
 #[derive(Debug, clap::Args)]
 pub struct FetchArgs {
@@ -40,14 +43,8 @@ pub struct FetchArgs {
     /// Attempts per file for transient failures (connect, timeout, 5xx, 429).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub attempts: u32,
-    /// Milliseconds before the first retry, doubled each time (tests set 0).
-    #[arg(
-        long,
-        default_value_t = 500,
-        env = "STACKPIN_RETRY_BASE_MS",
-        hide = true
-    )]
-    pub retry_base_ms: u64,
+    #[command(flatten)]
+    pub retry: RetryBaseArg,
     /// The fetch host's Python that runs `pip download` for pip libraries.
     #[arg(
         long,
@@ -56,6 +53,30 @@ pub struct FetchArgs {
         value_name = "PROGRAM"
     )]
     pub python: String,
+}
+
+/// The hidden knob of every command that downloads (`fetch`, `up`, `data update`): the wait
+/// before the first retry, which the tests set to 0.
+#[derive(Debug, clap::Args)]
+pub struct RetryBaseArg {
+    /// Milliseconds before the first retry of a download, doubled each time (tests set 0).
+    #[arg(
+        long,
+        default_value_t = 500,
+        env = "STACKPIN_RETRY_BASE_MS",
+        hide = true
+    )]
+    pub retry_base_ms: u64,
+}
+
+impl RetryBaseArg {
+    /// The default retry policy with this first wait.
+    pub fn policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            base: Duration::from_millis(self.retry_base_ms),
+            ..RetryPolicy::default()
+        }
+    }
 }
 
 impl FetchArgs {
@@ -80,10 +101,40 @@ impl FetchArgs {
             },
             retry: RetryPolicy {
                 attempts: self.attempts.max(1),
-                base: Duration::from_millis(self.retry_base_ms),
-                ..RetryPolicy::default()
+                ..self.retry.policy()
             },
             python: self.python.clone(),
         })
     }
+}
+
+/// A fetch that ran to its end: what it did file by file, and the status it ends on.
+pub struct Fetched {
+    pub report: FetchReport,
+    pub exit: Exit,
+}
+
+/// Fetches the stack of `args.manifest` (which must pass check) into the archive, drawing bars
+/// unless `global` is quiet, and prints each failed file's error; the caller prints the rest.
+pub fn fetch_stack(args: &FetchArgs, global: &GlobalArgs) -> Result<Fetched, Failure> {
+    let manifest = super::valid_manifest::require_valid(&args.manifest)?;
+    let text = std::fs::read_to_string(&args.manifest).map_err(|e| {
+        CliError::unusable(
+            anyhow::Error::new(e).context(format!("reading {}", args.manifest.display())),
+        )
+    })?;
+    let config = args.config(manifest.mirror.as_deref())?;
+    let bars = Bars::new(global);
+    let archive = global.archive();
+    let stack = archive.stack(&manifest.name);
+    let report = bars.on_interrupt(stack.root(), || {
+        archive::fetch(&manifest, &text, &archive, &config, &bars)
+    })?;
+    bars.clear();
+    for error in &report.errors {
+        super::print_error(&anyhow::anyhow!("{error}"));
+    }
+    // Each failed file says its own status; the one to act on first ends the run.
+    let exit = Exit::worst(report.errors.iter().map(ExitStatus::exit));
+    Ok(Fetched { report, exit })
 }

@@ -1,11 +1,12 @@
-//! `stackpin fetch MANIFEST`: archives a stack's installers (drawn by [`super::term::Bars`]).
+//! `stackpin fetch MANIFEST`: archives a stack's installers ([`super::fetch_args::fetch_stack`],
+//! which `repair --fetch` shares) and prints what each file took.
 
-use anyhow::anyhow;
 use serde::Serialize;
 
-use super::term::{Bars, failure, say, size_text};
-use super::{CliError, CmdResult, Exit, GlobalArgs, print_json};
-use crate::archive::{self, FetchedFile, FileOutcome};
+use super::fetch_args::{FetchArgs, Fetched, fetch_stack};
+use super::term::{fetched_line, say};
+use super::{CmdResult, Exit, GlobalArgs, print_json};
+use crate::archive::FetchedFile;
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -24,28 +25,8 @@ struct JsonFetch<'a> {
     errors: Vec<String>,
 }
 
-pub fn run(args: &super::fetch_args::FetchArgs, global: &GlobalArgs) -> CmdResult {
-    let manifest = super::valid_manifest::require_valid(&args.manifest)?;
-    let text = std::fs::read_to_string(&args.manifest).map_err(|e| {
-        CliError::unusable(
-            anyhow::Error::new(e).context(format!("reading {}", args.manifest.display())),
-        )
-    })?;
-    let config = args.config(manifest.mirror.as_deref())?;
-    let bars = Bars::new(global);
-    let archive = global.archive();
-    let stack = archive.stack(&manifest.name);
-    let report = bars
-        .on_interrupt(stack.root(), || {
-            archive::fetch(&manifest, &text, &archive, &config, &bars)
-        })
-        .map_err(failure)?;
-    bars.clear();
-    for error in &report.errors {
-        super::print_error(&anyhow!("{error}"));
-    }
-    // Each failed file says its own status; the one to act on first ends the run.
-    let exit = Exit::worst(report.errors.iter().map(crate::exit::ExitStatus::exit));
+pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
+    let Fetched { report, exit } = fetch_stack(args, global)?;
     if global.json {
         print_json(&JsonFetch {
             ok: exit == Exit::Ok,
@@ -55,43 +36,20 @@ pub fn run(args: &super::fetch_args::FetchArgs, global: &GlobalArgs) -> CmdResul
         })?;
     } else if !global.quiet {
         for f in &report.files {
-            let what = match f.outcome {
-                FileOutcome::AlreadyArchived => "archived",
-                FileOutcome::Downloaded => "downloaded",
-                FileOutcome::Mirror => "mirror",
-                FileOutcome::Repaired => "repaired",
-            };
-            say(
-                &format!(
-                    "{what:<11} {}/{} ({}) sha256 {}",
-                    f.layer,
-                    f.file,
-                    size_text(f.size),
-                    f.sha256
-                ),
-                "            ",
-            );
+            say(&fetched_line(f), "            ");
         }
-        match exit {
-            Exit::Ok => say(
-                &format!(
-                    "{}: {} files archived and verified; next: stackpin audit {}",
-                    report.stack.display(),
-                    report.files.len(),
-                    args.manifest.display()
-                ),
-                "  ",
+        let (stack, manifest) = (report.stack.display(), args.manifest.display());
+        let summary = match exit {
+            Exit::Ok => format!(
+                "{stack}: {} files archived and verified; next: stackpin audit {manifest}",
+                report.files.len()
             ),
-            _ => say(
-                &format!(
-                    "{}: {} files failed; run `stackpin fetch {}` again to resume",
-                    report.stack.display(),
-                    report.errors.len(),
-                    args.manifest.display()
-                ),
-                "  ",
+            _ => format!(
+                "{stack}: {} files failed; run `stackpin fetch {manifest}` again to resume",
+                report.errors.len()
             ),
-        }
+        };
+        say(&summary, "  ");
     }
     Ok(exit)
 }

@@ -6,7 +6,7 @@ use anyhow::anyhow;
 
 use super::chain::{InstallArgs, finish, not_fetched, run_install};
 use super::valid_manifest::require_valid;
-use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, finish_report, print_json};
 use crate::exec::step::shell_words;
 use crate::install;
 use crate::install::plan::{self, Verdict};
@@ -59,12 +59,12 @@ pub fn run_plan(args: &PlanArgs, global: &GlobalArgs) -> CmdResult {
     };
     let plan = plan::plan(&m, stack.root(), &host, &files)?;
     let no_archive = !stack.lock_path().exists();
-    if global.json {
-        print_json(&plan)?;
-    } else {
-        print_plan(&plan, no_archive);
-    }
-    Ok(Exit::verdict(!plan.blocked()))
+    finish_report(
+        global,
+        !plan.blocked(),
+        || print_json(&plan),
+        || print_plan(&plan, no_archive),
+    )
 }
 
 fn print_plan(plan: &plan::Plan, no_archive: bool) {

@@ -14,9 +14,9 @@ use serde::Serialize;
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::exec::step::StepStatus;
+use crate::host::RealSystem;
 use crate::host::library_probe::PROBE_SCRIPT;
 use crate::host::nvidia_smi;
-use crate::host::{RealSystem, System};
 use crate::library::LibraryDescription;
 use crate::manifest::duration_text;
 use crate::prove::measure::{self, CommandMemory, MeasureRequest};
@@ -83,7 +83,7 @@ struct BaselineLines {
 pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
     let _ = crate::exec::interrupt::on_ctrl_c("waiting for the command to finish");
     let system = RealSystem;
-    let gpu_index = measured_gpu(&system, args.gpu);
+    let gpu_index = crate::host::gpu_in_use(&system, args.gpu);
     let smi = nvidia_smi::find(&system, false).map_err(|searched| {
         Failure::from(CliError::Failed(format!(
             "nvidia-smi was not found (looked in {}); install the NVIDIA driver or put nvidia-smi on PATH",
@@ -133,7 +133,9 @@ pub fn run(args: &MeasureArgs, global: &GlobalArgs) -> CmdResult {
             crate::exec::step::shell_words(&shown(&request.argv))
         );
     }
-    let mut memory = measure::measure(&request, &mut |_, _| {}).map_err(CliError::broke)?;
+    // The command is never empty here (refused above), so every error `measure` returns is a
+    // step outside stackpin that failed: its own status is 3.
+    let mut memory = measure::measure(&request, &mut |_, _| {})?;
     memory.argv = shown(&memory.argv);
     let Some(library) = library else {
         print_report(&memory, None, None, global)?;
@@ -202,20 +204,6 @@ fn ended_well(memory: &CommandMemory, stopped_on_purpose: bool) -> bool {
         StepStatus::TimedOut => stopped_on_purpose,
         StepStatus::RebootRequired | StepStatus::Failed | StepStatus::Interrupted => false,
     }
-}
-
-/// The GPU the command will use, chosen as every command chooses it (`host::gpu_select`):
-/// `--gpu N`, else the first GPU `CUDA_VISIBLE_DEVICES` allows (an index or a `GPU-…` UUID),
-/// else the first GPU; 0 when nvidia-smi lists none the command may use.
-fn measured_gpu(system: &dyn System, requested: Option<u32>) -> u32 {
-    let wsl = crate::host::os_info::probe(system).wsl;
-    let driver = nvidia_smi::probe(system, wsl, crate::host::smi_timeout(system));
-    let visible = system.env("CUDA_VISIBLE_DEVICES");
-    crate::host::gpu_select::choose(&driver.gpus, requested, visible.as_deref())
-        .ok()
-        .and_then(|choice| choice.index)
-        .or(requested)
-        .unwrap_or(0)
 }
 
 /// Exit 0 when the command ended well (or was stopped by `--for`) and memory was measured.

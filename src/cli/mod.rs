@@ -1,10 +1,13 @@
 //! The command line: clap definitions, human vs `--json` output, and exit codes.
 //!
-//! Business rules live in the library modules; each `cmd_*` here turns arguments into a call and
+//! Business rules live in the library modules; each `*_cmd` here turns arguments into a call and
 //! the result into text or JSON. Exit codes (documented in README, defined in `crate::exit`):
 //! 0 ok · 1 the check found a problem · 2 usage or input error · 3 an external step failed.
-//! Errors that know their code (`crate::exit::ExitStatus`) carry it through `?`. With `--json`
-//! every exit path prints exactly one document on stdout, built here at the edge.
+//! Errors that know their code (`crate::exit::ExitStatus`) carry it through `?`; a report's
+//! verdict (0 or 1) is chosen in [`finish_report`]. No command module imports another: what two
+//! share lives in a non-command module (`term`, `chain`, `fetch_args`, `valid_manifest`,
+//! `consent`). With `--json` every exit path prints exactly one document on stdout, built here
+//! at the edge.
 
 mod audit_cmd;
 mod budget_cmd;
@@ -512,6 +515,23 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(value);
     Ok(())
+}
+
+/// Ends a command on its report: `json` keeps the `--json` document (it calls [`print_json`]),
+/// else `human` draws it; the status is the report's verdict, 0 when it found nothing and 1
+/// when it found a problem (README's table), chosen here for every report-shaped command.
+pub fn finish_report(
+    global: &GlobalArgs,
+    ok: bool,
+    json: impl FnOnce() -> Result<(), Failure>,
+    human: impl FnOnce(),
+) -> CmdResult {
+    if global.json {
+        json()?;
+    } else {
+        human();
+    }
+    Ok(Exit::verdict(ok))
 }
 
 #[cfg(test)]

@@ -6,12 +6,12 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Failure, GlobalArgs, finish_report, print_json};
 use crate::dataset::{self, DataRef};
-use crate::host::{self, DriverState, ProbeOptions, RealSystem};
+use crate::host::RealSystem;
 use crate::manifest;
 use crate::os::Os;
-use crate::outdated::{self, HostGpu, HostGpus, Outdated};
+use crate::outdated::{self, HostGpus, Outdated};
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -51,31 +51,6 @@ struct OutdatedJson<'a> {
     stacks: Vec<StackJson<'a>>,
 }
 
-/// The host's GPUs for a stack of `os`: only this machine's, and only when its driver answers.
-fn host_gpus(os: Os) -> HostGpus {
-    if os != Os::current() {
-        return HostGpus::Unknown(format!("a {os} stack judged on a {} host", Os::current()));
-    }
-    let report = match host::probe(&RealSystem, &ProbeOptions::default()) {
-        Ok(r) => r,
-        Err(e) => return HostGpus::Unknown(e.to_string()),
-    };
-    match report.driver.state {
-        DriverState::Ok => HostGpus::Known(
-            report
-                .driver
-                .gpus
-                .iter()
-                .map(|g| HostGpu {
-                    name: g.name.clone(),
-                    compute_cap: g.compute_cap.clone(),
-                })
-                .collect(),
-        ),
-        other => HostGpus::Unknown(other.label().to_string()),
-    }
-}
-
 pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
     let paths = match &args.manifest {
         Some(path) => vec![path.clone()],
@@ -102,11 +77,13 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
     let mut probed: HashMap<Os, HostGpus> = HashMap::new();
     for path in paths {
         let m = manifest::read(&path)?;
-        let gpus = probed.entry(m.os).or_insert_with(|| host_gpus(m.os));
+        let gpus = probed
+            .entry(m.os)
+            .or_insert_with(|| outdated::host_gpus(&RealSystem, m.os));
         results.push((path, outdated::outdated(&m, gpus)));
     }
     let any = results.iter().any(|(_, o)| !o.newer.is_empty());
-    if global.json {
+    let json = || {
         print_json(&OutdatedJson {
             data: dataset::data_ref(&crate::compat::READER),
             outdated: any,
@@ -117,11 +94,9 @@ pub fn run(args: &OutdatedArgs, global: &GlobalArgs) -> CmdResult {
                     outdated: o,
                 })
                 .collect(),
-        })?;
-    } else {
-        print_human(&results, global.quiet);
-    }
-    Ok(Exit::verdict(!any))
+        })
+    };
+    finish_report(global, !any, json, || print_human(&results, global.quiet))
 }
 
 fn print_human(results: &[(PathBuf, Outdated)], quiet: bool) {

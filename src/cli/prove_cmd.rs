@@ -6,10 +6,9 @@ use anyhow::anyhow;
 use serde::Serialize;
 
 use super::chain::{InstallArgs, check_long_paths, end_exit, finish, reboot_now};
-use super::term::{Bars, CliReporter, Spinner, render_batch_plan, size_text};
+use super::term::{Bars, CliReporter, Spinner, fetched_line, render_batch_plan};
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::archive::FileOutcome;
 use crate::host::RealSystem;
 use crate::install::{ChainEnd, InstallOptions, InstallReport};
 use crate::layers::live::LiveHost;
@@ -288,19 +287,7 @@ impl UpReporter for UpView {
         }
         // As `fetch` prints them: what each file took, then the count.
         for f in &report.files {
-            let what = match f.outcome {
-                FileOutcome::AlreadyArchived => "archived",
-                FileOutcome::Downloaded => "downloaded",
-                FileOutcome::Mirror => "mirror",
-                FileOutcome::Repaired => "repaired",
-            };
-            println!(
-                "{what:<11} {}/{} ({}) sha256 {}",
-                f.layer,
-                f.file,
-                size_text(f.size),
-                f.sha256
-            );
+            println!("{}", fetched_line(f));
         }
         println!(
             "{}: {} files archived and verified",

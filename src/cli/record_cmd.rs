@@ -8,7 +8,7 @@ use clap::Subcommand;
 
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
-use crate::deployment::{self, DeploymentError, VersionSource};
+use crate::deployment::{self, VersionSource};
 use crate::record::ProvenStack;
 
 pub const EXAMPLES: &str = "\
@@ -59,10 +59,8 @@ fn run_export(args: &ExportArgs, global: &GlobalArgs) -> CmdResult {
     } else {
         None
     };
-    let record = deployment::export(&m, proven.as_ref(), &args.model).map_err(|e| match e {
-        DeploymentError::Model { .. } => CliError::unusable(e),
-        other => CliError::broke(other),
-    })?;
+    // A model that cannot be read is the user's input (exit 2): the error knows its row.
+    let record = deployment::export(&m, proven.as_ref(), &args.model)?;
     let out = args
         .output
         .clone()

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
+use super::{CliError, CmdResult, Failure, GlobalArgs, finish_report, print_json};
 use crate::install::state::LayerStatus;
 use crate::manifest::{self, Layer};
 use crate::status::{StackStatus, Stage, stack_status};
@@ -60,20 +60,23 @@ pub fn run(args: &StatusArgs, global: &GlobalArgs) -> CmdResult {
             .collect(),
     };
     let ok = !stacks.iter().any(StackStatus::has_problem);
-    if global.json {
+    let json = || {
         print_json(&StatusJson {
             archive: archive.root().to_path_buf(),
             ok,
             stacks: &stacks,
-        })?;
-    } else if stacks.is_empty() {
-        if !global.quiet {
-            println!(
-                "{}: no stack yet; run `stackpin fetch MANIFEST` or `stackpin up MANIFEST`",
-                archive.root().display()
-            );
+        })
+    };
+    let human = || {
+        if stacks.is_empty() {
+            if !global.quiet {
+                println!(
+                    "{}: no stack yet; run `stackpin fetch MANIFEST` or `stackpin up MANIFEST`",
+                    archive.root().display()
+                );
+            }
+            return;
         }
-    } else {
         for s in &stacks {
             if args.manifest.is_some() {
                 print_human(s);
@@ -83,9 +86,10 @@ pub fn run(args: &StatusArgs, global: &GlobalArgs) -> CmdResult {
                 super::hints::for_stack(&kept, || print_human(s));
             }
         }
-    }
+    };
+    let exit = finish_report(global, ok, json, human)?;
     if ok || !global.json {
-        Ok(Exit::verdict(ok))
+        Ok(exit)
     } else {
         // The document already says what is wrong; one line on stderr keeps logs readable.
         Err(Failure::from(CliError::Refused(format!(

@@ -4,7 +4,7 @@
 //! formatting live in [`super::term`], shared with `budget`, `prove` and `up`.
 
 use super::term::{print_report, render_batch_plan};
-use super::{CmdResult, Exit, GlobalArgs, print_json};
+use super::{CmdResult, GlobalArgs, finish_report, print_json};
 use crate::manifest::{DEFAULT_VRAM_LINE, VramSettings};
 use crate::size;
 use crate::vram::{self, Measurement, PlanRequest};
@@ -80,12 +80,12 @@ pub fn run(args: &VramArgs, global: &GlobalArgs) -> CmdResult {
         batches: &batches,
         dataset_mib: args.dataset,
     })?;
-    if global.json {
-        print_json(&plan)?;
-    } else {
-        print_report(&render_batch_plan(&plan));
-    }
-    Ok(Exit::verdict(plan.largest_safe_batch.is_some()))
+    finish_report(
+        global,
+        plan.largest_safe_batch.is_some(),
+        || print_json(&plan),
+        || print_report(&render_batch_plan(&plan)),
+    )
 }
 
 #[cfg(test)]

@@ -81,6 +81,14 @@ pub enum GuardError {
     },
 }
 
+// The row of README's exit-code table each error belongs to; `?` carries it to the CLI.
+impl crate::exit::ExitStatus for GuardError {
+    fn exit(&self) -> crate::exit::Exit {
+        // The command was asked for (`--apply-guard`) and the host's own tool did not do it.
+        crate::exit::Exit::External
+    }
+}
+
 impl Guard {
     /// The Windows guard: both policies.
     pub fn windows() -> Guard {
@@ -307,11 +315,30 @@ mod tests {
     }
 
     #[test]
-    fn a_packaged_driver_on_debian_gets_an_apt_mark_hold() {
+    fn a_guard_that_could_not_be_applied_is_an_external_failure() {
+        use crate::exit::{Exit, ExitStatus};
+        let failed = GuardError::Failed {
+            command: "apt-mark hold nvidia-utils-565".into(),
+            code: Some(100),
+            output: String::new(),
+        };
+        assert_eq!(failed.exit(), Exit::External);
+        assert_eq!(GuardError::Nothing.exit(), Exit::External);
+    }
+
+    /// A Linux host with nvidia-smi in /usr/bin and the package tool `tool` beside it.
+    fn packaged_linux(tool: &str) -> FakeSystem {
         let mut sys = FakeSystem::new(Os::Linux);
         sys.on_path
             .insert("nvidia-smi".into(), "/usr/bin/nvidia-smi".into());
-        sys.on_path.insert("dpkg".into(), "/usr/bin/dpkg".into());
+        sys.on_path
+            .insert(tool.into(), format!("/usr/bin/{tool}").into());
+        sys
+    }
+
+    #[test]
+    fn a_packaged_driver_on_debian_gets_an_apt_mark_hold() {
+        let mut sys = packaged_linux("dpkg");
         sys.answer(
             "/usr/bin/dpkg",
             &["-S"],
@@ -324,10 +351,7 @@ mod tests {
 
     #[test]
     fn a_packaged_driver_on_fedora_gets_a_versionlock() {
-        let mut sys = FakeSystem::new(Os::Linux);
-        sys.on_path
-            .insert("nvidia-smi".into(), "/usr/bin/nvidia-smi".into());
-        sys.on_path.insert("rpm".into(), "/usr/bin/rpm".into());
+        let mut sys = packaged_linux("rpm");
         sys.answer("/usr/bin/rpm", &["-qf"], 0, "nvidia-driver-cuda\n");
         let guard = for_host(&sys, Os::Linux);
         assert_eq!(
@@ -338,10 +362,7 @@ mod tests {
 
     #[test]
     fn a_runfile_driver_has_nothing_to_hold_and_says_why() {
-        let mut sys = FakeSystem::new(Os::Linux);
-        sys.on_path
-            .insert("nvidia-smi".into(), "/usr/bin/nvidia-smi".into());
-        sys.on_path.insert("dpkg".into(), "/usr/bin/dpkg".into());
+        let mut sys = packaged_linux("dpkg");
         sys.answer("/usr/bin/dpkg", &["-S"], 1, "");
         let guard = for_host(&sys, Os::Linux);
         assert!(guard.argv.is_empty());

@@ -125,9 +125,25 @@ pub fn require_gpu(system: &dyn System, requested: Option<u32>) -> Result<(), Ho
     let Some(n) = requested else {
         return Ok(());
     };
+    gpu_select::choose(&listed_gpus(system), Some(n), None).map(|_| ())
+}
+
+/// The index of the GPU a command started now uses, chosen as every command chooses it
+/// ([`gpu_select`]): `--gpu N`, else the first GPU `CUDA_VISIBLE_DEVICES` allows (an index or a
+/// `GPU-…` UUID), else the first GPU; `requested` (or 0) when nvidia-smi lists none it may use.
+pub fn gpu_in_use(system: &dyn System, requested: Option<u32>) -> u32 {
+    let visible = system.env("CUDA_VISIBLE_DEVICES");
+    gpu_select::choose(&listed_gpus(system), requested, visible.as_deref())
+        .ok()
+        .and_then(|choice| choice.index)
+        .or(requested)
+        .unwrap_or(0)
+}
+
+/// The GPUs nvidia-smi lists now (under WSL, Windows' nvidia-smi), within the timeout knob.
+fn listed_gpus(system: &dyn System) -> Vec<Gpu> {
     let wsl = os_info::probe(system).wsl;
-    let driver = nvidia_smi::probe(system, wsl, smi_timeout(system));
-    gpu_select::choose(&driver.gpus, Some(n), None).map(|_| ())
+    nvidia_smi::probe(system, wsl, smi_timeout(system)).gpus
 }
 
 /// Probes the whole host. Driver trouble is a [`DriverState`], never an error; errors are for
@@ -218,5 +234,18 @@ mod tests {
         let report = probe(&sys, &ProbeOptions::default()).expect("probes");
         assert_eq!(report.gpu().map(|g| g.name.as_str()), Some("B"));
         assert_eq!(report.driver.cuda_supported, None);
+        assert_eq!(
+            gpu_in_use(&sys, None),
+            1,
+            "the GPU CUDA_VISIBLE_DEVICES allows"
+        );
+        assert_eq!(gpu_in_use(&sys, Some(0)), 0, "--gpu wins");
+    }
+
+    #[test]
+    fn without_a_listed_gpu_a_command_uses_the_one_asked_for_or_0() {
+        let sys = FakeSystem::new(Os::Linux);
+        assert_eq!(gpu_in_use(&sys, None), 0);
+        assert_eq!(gpu_in_use(&sys, Some(3)), 3);
     }
 }

@@ -23,11 +23,7 @@ pub(crate) struct Clinic {
 
 impl Clinic {
     pub(crate) fn proven() -> Self {
-        let host = FakeHost::new()
-            .gpu("NVIDIA L4", 23034, "8.9")
-            .driver(DRIVER, "12.8")
-            .toolkit("12.4.1")
-            .torch(FakeTorch::default());
+        let host = FakeHost::l4_workstation();
         std::fs::write(host.nvidia().join("memory.csv"), "7300\n").expect("idle memory");
         std::fs::write(host.nvidia().join("apps.csv"), "4242, 7000\n").expect("other job");
         let script = host.root().join("example.sh");

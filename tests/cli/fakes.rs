@@ -382,6 +382,16 @@ mod linux {
             self.write_package("torch", &text);
         }
 
+        /// The workstation the fetch/install/prove harnesses stand on: one NVIDIA L4, driver
+        /// 595.71.05 (CUDA 12.8), toolkit 12.4.1 and the default torch, all in place.
+        pub fn l4_workstation() -> Self {
+            Self::new()
+                .gpu("NVIDIA L4", 23034, "8.9")
+                .driver("595.71.05", "12.8")
+                .toolkit("12.4.1")
+                .torch(FakeTorch::default())
+        }
+
         /// A fake `torch` with the default answers (2.5.1+cu124 on an L4).
         pub fn torch(self, torch: FakeTorch) -> Self {
             self.write_torch(&torch);

@@ -9,7 +9,7 @@ use std::process::Output;
 
 use sha2::{Digest, Sha256};
 
-use crate::fakes::{FakeHost, FakeTorch};
+use crate::fakes::FakeHost;
 
 const DRIVER: &str = "595.71.05";
 
@@ -21,11 +21,7 @@ struct Bench {
 impl Bench {
     /// An inference stack whose fake example holds 700 MiB and reports the given latencies.
     fn new(p50_ms: f64, p99_ms: f64, cycle_time_ms: f64) -> Self {
-        let host = FakeHost::new()
-            .gpu("NVIDIA L4", 23034, "8.9")
-            .driver(DRIVER, "12.8")
-            .toolkit("12.4.1")
-            .torch(FakeTorch::default());
+        let host = FakeHost::l4_workstation();
         std::fs::write(host.nvidia().join("memory.csv"), "300\n").expect("idle memory");
         std::fs::write(host.nvidia().join("apps.csv"), "").expect("no other job");
         let script = host.root().join("infer.sh");

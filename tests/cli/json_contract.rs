@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::fakes::{DriverMode, FakeHost, FakeTorch};
+use crate::fakes::{DriverMode, FakeHost};
 
 const STACK: &str = "json-contract";
 const DRIVER_FILE: &str = "NVIDIA-Linux-x86_64-595.71.05.run";
@@ -24,11 +24,7 @@ struct Desk {
 
 impl Desk {
     fn new() -> Self {
-        let host = FakeHost::new()
-            .gpu("NVIDIA L4", 23034, "8.9")
-            .driver("595.71.05", "12.8")
-            .toolkit("12.4.1")
-            .torch(FakeTorch::default());
+        let host = FakeHost::l4_workstation();
         let manifest = host.root().join("stack.yaml");
         std::fs::write(&manifest, manifest_text(&host, "595.71.05")).expect("manifest");
         Self { host, manifest }

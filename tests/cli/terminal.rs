@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use crate::fakes::{FakeHost, FakeTorch};
+use crate::fakes::FakeHost;
 use crate::install::{driver_script, library_script, toolkit_script};
 use crate::server::{Route, TestServer};
 
@@ -24,11 +24,7 @@ struct Scene {
 
 impl Scene {
     fn new() -> Self {
-        let host = FakeHost::new()
-            .gpu("NVIDIA L4", 23034, "8.9")
-            .driver("595.71.05", "12.8")
-            .toolkit("12.4.1")
-            .torch(FakeTorch::default());
+        let host = FakeHost::l4_workstation();
         let server = TestServer::start();
         server.file(DRIVER_FILE, driver_script(&host).as_bytes());
         server.file(TOOLKIT_FILE, toolkit_script(&host).as_bytes());

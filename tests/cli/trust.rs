@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use crate::fakes::{FakeHost, FakeTorch};
+use crate::fakes::FakeHost;
 use crate::hostile::{
     Watched, alive, child_holding_the_pipes, gone_within, one_enormous_line, pid_in, sha, signal,
     signal_group, tamper_with_lock,
@@ -42,11 +42,7 @@ struct Vault {
 
 impl Vault {
     fn fetched(setup: Setup) -> Self {
-        let host = FakeHost::new()
-            .gpu("NVIDIA L4", 23034, "8.9")
-            .driver(DRIVER, "12.8")
-            .toolkit("12.4.1")
-            .torch(FakeTorch::default());
+        let host = FakeHost::l4_workstation();
         std::fs::write(host.nvidia().join("memory.csv"), "7300\n").expect("idle memory");
         std::fs::write(host.nvidia().join("apps.csv"), "4242, 7000\n").expect("other job");
         let (example, example_timeout) = setup

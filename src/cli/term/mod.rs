@@ -1,6 +1,6 @@
 //! The terminal pieces the commands share: the archive's progress bars, the example's spinner,
-//! the install runner's reporter, sizes and memory amounts as people read them, and the batch
-//! plan's table. Command modules draw through these and never import one another for drawing.
+//! the install runner's reporter, an archived file's line, sizes and memory amounts as people
+//! read them, and the batch plan's table. Command modules draw through these and never import one another for drawing.
 
 mod bars;
 mod batch_plan;
@@ -17,13 +17,24 @@ pub(in crate::cli) use numbers::{amount, gib, grouped, mib};
 pub(in crate::cli) use reporter::CliReporter;
 pub(in crate::cli) use spinner::Spinner;
 
-use super::Failure;
-use crate::archive::ArchiveError;
+use crate::archive::{FetchedFile, FileOutcome};
 
-/// The archive error with the exit status it knows (`crate::exit`): content problems 1,
-/// unreadable input 2, the rest 3.
-pub(in crate::cli) fn failure(e: ArchiveError) -> Failure {
-    Failure::from(e)
+/// One archived file as `fetch` and `up` list it: what the fetch did with it, then where it
+/// lies, its size and its hash.
+pub(in crate::cli) fn fetched_line(f: &FetchedFile) -> String {
+    let what = match f.outcome {
+        FileOutcome::AlreadyArchived => "archived",
+        FileOutcome::Downloaded => "downloaded",
+        FileOutcome::Mirror => "mirror",
+        FileOutcome::Repaired => "repaired",
+    };
+    format!(
+        "{what:<11} {}/{} ({}) sha256 {}",
+        f.layer,
+        f.file,
+        size_text(f.size),
+        f.sha256
+    )
 }
 
 /// Sizes the way users read them.
