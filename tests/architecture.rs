@@ -309,53 +309,74 @@ fn drop_test_items(code: &str) -> String {
     out.into_iter().collect()
 }
 
-/// Every path a file names through `crate::` or `super::`, as segments from the crate root,
-/// with `use` groups (`crate::{a, b::{c, d}}`) spread out.
+/// Every path a file names through `crate::`, `super::`, `self::` or one of its own child
+/// modules (`mod plan;` … `plan::Verdict`), as segments from the crate root, with `use` groups
+/// (`crate::{a, b::{c, d}}`) spread out.
 fn paths_used(file: &SourceFile) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let here = module_path(&file.rel);
-    let code = &file.code;
-    let bytes: Vec<char> = code.chars().collect();
+    let children = child_modules(&file.code);
+    let chars: Vec<char> = file.code.chars().collect();
     let mut i = 0;
-    while i < bytes.len() {
-        let at_word_start = i == 0 || !(bytes[i - 1].is_alphanumeric() || bytes[i - 1] == '_');
-        if !at_word_start || !matches!(bytes[i], 'c' | 's') {
-            i += 1;
+    while i < chars.len() {
+        let at_word_start = i == 0
+            || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '_' || chars[i - 1] == ':');
+        let word: String = if at_word_start {
+            chars[i..]
+                .iter()
+                .take_while(|c| c.is_alphanumeric() || **c == '_')
+                .collect()
+        } else {
+            String::new()
+        };
+        let after = i + word.chars().count();
+        if word.is_empty() || !chars[after..].starts_with(&[':', ':']) {
+            i += word.chars().count().max(1);
             continue;
         }
-        let rest: String = bytes[i..bytes.len().min(i + 10)].iter().collect();
-        let root = if !at_word_start {
-            None
-        } else if rest.starts_with("crate::") {
-            Some((Vec::new(), "crate::".len()))
-        } else if rest.starts_with("super::") {
-            let mut base = here.clone();
-            let mut j = i;
-            let sup: Vec<char> = "super::".chars().collect();
-            while bytes[j..].starts_with(&sup) {
-                base.pop();
-                j += "super::".len();
-            }
-            Some((base, j - i))
-        } else if rest.starts_with("stackpin::") {
-            Some((Vec::new(), "stackpin::".len()))
-        } else {
-            None
-        };
-        match root {
-            Some((base, skip)) => {
-                let (paths, used) = parse_tree(&bytes[i + skip..]);
-                for p in paths {
-                    let mut full = base.clone();
-                    full.extend(p);
-                    out.push(full);
+        let (base, skip) = match word.as_str() {
+            "crate" | "stackpin" => (Vec::new(), after + 2 - i),
+            "self" => (here.clone(), after + 2 - i),
+            "super" => {
+                let mut base = here.clone();
+                let mut j = i;
+                let sup: Vec<char> = "super::".chars().collect();
+                while chars[j..].starts_with(&sup) {
+                    base.pop();
+                    j += sup.len();
                 }
-                i += skip + used.max(1);
+                (base, j - i)
             }
-            None => i += 1,
+            child if children.contains(child) => (here.clone(), 0),
+            _ => {
+                i = after + 2;
+                continue;
+            }
+        };
+        let (paths, used) = parse_tree(&chars[i + skip..]);
+        for p in paths {
+            let mut full = base.clone();
+            full.extend(p);
+            out.push(full);
         }
+        i += skip + used.max(1);
     }
     out
+}
+
+/// The child modules a file declares (`mod plan;`, `pub mod live;`, `pub(crate) mod x;`).
+fn child_modules(code: &str) -> BTreeSet<String> {
+    code.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let rest = line
+                .strip_prefix("pub(crate) ")
+                .or_else(|| line.strip_prefix("pub "))
+                .unwrap_or(line);
+            let name = rest.strip_prefix("mod ")?.strip_suffix(';')?.trim();
+            Some(name.to_string())
+        })
+        .collect()
 }
 
 /// Reads `a::b::{c, d::e}` into its paths; returns them and how many chars it read.
@@ -597,6 +618,7 @@ fn the_reader_sees_through_comments_strings_groups_and_tests() {
              // crate::record is only mentioned\n\
              let s = \"crate::doctor\"; let c = '\\''; let l: &'a str = r#\"crate::up\"#;\n\
              fn f() { super::proof::prove_layer(); crate::exec::run(); }\n\
+             mod files;\nfn g() { files::ArchivedFile::new(); std::fs::read(); self::g(); }\n\
              #[cfg(test)]\nmod tests { use crate::prove::Thing; }\n",
         )),
     };
@@ -608,7 +630,9 @@ fn the_reader_sees_through_comments_strings_groups_and_tests() {
             "host::System",
             "manifest::Manifest",
             "install::proof::prove_layer",
-            "exec::run"
+            "exec::run",
+            "install::plan::files::ArchivedFile::new",
+            "install::plan::g",
         ]
     );
 }
