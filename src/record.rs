@@ -578,6 +578,45 @@ impl ExitStatus for RecordError {
     }
 }
 
+/// A record as `prove` writes it, for the tests of the modules that read records (doctor,
+/// status): one GPU, a 2560 MiB peak, the 80 % line of its VRAM.
+#[cfg(test)]
+pub(crate) struct TestRecord<'a> {
+    pub stack: &'a str,
+    pub os: &'a str,
+    pub gpu: &'a str,
+    pub vram_mib: u64,
+    pub driver: &'a str,
+    pub driver_cuda: &'a str,
+    pub toolkit_root: &'a str,
+}
+
+#[cfg(test)]
+impl TestRecord<'_> {
+    pub fn proven(&self) -> ProvenStack {
+        serde_json::from_value(serde_json::json!({
+            "record": 1, "stack": self.stack,
+            "proven_at": "2026-12-01T10:00:00Z",
+            "host": {"hostname": "ws-01", "os": self.os, "os_version": null, "kernel": null, "cpu": null},
+            "gpus": [{"index": 0, "name": self.gpu, "vram_mib": self.vram_mib,
+                      "compute_capability": "8.9", "driver": self.driver,
+                      "driver_cuda": self.driver_cuda}],
+            "toolkit": {"version": "12.4.1", "root": self.toolkit_root, "nvcc": null},
+            "library": {"name": "torch", "version": "2.5.1+cu124", "cuda_build": "12.4", "cudnn": null},
+            "example": {"argv": [], "batch": 64, "gpu_index": 0, "duration_s": 40.0,
+                        "exit_code": 0, "samples_per_s": null, "log": "x.log"},
+            "peak": {"outside_mib": 2560, "outside_source": "per_process", "baseline_mib": null,
+                     "framework_mib": null, "framework_counter": null, "allocated_mib": null,
+                     "context_mib": null, "authority": "outside", "mib": 2560.0},
+            "per_sample_mib": 40.0,
+            "line": {"share": 0.8, "mib": (self.vram_mib as f64 * 8.0).round() / 10.0,
+                     "vram_mib": self.vram_mib},
+            "predictions": [], "largest_safe_batch": 192, "environment": {}
+        }))
+        .expect("a test record reads")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

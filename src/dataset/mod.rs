@@ -147,13 +147,7 @@ impl DataSet {
         tables: BTreeMap<String, String>,
         reader: &dyn Reader,
     ) -> Result<DataSet, DatasetError> {
-        if schema != SCHEMA {
-            return Err(DatasetError::Schema {
-                what: what.to_string(),
-                found: schema,
-            });
-        }
-        let set = Self::unchecked(what, schema, tables)?;
+        let set = Self::of_this_schema(what, schema, tables)?;
         set.validate(what, reader)?;
         Ok(set)
     }
@@ -166,15 +160,24 @@ impl DataSet {
         tables: BTreeMap<String, String>,
         reader: &dyn Reader,
     ) -> Result<DataSet, DatasetError> {
+        let set = Self::of_this_schema(what, schema, tables)?;
+        set.load(what, reader)?;
+        Ok(set)
+    }
+
+    /// A set of the schema this binary reads, its tables scanned for their dates.
+    fn of_this_schema(
+        what: &str,
+        schema: u32,
+        tables: BTreeMap<String, String>,
+    ) -> Result<DataSet, DatasetError> {
         if schema != SCHEMA {
             return Err(DatasetError::Schema {
                 what: what.to_string(),
                 found: schema,
             });
         }
-        let set = Self::unchecked(what, schema, tables)?;
-        set.load(what, reader)?;
-        Ok(set)
+        Self::unchecked(what, schema, tables)
     }
 
     /// A set whose tables are only scanned for their dates (the built-in set, covered by tests).

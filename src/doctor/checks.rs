@@ -575,24 +575,16 @@ mod tests {
 
     /// The record a Windows workstation keeps after proving driver 566.36.
     fn record(driver: &str) -> ProvenStack {
-        serde_json::from_value(serde_json::json!({
-            "record": 1, "stack": "torch-2.5.1-cu124-windows",
-            "proven_at": "2026-12-01T10:00:00Z",
-            "host": {"hostname": "ws-01", "os": "windows", "os_version": null, "kernel": null, "cpu": null},
-            "gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 4070", "vram_mib": 12282,
-                      "compute_capability": "8.9", "driver": driver, "driver_cuda": "12.7"}],
-            "toolkit": {"version": "12.4.1", "root": "C:/cuda", "nvcc": null},
-            "library": {"name": "torch", "version": "2.5.1+cu124", "cuda_build": "12.4", "cudnn": null},
-            "example": {"argv": [], "batch": 64, "gpu_index": 0, "duration_s": 40.0,
-                        "exit_code": 0, "samples_per_s": null, "log": "x.log"},
-            "peak": {"outside_mib": 2560, "outside_source": "per_process", "baseline_mib": null,
-                     "framework_mib": null, "framework_counter": null, "allocated_mib": null,
-                     "context_mib": null, "authority": "outside", "mib": 2560.0},
-            "per_sample_mib": 40.0,
-            "line": {"share": 0.8, "mib": 9825.6, "vram_mib": 12282},
-            "predictions": [], "largest_safe_batch": 192, "environment": {}
-        }))
-        .expect("record")
+        crate::record::TestRecord {
+            stack: "torch-2.5.1-cu124-windows",
+            os: "windows",
+            gpu: "NVIDIA GeForce RTX 4070",
+            vram_mib: 12282,
+            driver,
+            driver_cuda: "12.7",
+            toolkit_root: "C:/cuda",
+        }
+        .proven()
     }
 
     fn facts<'a>(m: &'a Manifest, recorded: &str, running: Option<&str>) -> Facts<'a> {

@@ -307,25 +307,16 @@ mod tests {
 
     /// The record the stack got when it was proven with exactly its pins.
     fn record(m: &Manifest) -> ProvenStack {
-        serde_json::from_value(serde_json::json!({
-            "record": 1, "stack": m.name,
-            "proven_at": "2026-12-01T10:00:00Z",
-            "host": {"hostname": "ws-01", "os": m.os, "os_version": null, "kernel": null, "cpu": null},
-            "gpus": [{"index": 0, "name": "NVIDIA L4", "vram_mib": 23034,
-                      "compute_capability": "8.9", "driver": m.driver.version.to_string(),
-                      "driver_cuda": "12.8"}],
-            "toolkit": {"version": "12.4.1", "root": m.toolkit.root, "nvcc": null},
-            "library": {"name": "torch", "version": "2.5.1+cu124", "cuda_build": "12.4", "cudnn": null},
-            "example": {"argv": [], "batch": 64, "gpu_index": 0, "duration_s": 40.0,
-                        "exit_code": 0, "samples_per_s": null, "log": "x.log"},
-            "peak": {"outside_mib": 2560, "outside_source": "per_process", "baseline_mib": null,
-                     "framework_mib": null, "framework_counter": null, "allocated_mib": null,
-                     "context_mib": null, "authority": "outside", "mib": 2560.0},
-            "per_sample_mib": 40.0,
-            "line": {"share": 0.8, "mib": 18427.2, "vram_mib": 23034},
-            "predictions": [], "largest_safe_batch": 192, "environment": {}
-        }))
-        .expect("record")
+        crate::record::TestRecord {
+            stack: &m.name,
+            os: m.os.name(),
+            gpu: "NVIDIA L4",
+            vram_mib: 23034,
+            driver: &m.driver.version.to_string(),
+            driver_cuda: "12.8",
+            toolkit_root: &m.toolkit.root,
+        }
+        .proven()
     }
 
     /// Examines `text`'s stack, proven earlier, on `sys`, with an archive in a temp dir.
