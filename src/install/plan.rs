@@ -328,9 +328,23 @@ mod tests {
 
     const LINUX: &str = include_str!("../../manifests/torch-2.5.1-cu124-linux.yaml");
     const STACK: &str = "/archive/installers/torch-2.5.1-cu124-linux";
+
     const DRIVER_RUN: &str = "NVIDIA-Linux-x86_64-595.71.05.run";
     const TOOLKIT_RUN: &str = "cuda_12.4.1_550.54.15_linux.run";
     const VENV: &str = "/opt/stackpin/torch-2.5.1-cu124-linux";
+
+    /// A path below `root` as the host's `Path::join` writes it (`\\` on Windows).
+    fn joined(root: &str, parts: &[&str]) -> String {
+        parts
+            .iter()
+            .fold(Path::new(root).to_path_buf(), |path, part| path.join(part))
+            .display()
+            .to_string()
+    }
+
+    fn in_stack(parts: &[&str]) -> String {
+        joined(STACK, parts)
+    }
 
     fn manifest() -> Manifest {
         crate::manifest::parse(LINUX, Path::new("m.yaml")).expect("shipped manifest parses")
@@ -406,7 +420,7 @@ mod tests {
         let driver = layer(&p, Layer::Driver);
         assert_eq!(driver.verdict, to_install("no nvidia-smi"));
         assert!(driver.reboot_after, "a reboot follows a new driver");
-        let installer = format!("{STACK}/driver/{DRIVER_RUN}");
+        let installer = in_stack(&["driver", DRIVER_RUN]);
         assert_eq!(argv(driver), [["sh", &installer, "--silent", "--dkms"]]);
         assert_eq!(
             driver.commands[0]
@@ -422,7 +436,7 @@ mod tests {
             toolkit.verdict,
             to_install("/usr/local/cuda-12.4 does not exist")
         );
-        let installer = format!("{STACK}/toolkit/{TOOLKIT_RUN}");
+        let installer = in_stack(&["toolkit", TOOLKIT_RUN]);
         assert_eq!(
             argv(toolkit),
             [[
@@ -440,11 +454,11 @@ mod tests {
         assert!(matches!(library.verdict, Verdict::ToInstall { .. }));
         let commands = argv(library);
         assert_eq!(commands[0], ["python3", "-m", "venv", VENV]);
-        assert_eq!(commands[1][0], format!("{VENV}/bin/python"));
+        assert_eq!(commands[1][0], joined(VENV, &["bin", "python"]));
         assert!(
             commands[1]
                 .windows(2)
-                .any(|w| w[0] == "--find-links" && w[1] == format!("{STACK}/library"))
+                .any(|w| w[0] == "--find-links" && w[1] == in_stack(&["library"]))
                 && commands[1].contains(&"--require-hashes".to_string())
                 && commands[1].contains(&"--no-index".to_string()),
             "offline, by hash, from the archive: {:?}",

@@ -208,7 +208,7 @@ mod tests {
         assert_eq!(
             values.substitute(&argv).expect("substitutes"),
             [
-                "/a/stack/toolkit".to_string(),
+                Path::new("/a/stack").join("toolkit").display().to_string(),
                 format!("--root={}", m.toolkit.root)
             ]
         );
