@@ -752,8 +752,9 @@ fn holdout_round16_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // before the first search, 8334f07; cases decided before diagnose ran, f1e7cae) and measured
     // once, untuned: 14/20 acceptable, 6 unknown, 0 wrong, fix right 13/14 (README.md). Tuned on
     // since, by family (the container runtime's mount errors: driver libraries in the way, or
-    // missing): 17/20, the three nvcc/NVRTC compile errors still unknown. Fewer right answers, or
-    // any wrong layer, fails.
+    // missing), then nvcc's and NVRTC's compile errors by where they are (the toolkit's own
+    // headers, a kernel the library generated): 19/20, r16-09 (an undefined name in NCCL's own
+    // source) still unknown. Fewer right answers, or any wrong layer, fails.
     let (right, total, wrong) = score_acceptable("holdout-round16.yaml");
     assert_eq!(total, 20);
     assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
@@ -763,9 +764,9 @@ fn holdout_round16_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     );
 }
 
-/// Round 16 after the changes made for its misses (tuned on): 17/20. Its first and only unseen
+/// Round 16 after the changes made for its misses (tuned on): 19/20. Its first and only unseen
 /// measurement was 14/20 (70%).
-const ROUND16_FLOOR: usize = 17;
+const ROUND16_FLOOR: usize = 19;
 
 #[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {
