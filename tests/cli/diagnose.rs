@@ -769,26 +769,27 @@ fn holdout_round16_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
 const ROUND16_FLOOR: usize = 19;
 
 #[test]
-fn holdout_round17_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() {
+fn holdout_round17_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 16 was tuned on (d1fee59) by the rule in the fixture's header (committed
     // before the first search, dceb1f8; cases decided before diagnose ran, daa3a04) and measured
     // once, untuned: 10/20 acceptable, 9 unknown, 1 wrong (r17-20: an Xid 31 the driver's tracker
-    // calls a driver bug, read as the library), fix right 9/10 (README.md). Fewer right answers,
-    // or a wrong layer beyond the measured one, fails.
+    // calls a driver bug, read as the library), fix right 9/10 (README.md). Tuned on since, by
+    // family (Docker's unknown nvidia runtime, CMake without a default CUDA architecture, the
+    // driver module's own folders failing to compile, TensorFlow's "DNN library is not found",
+    // an Xid of a desktop program): 20/20, no wrong layer. Fewer right answers, or any wrong
+    // layer, fails.
     let (right, total, wrong) = score_acceptable("holdout-round17.yaml");
     assert_eq!(total, 20);
-    assert!(
-        wrong.iter().all(|id| id == "r17-20"),
-        "wrong layers named for {wrong:?}"
-    );
+    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
     assert!(
         right >= ROUND17_FLOOR,
         "only {right}/{total} on an acceptable layer"
     );
 }
 
-/// Round 17's first and only unseen measurement: 10/20 (50%), one wrong layer (r17-20).
-const ROUND17_FLOOR: usize = 10;
+/// Round 17 after the changes made for its misses (tuned on): 20/20. Its first and only unseen
+/// measurement was 10/20 (50%) with one wrong layer (r17-20).
+const ROUND17_FLOOR: usize = 20;
 
 #[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {
