@@ -649,10 +649,7 @@ fn graphics_process(lower: &str) -> Option<&str> {
     ];
     let at = lower.find("name=")?;
     let rest = &lower[at + "name=".len()..];
-    let name = rest
-        .split([',', ' '])
-        .next()
-        .filter(|n| !n.is_empty())?;
+    let name = rest.split([',', ' ']).next().filter(|n| !n.is_empty())?;
     (GRAPHICS.contains(&name) || name.ends_with(".exe")).then_some(name)
 }
 

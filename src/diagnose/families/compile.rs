@@ -98,11 +98,11 @@ fn undefined_identifier(lower: &str) -> Option<(&str, &str)> {
 
 fn is_toolkit_header(file: &str) -> bool {
     let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
-    let in_toolkit = (file.contains("/cuda/include/")
-        || file.contains("/cuda-")
-        || file.contains("\\cuda\\v"))
-        && file.contains("include");
-    TOOLKIT_HEADERS.contains(&name) || (in_toolkit && name.ends_with(".h"))
+    let in_toolkit =
+        (file.contains("/cuda/include/") || file.contains("/cuda-") || file.contains("\\cuda\\v"))
+            && file.contains("include");
+    TOOLKIT_HEADERS.contains(&name)
+        || (in_toolkit && name.ends_with(".h"))
         || (in_toolkit && name.ends_with(".hpp"))
 }
 
@@ -140,9 +140,16 @@ and the GPU are not involved.";
 fn nvcc_stage_died(lower: &str) -> bool {
     lower.contains("nvcc error")
         && lower.contains("died due to signal")
-        && ["'cicc'", "'ptxas'", "'cudafe++'", "'cudafe'", "'nvlink'", "'fatbinary'"]
-            .iter()
-            .any(|stage| lower.contains(stage))
+        && [
+            "'cicc'",
+            "'ptxas'",
+            "'cudafe++'",
+            "'cudafe'",
+            "'nvlink'",
+            "'fatbinary'",
+        ]
+        .iter()
+        .any(|stage| lower.contains(stage))
 }
 
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {

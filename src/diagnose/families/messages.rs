@@ -621,7 +621,7 @@ mod tests {
 
     #[test]
     fn docker_without_the_nvidia_runtime_registered_is_the_container_runtime_not_a_driver_reinstall()
-    {
+     {
         for log in [
             // NVIDIA/nvidia-docker#578.
             "docker: Error response from daemon: Unknown runtime specified nvidia.",
@@ -668,7 +668,11 @@ mod tests {
         ] {
             assert_eq!(
                 placed(log),
-                ("tk-tf-dnn-library-not-found".to_string(), Toolkit, Some(Memory)),
+                (
+                    "tk-tf-dnn-library-not-found".to_string(),
+                    Toolkit,
+                    Some(Memory)
+                ),
                 "{log}"
             );
         }
