@@ -792,17 +792,20 @@ fn holdout_round17_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
 const ROUND17_FLOOR: usize = 20;
 
 #[test]
-fn holdout_round18_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() {
+fn holdout_round18_keeps_its_tuned_accuracy_and_names_no_other_wrong_layer() {
     // Drawn after round 17 was tuned on (a0cec94) by the rule in the fixture's header (committed
     // before the first search, 638c2fc; cases decided before diagnose ran, 25daa4e) and measured
     // once, untuned: 16/22 acceptable, 4 unknown, 2 wrong (r18-03: TensorFlow's missing
     // libcusolver read as the library's own binary; r18-17: cuDNN under WSL whose fix was WSL's
-    // libcuda, read as the toolkit), fix right 14/16 (README.md). Fewer right answers, or a wrong
-    // layer beyond the measured ones, fails.
+    // libcuda, read as the toolkit), fix right 14/16 (README.md). Tuned on since, by family (the
+    // search path a loader prints is not where the library lives; the Windows driver's
+    // nvcuda.dll not found): 18/22, r18-17 still wrong (its title alone, "Could not load library
+    // libcudnn_cnn_infer.so.8", is also cuDNN missing in AILab-CVC/Make-Your-Video#4). Fewer right
+    // answers, or another wrong layer, fails.
     let (right, total, wrong) = score_acceptable("holdout-round18.yaml");
     assert_eq!(total, 22);
     assert!(
-        wrong.iter().all(|id| id == "r18-03" || id == "r18-17"),
+        wrong.iter().all(|id| id == "r18-17"),
         "wrong layers named for {wrong:?}"
     );
     assert!(
@@ -811,8 +814,9 @@ fn holdout_round18_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() 
     );
 }
 
-/// Round 18's first and only unseen measurement: 16/22 (73%), two wrong layers (r18-03, r18-17).
-const ROUND18_FLOOR: usize = 16;
+/// Round 18 after the changes made for its misses (tuned on): 18/22. Its first and only unseen
+/// measurement was 16/22 (73%) with two wrong layers (r18-03, r18-17).
+const ROUND18_FLOOR: usize = 18;
 
 #[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {

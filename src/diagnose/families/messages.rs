@@ -620,6 +620,27 @@ mod tests {
     }
 
     #[test]
+    fn cudnn_unable_to_open_the_drivers_libcuda_is_the_driver_path_not_a_cudnn_reinstall() {
+        // Already the catalogue's libcuda entry; pinned here with the round 18 variants.
+        for log in [
+            // facebookresearch/nougat#115 (WSL2).
+            "  0%|          | 0/1 [00:00<?, ?it/s]Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such file or directory\nAborted",
+            // THU-MIG/yolov10#395.
+            "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such file or directory",
+            // facebookresearch/seamless_communication#167 (the Windows subsystem).
+            "\"Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such file or directory\"",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.layer, Driver, "{log}: {}", d.id);
+            assert!(d.fix.contains("/usr/lib/wsl/lib"), "{}", d.fix);
+        }
+        // cuDNN itself missing stays the cuDNN install (AILab-CVC/Make-Your-Video#4).
+        let d = crate::diagnose::diagnose("Error: Could not load library libcudnn_cnn_infer.so.8")
+            .expect("a diagnosis");
+        assert_eq!(d.layer, Toolkit);
+    }
+
+    #[test]
     fn docker_without_the_nvidia_runtime_registered_is_the_container_runtime_not_a_driver_reinstall()
      {
         for log in [
