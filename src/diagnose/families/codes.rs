@@ -583,6 +583,22 @@ fn xid(seg: &Segment<'_>) -> Option<Finding> {
         rest = &inner[inner.find(')')? + 1..];
     }
     let number = number_after(rest, 0)?;
+    if matches!(number, 13 | 31 | 43)
+        && let Some(name) = graphics_process(lower)
+    {
+        return Some(at(
+            seg,
+            "drv-xid-graphics-process-fault",
+            FailureLayer::Driver,
+            Some(Hardware),
+            format!(
+                "The driver logged Xid {number} for {name}, a desktop or graphics program, not a CUDA computation: a fault in the graphics driver's handling of that program (a console switch, a Vulkan or browser workload), in a given driver release; no training library is involved."
+            ),
+            "Update to (or roll back to) a driver release without the fault; note the driver version and whether the open or the proprietary kernel module shows it. If the same Xid follows every program and every driver release, test the card as for hardware faults.",
+            Mechanism::Plain,
+            true,
+        ));
+    }
     let row = XIDS.iter().find(|x| x.numbers.contains(&number))?;
     let cause = format!("The driver logged Xid {number}: {}.", row.cause);
     let fix = if row.layer == Library {
@@ -609,10 +625,60 @@ fn xid(seg: &Segment<'_>) -> Option<Finding> {
     ))
 }
 
+/// The process an Xid line names (`name=chrome,`) when it is a desktop or graphics program,
+/// whose faults are the graphics driver's, not a CUDA library's.
+fn graphics_process(lower: &str) -> Option<&str> {
+    const GRAPHICS: &[&str] = &[
+        "chrome",
+        "chromium",
+        "firefox",
+        "xorg",
+        "gnome-shell",
+        "kwin_wayland",
+        "kwin_x11",
+        "plasmashell",
+        "mutter",
+        "steam",
+        "steamwebhelper",
+        "unrealeditor",
+        "electron",
+        "discord",
+        "mpv",
+        "vlc",
+        "obs",
+    ];
+    let at = lower.find("name=")?;
+    let rest = &lower[at + "name=".len()..];
+    let name = rest.split([',', ' ']).next().filter(|n| !n.is_empty())?;
+    (GRAPHICS.contains(&name) || name.ends_with(".exe")).then_some(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::diagnose::matcher;
+
+    #[test]
+    fn an_xid_of_a_desktop_program_is_the_graphics_driver_not_a_library() {
+        for log in [
+            // NVIDIA/open-gpu-kernel-modules#363 (labelled a bug; Chrome on a console switch,
+            // open and proprietary driver alike).
+            "NVRM: Xid (PCI:0000:08:00): 31, pid=169800, name=chrome, Ch 00000023, intr 00000000. MMU Fault: ENGINE CE0 HUBCLIENT_HSCE0 faulted @ 0x0_0abe0000. Fault is of type FAULT_PTE ACCESS_TYPE_VIRT_READ",
+            // NVIDIA/open-gpu-kernel-modules#1030 (UnrealEditor: the open module crashes, the
+            // proprietary one works on the same card).
+            "[  365.969681] NVRM: Xid (PCI:0000:01:00): 31, pid=13705, name=UnrealEditor, channel 0x0000000c, intr 00000000. MMU Fault: ENGINE GRAPHICS GPC2 GPCCLIENT_PROP_0 faulted @ 0x0_00000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "drv-xid-graphics-process-fault", "{log}");
+            assert_eq!(d.layer, FailureLayer::Driver);
+            assert_eq!(d.second_layer, Some(Hardware));
+            assert!(d.fix.contains("driver release"), "{}", d.fix);
+        }
+        // A CUDA program's Xid 31 stays the application's fault (the library), the card second.
+        let python = "NVRM: Xid (PCI:0000:3b:00): 31, pid=4242, name=python3, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x7f3a_00000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ";
+        let d = crate::diagnose::diagnose(python).expect("a diagnosis");
+        assert_eq!(d.layer, FailureLayer::Library, "{}", d.id);
+    }
 
     fn first(text: &str) -> Option<Finding> {
         let segments: Vec<_> = matcher::segments(text).collect();

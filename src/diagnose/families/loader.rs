@@ -38,6 +38,11 @@ const LOAD_FAILED: &[&str] = &[
     "could not open",
     "dlerror",
     " dso",
+    // Windows programs naming the DLL they did not find: sp-hash/TeamBlackMiner#329 ("nvcuda.dll
+    // not found"), faroit/CountNet#5 (TensorFlow's "Could not find 'nvcuda.dll'").
+    ".dll not found",
+    ".dll was not found",
+    "tensorflow requires that this dll be installed",
 ];
 
 /// Who ships a library file.
@@ -109,7 +114,14 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
         ),
         None => (None, named.first()?),
     };
-    let place = place(&missing.path).or_else(|| place(&seg.lower));
+    // The search path a loader prints after the error (TensorFlow's "; LD_LIBRARY_PATH: …") says
+    // where it looked, not where the library lives: a site-packages folder there (OpenCV's
+    // `cv2/../../lib64`) is no library folder.
+    let before_search_path = seg
+        .lower
+        .find("ld_library_path")
+        .map_or(seg.lower.as_str(), |at| &seg.lower[..at]);
+    let place = place(&missing.path).or_else(|| place(before_search_path));
     let undefined = seg.lower.contains("undefined symbol");
     // An undefined symbol that belongs to a CUDA library (`cudnnCreate`, `cublasLt…`) names
     // the library that is missing or of another version, whatever binary asked for it.
@@ -496,6 +508,37 @@ mod tests {
             );
             assert!(f.fix.contains("complete cuDNN"), "{}", f.fix);
             assert!(f.cause.contains("zlibwapi.dll"), "{}", f.cause);
+        }
+    }
+
+    #[test]
+    fn the_windows_drivers_nvcuda_dll_not_found_is_the_driver() {
+        for log in [
+            // sp-hash/TeamBlackMiner#329 (the maintainer: install the NVIDIA driver).
+            "nvcuda.dll not found",
+            // faroit/CountNet#5.
+            "ImportError: Could not find 'nvcuda.dll'. TensorFlow requires that this DLL be installed in a directory that is named in your %PATH% environment variable. Typically it is installed in 'C:\\Windows\\System32'. If it is not present, ensure that you have a CUDA-capable GPU with the correct driver installed.",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.layer, Driver, "{log}: {}", d.id);
+        }
+        // The toolkit's runtime DLL stays the toolkit (google/lightweight_mmm#23).
+        let d = crate::diagnose::diagnose("Could not load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found").expect("a diagnosis");
+        assert_eq!(d.layer, Toolkit);
+    }
+
+    #[test]
+    fn the_search_path_a_loader_prints_is_not_where_the_library_lives() {
+        for log in [
+            // JdeRobot/BehaviorMetrics#385: TensorFlow without the CUDA 11 libraries.
+            "tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcusolver.so.11'; dlerror: libcusolver.so.11: cannot open shared object file: No such file or directory; LD_LIBRARY_PATH: /usr/local/lib/python3.7/dist-packages/cv2/../../lib64:/opt/ros/noetic/lib:/usr/local/nvidia/lib:/usr/local/nvidia/lib64",
+            // The same log's cuDNN line.
+            "2022-07-10 15:08:09.276131: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such file or directory; LD_LIBRARY_PATH: /usr/local/lib/python3.7/dist-packages/cv2/../../lib64:/opt/ros/noetic/lib",
+            // ali-vilab/dreamtalk#32 (Colab's OpenCV entry on the path).
+            "2024-02-25 18:52:47.991396: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file: No such file or directory; LD_LIBRARY_PATH: /usr/local/lib/python3.10/dist-packages/cv2/../../lib64:/usr/lib64-nvidia",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.layer, Toolkit, "{log}: {}", d.id);
         }
     }
 

@@ -64,6 +64,21 @@ const RULES: &[Rule] = &[
             "nv-linux.h*error:",
             "conftest*error: ",
             "error: too few arguments to function*nv",
+            // The module's own sources named by their folder, whatever the compiler's language:
+            // open-gpu-kernel-modules#1112 (nv-timer.h, kernel 7.0), #840 (nvidia-uvm, a
+            // translated gcc), NixOS/nixpkgs#539211 (os-interface.c).
+            "common/inc/nv-*implicit declaration of function",
+            "nvidia-uvm/*implicit declaration of function",
+            "nvidia-drm/*implicit declaration of function",
+            "nvidia-modeset/*implicit declaration of function",
+            // kbuild failing on one of the module's objects: NixOS/nixpkgs#280427
+            // (kernel-open/nvidia/libspdm_shash.o, kernel 6.7), flydiscohuebr/nvidia-304#6
+            // (nvidia.o, kernel 6.15).
+            "makefile.build:*kernel-open/nvidia*] error ",
+            "makefile.build:*: nvidia.o] error ",
+            "makefile.build:*/nvidia-uvm/*] error ",
+            "makefile.build:*/nvidia-drm/*] error ",
+            "makefile.build:*/nvidia-modeset/*] error ",
         ],
         layer: Driver,
         second: None,
@@ -183,6 +198,25 @@ const RULES: &[Rule] = &[
     // the CUDA language's library root): nvcc may be there, the headers or cudart are not where
     // it looks. rogerdahl/cuda-benoit#1, heavyai/heavydb#18, griegler/octnet#6,
     // stereolabs/zed-ros-wrapper#668, NVIDIA-AI-IOT/deepstream_tao_apps#65.
+    // CMake's CUDA language failing to run nvcc at all: "The CUDA compiler identification is
+    // unknown", then no default architecture (or an empty/invalid CMAKE_CUDA_ARCHITECTURES when
+    // nvcc is given by hand). NVlabs/instant-ngp#841 (another CMake fixed it), #1044, #707,
+    // NVIDIA/nvbandwidth#3, quokka-astro/quokka#706 ("a CUDA 12.6 path issue"),
+    // NVIDIA/GPUStressTest#11 (CUDA_HOME and CMAKE_CUDA_COMPILER pointed at the toolkit).
+    Rule {
+        id: "tk-cmake-no-cuda-architecture",
+        patterns: &[
+            "failed to detect a default cuda architecture",
+            "cmake_cuda_architectures must be non-empty if set",
+            "cmake_cuda_architectures must be valid if set",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "CMake could not compile its test program with the CUDA compiler it found (\"The CUDA compiler identification is unknown\"), so it has no default architecture: nvcc is missing from PATH or is another toolkit than the one configured, the host compiler does not work with it, or this CMake is too old (or too new) for this CUDA release.",
+        fix: "Point CMake at one working toolkit: `-DCMAKE_CUDA_COMPILER=/usr/local/cuda-X.Y/bin/nvcc` (or CUDACXX) with that toolkit's bin on PATH and CUDA_HOME set to it, delete the build folder's CMakeCache.txt, and configure again; if nvcc itself runs, give the GPU's architecture (`-DCMAKE_CUDA_ARCHITECTURES=86`) or use a CMake release that knows this CUDA.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
     Rule {
         id: "tk-cmake-cuda-not-found",
         patterns: &[
@@ -281,6 +315,21 @@ const RULES: &[Rule] = &[
     // The container runtime mounting the host's (or WSL's) driver libraries into the container
     // and finding one already there: the image or the WSL distro carries NVIDIA driver libraries of
     // its own. NVIDIA/nvidia-container-toolkit#289, NVIDIA/nvidia-docker#1551, #1699.
+    // Docker asked for `--runtime=nvidia` that it does not know: the NVIDIA container runtime is
+    // not installed or not registered in the daemon's configuration (daemon.json), or the daemon
+    // was not restarted after. NVIDIA/nvidia-docker#578, #1236, #501, #838,
+    // D34DC3N73R/netdata-glibc#2 (a restart after editing daemon.json fixed it),
+    // dusty-nv/jetson-containers#122, KiaraGrouwstra/nix-config#101 (NixOS' enableNvidia).
+    Rule {
+        id: "drv-container-unknown-runtime",
+        patterns: &["unknown runtime specified nvidia"],
+        layer: Driver,
+        second: None,
+        cause: "Docker has no runtime named nvidia: the NVIDIA container toolkit is not installed, or its runtime is not registered in Docker's daemon configuration, or Docker was not restarted after it was.",
+        fix: "Install the NVIDIA container toolkit, register its runtime (`sudo nvidia-ctk runtime configure --runtime=docker`, which writes /etc/docker/daemon.json) and restart Docker (`sudo systemctl restart docker`); or drop `--runtime=nvidia` and run with `--gpus all`. The host driver needs no reinstall when `nvidia-smi` works on the host.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
     Rule {
         id: "drv-container-mount-exists",
         patterns: &[
@@ -496,6 +545,22 @@ const RULES: &[Rule] = &[
     // 1.x said Turing): a V100 or T4 cannot run it, and an Ampere card that says so has a
     // flash-attn build that does not fit. vllm-project/vllm#8189, Dao-AILab/flash-attention#762,
     // microsoft/MInference#51 (V100S), Dao-AILab/flash-attention#1485 (A800).
+    // TensorFlow's "DNN library is not found": cuDNN did not initialise for the convolution.
+    // Alone, most often a cuDNN that is missing or older than the one TensorFlow was built with
+    // (tensorflow/text#1167, tensorflow/tensorflow#62170, edwardyehuang/CAR#1 with "Loaded runtime
+    // CuDNN library" lines); also the GPU out of memory when cuDNN starts (the maintainer's first
+    // guess in edwardyehuang/CAR#1; googlecolab/colabtools#3870). With the version line, the
+    // catalogue's cuDNN mismatch entry answers instead.
+    Rule {
+        id: "tk-tf-dnn-library-not-found",
+        patterns: &["dnn library is not found"],
+        layer: Toolkit,
+        second: Some(Memory),
+        cause: "TensorFlow could not start cuDNN for a convolution: usually the cuDNN it loads is missing or older than the one it was built with (look above for \"Loaded runtime CuDNN library\"), otherwise the GPU had no memory left when cuDNN started.",
+        fix: "Install the cuDNN version TensorFlow's release was built with (its tested build configurations; with pip, `pip install tensorflow[and-cuda]` brings its own) and remove older copies from LD_LIBRARY_PATH / PATH; if the versions match, let TensorFlow grow its memory (TF_FORCE_GPU_ALLOW_GROWTH=true) and stop other GPU programs.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
     Rule {
         id: "lib-flash-attn-gpu-too-old",
         patterns: &["flashattention only supports * gpus or newer"],
@@ -552,6 +617,110 @@ mod tests {
     fn placed(text: &str) -> (String, FailureLayer, Option<FailureLayer>) {
         let d = crate::diagnose::diagnose(text).expect("a diagnosis");
         (d.id, d.layer, d.second_layer)
+    }
+
+    #[test]
+    fn cudnn_unable_to_open_the_drivers_libcuda_is_the_driver_path_not_a_cudnn_reinstall() {
+        // Already the catalogue's libcuda entry; pinned here with the round 18 variants.
+        for log in [
+            // facebookresearch/nougat#115 (WSL2).
+            "  0%|          | 0/1 [00:00<?, ?it/s]Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such file or directory\nAborted",
+            // THU-MIG/yolov10#395.
+            "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such file or directory",
+            // facebookresearch/seamless_communication#167 (the Windows subsystem).
+            "\"Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open shared object file: No such file or directory\"",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.layer, Driver, "{log}: {}", d.id);
+            assert!(d.fix.contains("/usr/lib/wsl/lib"), "{}", d.fix);
+        }
+        // cuDNN itself missing stays the cuDNN install (AILab-CVC/Make-Your-Video#4).
+        let d = crate::diagnose::diagnose("Error: Could not load library libcudnn_cnn_infer.so.8")
+            .expect("a diagnosis");
+        assert_eq!(d.layer, Toolkit);
+    }
+
+    #[test]
+    fn docker_without_the_nvidia_runtime_registered_is_the_container_runtime_not_a_driver_reinstall()
+     {
+        for log in [
+            // NVIDIA/nvidia-docker#578.
+            "docker: Error response from daemon: Unknown runtime specified nvidia.",
+            // NVIDIA/nvidia-docker#838.
+            "docker: Error response from daemon: Unknown runtime specified nvidia.\nSee 'docker run --help'.",
+            // KiaraGrouwstra/nix-config#101 (no `docker:` prefix).
+            "Error response from daemon: Unknown runtime specified nvidia",
+        ] {
+            assert_eq!(ids(log), vec!["drv-container-unknown-runtime"], "{log}");
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.layer, Driver);
+            assert!(d.fix.contains("nvidia-ctk runtime configure"), "{}", d.fix);
+            assert!(d.fix.contains("--gpus all"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn cmake_without_a_default_cuda_architecture_is_the_toolkit_cmake_cannot_run() {
+        for log in [
+            // NVIDIA/nvbandwidth#3.
+            "-- The CUDA compiler identification is unknown\nCMake Error at /usr/share/cmake-3.26/Modules/CMakeDetermineCUDACompiler.cmake:603 (message):\n  Failed to detect a default CUDA architecture.",
+            // quokka-astro/quokka#706 (a CUDA 12.6 path issue).
+            "CMake Error at /usr/share/cmake/Modules/CMakeDetermineCUDACompiler.cmake:603 (message):\n  Failed to detect a default CUDA architecture.",
+            // NVlabs/instant-ngp#1044's title.
+            "CMAKE_CUDA_ARCHITECTURES must be non-empty if set.",
+        ] {
+            assert_eq!(
+                placed(log),
+                ("tk-cmake-no-cuda-architecture".to_string(), Toolkit, None),
+                "{log}"
+            );
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("CMAKE_CUDA_COMPILER"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn tensorflows_dnn_library_not_found_is_cudnn_first_memory_second() {
+        for log in [
+            // tensorflow/tensorflow#55309's title.
+            "Node: 'model/conv1d/Conv1D' DNN library is not found.",
+            // googlecolab/colabtools#3870.
+            "{{function_node __wrapped__Conv3D_device_/job:localhost/replica:0/task:0/device:GPU:0}} DNN library is not found. ",
+        ] {
+            assert_eq!(
+                placed(log),
+                (
+                    "tk-tf-dnn-library-not-found".to_string(),
+                    Toolkit,
+                    Some(Memory)
+                ),
+                "{log}"
+            );
+        }
+        // With TensorFlow's own version line the cuDNN mismatch answers (tensorflow/text#1167).
+        let with_versions = "E tensorflow/compiler/xla/stream_executor/cuda/cuda_dnn.cc:417] Loaded runtime CuDNN library: 8.0.5 but source was compiled with: 8.6.0.\nW tensorflow/core/framework/op_kernel.cc:1830] OP_REQUIRES failed at conv_ops.cc:1068 : UNIMPLEMENTED: DNN library is not found.";
+        let d = crate::diagnose::diagnose(with_versions).expect("a diagnosis");
+        assert_eq!(d.layer, Toolkit);
+        assert_ne!(d.id, "tk-tf-dnn-library-not-found");
+    }
+
+    #[test]
+    fn the_driver_module_not_compiling_for_a_newer_kernel_is_read_by_its_own_folders() {
+        for log in [
+            // NVIDIA/open-gpu-kernel-modules#1112 (kernel 7.0 removed del_timer_sync).
+            "././common/inc/nv-timer.h:58:5: error: implicit declaration of function 'del_timer_sync' [-Wimplicit-function-declaration]",
+            // NVIDIA/open-gpu-kernel-modules#840 (kernel 6.15, gcc in Chinese).
+            "nvidia-uvm/uvm_pmm_gpu.c:2631:5: 错误：隐式声明函数‘hmm_range_fault_begin’ [-Wimplicit-function-declaration]\nnvidia-uvm/uvm_pmm_gpu.c:2679:24: 错误：implicit declaration of function ‘hmm_va_block_cpu_page_is_same’",
+            // NixOS/nixpkgs#280427 (kernel 6.7).
+            "> make[5]: *** [/nix/store/2nhg-linux-6.7-dev/lib/modules/6.7.0/source/scripts/Makefile.build:243: /build/source/kernel-open/nvidia/libspdm_shash.o] Error 1",
+            // flydiscohuebr/nvidia-304#6 (kernel 6.15).
+            "make[4]: *** [/usr/lib/modules/6.15.4-arch2-1/build/scripts/Makefile.build:410: nvidia.o] Error 255",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "drv-installer-compile-error", "{log}");
+            assert_eq!(d.layer, Driver);
+            assert!(d.fix.contains("older kernel"), "{}", d.fix);
+        }
     }
 
     #[test]

@@ -19,6 +19,9 @@
 //!   driver API, the runtime's registration hooks).
 //! - [`runtimes`]: the runtimes around CUDA: NCCL's result codes, XLA's DNN start-up, ONNX
 //!   Runtime's provider library, the container toolkit's CUDA requirement.
+//! - [`compile`]: nvcc's and NVRTC's compile errors placed by where they are (the toolkit's
+//!   own headers, a CUDA intrinsic, a kernel the library generated); the user's own code stays
+//!   unknown.
 //! - [`own`]: stackpin's own failure texts and a `failed-run.yaml` given to `diagnose`.
 //!
 //! A [`Finding`] is *decisive* when its mechanism used evidence the catalogue cannot see (where
@@ -27,6 +30,7 @@
 //! rules. This module reads text only; the host context is applied by [`super::context_fix`].
 
 pub mod codes;
+pub mod compile;
 pub mod kernel_log;
 pub mod loader;
 pub mod messages;
@@ -82,6 +86,7 @@ pub fn best(text: &str) -> Option<Finding> {
     found.extend(status::find(&segments));
     found.extend(kernel_log::find(&segments));
     found.extend(runtimes::find(&segments));
+    found.extend(compile::find(&segments));
     found
         .into_iter()
         .enumerate()

@@ -1,0 +1,316 @@
+//! Compile errors of CUDA source, placed by *where* the error is and *what* is undefined.
+//!
+//! nvcc and NVRTC say `error: identifier "X" is undefined` for any name they cannot see, so the
+//! sentence alone names no layer: in the user's own code it is the user's bug (`unknown` is then
+//! right). Three places do name one:
+//! - the error is inside the toolkit's own headers (`/usr/local/cuda/include/…`, `cuda_bf16.hpp`,
+//!   `texture_indirect_functions.h`): the headers and the compiler come from different CUDA
+//!   releases (two toolkits mixed on PATH and the include path) — the toolkit;
+//! - the undefined name is a CUDA intrinsic (`__half22float2`, `__hdiv`, `__shfl_sync`,
+//!   `__nv_…`): the CUDA release or the target architecture the build asks for does not provide
+//!   it (fp16 arithmetic needs sm_53 or newer) — the toolkit, the library's build second;
+//! - torch's and nvFuser's `CUDA NVRTC compile error` on a kernel they generated
+//!   (`__tmp_kernel_…`, `default_program`): the library's code generation — the library, NVRTC's
+//!   toolkit second.
+//!
+//! nvcc's own stages dying (`nvcc error : 'cicc' died due to signal 11`, `'ptxas'`,
+//! `'cudafe++'`) are the toolkit too: the compiler crashed (a bug of that release), or, with
+//! signal 9, the machine ran out of host memory under too many parallel jobs. The generic
+//! "segmentation fault" entry (the library's mixed wheels) must not answer for them.
+//!
+//! An undefined name of any other kind in a project's own file stays unknown.
+
+use super::{Finding, Mechanism, at};
+use crate::diagnose::FailureLayer::{Library, Toolkit};
+use crate::diagnose::matcher::Segment;
+
+/// File names of the toolkit's own headers (the part after the last `/` or `\`).
+const TOOLKIT_HEADERS: &[&str] = &[
+    "cuda.h",
+    "cuda_runtime.h",
+    "cuda_runtime_api.h",
+    "cuda_fp16.h",
+    "cuda_fp16.hpp",
+    "cuda_bf16.h",
+    "cuda_bf16.hpp",
+    "cuda_fp8.h",
+    "cuda_fp8.hpp",
+    "texture_indirect_functions.h",
+    "surface_indirect_functions.h",
+    "texture_fetch_functions.h",
+    "device_functions.h",
+    "math_functions.h",
+    "common_functions.h",
+    "sm_20_intrinsics.h",
+    "sm_30_intrinsics.h",
+    "sm_32_intrinsics.h",
+    "sm_60_atomic_functions.h",
+    "host_defines.h",
+    "driver_types.h",
+    "vector_types.h",
+];
+
+/// Prefixes of CUDA intrinsics a release or an architecture may lack (lowercased).
+const INTRINSICS: &[&str] = &[
+    "__half",
+    "__float2half",
+    "__float22half",
+    "__low2half",
+    "__high2half",
+    "__ushort_as_half",
+    "__short_as_half",
+    "__hdiv",
+    "__hadd",
+    "__hsub",
+    "__hmul",
+    "__hfma",
+    "__hneg",
+    "__heq",
+    "__hlt",
+    "__hgt",
+    "__hisnan",
+    "__bfloat16",
+    "__float2bfloat16",
+    "__shfl",
+    "__nv_",
+    "__ldg",
+    "__reduce_",
+    "__match_",
+    "__syncwarp",
+    "__activemask",
+];
+
+/// `error: identifier "X" is undefined` → (the file before `(line)`, X), both lowercased.
+fn undefined_identifier(lower: &str) -> Option<(&str, &str)> {
+    let at = lower.find("error: identifier \"")?;
+    let rest = &lower[at + "error: identifier \"".len()..];
+    let end = rest.find("\" is undefined")?;
+    let name = rest[..end].trim();
+    let before = lower[..at].trim_end().trim_end_matches(':').trim_end();
+    let file = before
+        .rfind('(')
+        .map_or(before, |paren| &before[..paren])
+        .rsplit(' ')
+        .next()
+        .unwrap_or("");
+    Some((file, name))
+}
+
+fn is_toolkit_header(file: &str) -> bool {
+    let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    let in_toolkit =
+        (file.contains("/cuda/include/") || file.contains("/cuda-") || file.contains("\\cuda\\v"))
+            && file.contains("include");
+    TOOLKIT_HEADERS.contains(&name)
+        || (in_toolkit && name.ends_with(".h"))
+        || (in_toolkit && name.ends_with(".hpp"))
+}
+
+const HEADER_CAUSE: &str = "The error is inside the CUDA toolkit's own headers: the compiler \
+(nvcc or NVRTC) and the headers it reads come from different CUDA releases — an older nvcc first \
+on PATH with a newer toolkit's include folder, or a library pointing NVRTC at another toolkit's \
+headers.";
+const HEADER_FIX: &str = "Use one toolkit whole: `which nvcc` and `nvcc --version` must be the \
+release whose include folder the build reads (CUDA_HOME / CUDA_PATH, /usr/local/cuda pointing \
+at the same release, no second toolkit's bin first on PATH); for NVRTC, the headers of the \
+CUDA the library was built for. Then rebuild from a clean build folder.";
+const INTRINSIC_CAUSE: &str = "nvcc does not know a CUDA intrinsic the source calls: the CUDA \
+release is older than the code needs, or the build compiles for an architecture that lacks it \
+(the half-precision arithmetic intrinsics need sm_53 or newer).";
+const INTRINSIC_FIX: &str = "Check what the project needs against `nvcc --version` and the \
+architectures the build passes (`-arch` / `-gencode`, TORCH_CUDA_ARCH_LIST, \
+CMAKE_CUDA_ARCHITECTURES): build for your GPU's compute capability (not an old default), or \
+install the CUDA release the project asks for, and rebuild.";
+const GENERATED_CAUSE: &str = "NVRTC could not compile a kernel the library generated at run \
+time (torch's fuser or nvFuser): the library's code generation produced invalid code.";
+const GENERATED_FIX: &str = "Update the library to a release with the code-generation fix, or \
+turn the fusion off for this model (torch.jit / nvFuser off, e.g. \
+`torch._C._jit_set_nvfuser_enabled(False)` or PYTORCH_JIT_USE_NNC_NOT_NVFUSER=1) and report \
+the generated kernel to the library.";
+
+const STAGE_CAUSE: &str = "One of nvcc's own stages (cicc, ptxas, cudafe++) crashed while \
+compiling: a bug of this CUDA release on this source, or, with signal 9 (killed), the machine ran \
+out of host memory with too many compile jobs at once.";
+const STAGE_FIX: &str = "Signal 9: build with fewer parallel jobs (`MAX_JOBS=2`, `make -j2`, \
+`cmake --build . -j 2`) or more RAM/swap. Signal 11: build with another CUDA release (newer, or \
+the one the project tests with), or lower the optimisation of the file that crashes; the driver \
+and the GPU are not involved.";
+
+/// `nvcc error : 'STAGE' died due to signal N`: one of nvcc's own programs crashed.
+fn nvcc_stage_died(lower: &str) -> bool {
+    lower.contains("nvcc error")
+        && lower.contains("died due to signal")
+        && [
+            "'cicc'",
+            "'ptxas'",
+            "'cudafe++'",
+            "'cudafe'",
+            "'nvlink'",
+            "'fatbinary'",
+        ]
+        .iter()
+        .any(|stage| lower.contains(stage))
+}
+
+pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
+    let mut found = Vec::new();
+    if let Some(seg) = segments.iter().find(|seg| nvcc_stage_died(&seg.lower)) {
+        found.push(at(
+            seg,
+            "tk-compile-nvcc-stage-crashed",
+            Toolkit,
+            None,
+            STAGE_CAUSE,
+            STAGE_FIX,
+            Mechanism::Plain,
+            true,
+        ));
+        return found;
+    }
+    if let Some(seg) = segments.iter().find(|seg| {
+        let lower = &seg.lower;
+        lower.contains("cuda nvrtc compile error")
+            || (lower.contains("error: identifier \"")
+                && (lower.contains("__tmp_kernel") || lower.contains("default_program(")))
+    }) {
+        found.push(at(
+            seg,
+            "lib-compile-generated-kernel",
+            Library,
+            Some(Toolkit),
+            GENERATED_CAUSE,
+            GENERATED_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+        return found;
+    }
+    for seg in segments {
+        let Some((file, name)) = undefined_identifier(&seg.lower) else {
+            continue;
+        };
+        if is_toolkit_header(file) {
+            found.push(at(
+                seg,
+                "tk-compile-toolkit-header",
+                Toolkit,
+                Some(Library),
+                HEADER_CAUSE,
+                HEADER_FIX,
+                Mechanism::Plain,
+                false,
+            ));
+            return found;
+        }
+        if INTRINSICS.iter().any(|p| name.starts_with(p)) {
+            found.push(at(
+                seg,
+                "tk-compile-cuda-intrinsic",
+                Toolkit,
+                Some(Library),
+                INTRINSIC_CAUSE,
+                INTRINSIC_FIX,
+                Mechanism::Plain,
+                false,
+            ));
+            return found;
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnose::{Confidence, FailureLayer};
+
+    fn placed(text: &str) -> Option<(String, FailureLayer, Option<FailureLayer>)> {
+        crate::diagnose::diagnose(text).map(|d| {
+            assert_eq!(d.confidence, Confidence::Likely, "{}", d.id);
+            (d.id, d.layer, d.second_layer)
+        })
+    }
+
+    #[test]
+    fn an_undefined_name_inside_the_toolkits_headers_is_two_toolkits_mixed() {
+        for log in [
+            // NVIDIA/nvvl#58: NVCC 7.5 compiling against CUDA 9.2's headers.
+            "/usr/local/cuda/include/texture_indirect_functions.h(146): error: identifier \"__nv_tex_surf_handler\" is undefined",
+            // NVIDIA/caffe#598: the toolkit's cuda.h not compiling in a Caffe build.
+            "/usr/local/cuda/include/cuda.h(22705): error: identifier \"cuuint32_t\" is undefined",
+            // NVIDIA/TransformerEngine#1018: NVRTC reading another CUDA's cuda_bf16.hpp.
+            "/scratch/midway3/tvallabh/tarun_dev/include/cuda_bf16.hpp(521): error: identifier \"NV_IF_ELSE_TARGET\" is undefined",
+        ] {
+            let (id, layer, second) = placed(log).expect("a diagnosis");
+            assert_eq!(id, "tk-compile-toolkit-header", "{log}");
+            assert_eq!(layer, FailureLayer::Toolkit);
+            assert_eq!(second, Some(FailureLayer::Library));
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert!(d.fix.contains("nvcc --version"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn an_undefined_cuda_intrinsic_is_the_release_or_architecture_the_build_uses() {
+        for log in [
+            // NVIDIA/nccl#9: building for a Maxwell card (5.2) with CUDA 7.5.
+            "src/reduce_kernel.h(199): error: identifier \"__half22float2\" is undefined",
+            // pytorch/pytorch#3361: building THC from source.
+            "/home/xin_cyber/Documents/pytorch/torch/lib/THC/THCTensorTopK.cuh(122): error: identifier \"__half_as_ushort\" is undefined",
+            // DerryHub/BEVFormer_tensorrt#92: a plugin including cuda_fp16.h.
+            "rotateKernel.cu(40): error: identifier \"__hdiv\" is undefined",
+        ] {
+            let (id, layer, second) = placed(log).expect("a diagnosis");
+            assert_eq!(id, "tk-compile-cuda-intrinsic", "{log}");
+            assert_eq!(layer, FailureLayer::Toolkit);
+            assert_eq!(second, Some(FailureLayer::Library));
+        }
+    }
+
+    #[test]
+    fn nvrtc_failing_on_a_generated_kernel_is_the_librarys_code_generation() {
+        for log in [
+            // NVIDIA/Fuser#1499.
+            "CUDA NVRTC compile error: __tmp_kernel_pointwise_f151_c1_r0_g6.cu(9484): error: identifier \"i20\" is undefined",
+            // csarofeen/pytorch#1135: torch's fuser, the real error behind a warning.
+            "CUDA NVRTC compile error: default_program(1456): warning: variable \"CudaCodeGen::warp::WARP_SIZE\" was declared but never referenced\nptxas fatal   : Unresolved extern function '_Z5powiffi'",
+        ] {
+            let (id, layer, second) = placed(log).expect("a diagnosis");
+            assert_eq!(id, "lib-compile-generated-kernel", "{log}");
+            assert_eq!(layer, FailureLayer::Library);
+            assert_eq!(second, Some(FailureLayer::Toolkit));
+        }
+    }
+
+    #[test]
+    fn nvccs_own_stage_crashing_is_the_toolkit_not_the_librarys_segfault() {
+        for log in [
+            // BLAST-WarpX/warpx#4613.
+            "nvcc error   : 'cicc' died due to signal 11 (Invalid memory reference)\nnvcc error   : 'cicc' core dumped",
+            // GridTools/gridtools#1822 (CUDA 12.0 to 12.8; "likely fixed in the next CUDA release").
+            "nvcc error   : 'cudafe++' died due to signal 11 (Invalid memory reference)",
+            // sandialabs/compadre#239, with a segmentation fault line after it.
+            "nvcc error   : 'ptxas' died due to signal 11 (Invalid memory reference)\nSegmentation fault (core dumped)",
+            // NVIDIA/cudf#8018: killed, a source build with too many jobs.
+            "nvcc error   : 'cicc' died due to signal 9 (Kill signal)",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "tk-compile-nvcc-stage-crashed", "{log}");
+            assert_eq!(d.layer, FailureLayer::Toolkit, "{log}");
+            assert!(d.fix.contains("fewer parallel jobs"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn an_undefined_name_in_the_users_own_code_stays_unknown() {
+        for log in [
+            // lzhengchun/matrix-cuda#3: the project's own variables, commented out by mistake.
+            "matrix_cuda.cu(251): error: identifier \"dimGrid\" is undefined",
+            // cupy/cupy#5294: the user's kernel string under cupy's NVRTC.
+            "CompileException: /tmp/tmpan1ut480/3b7c153ce98d06488f1cbac8793f6dff_2.cubin.cu(16): error: identifier \"tensor\" is undefined",
+            // NVIDIA/nccl#87: "so" in the project's source (a host gcc the release does not support).
+            "src/core.cu(717): error: identifier \"so\" is undefined",
+        ] {
+            assert_eq!(placed(log), None, "{log}");
+        }
+    }
+}
