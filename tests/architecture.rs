@@ -65,6 +65,7 @@ fn read_source_files() -> Vec<SourceFile> {
     let mut found = Vec::new();
     walk(&src(), &mut found);
     found.sort();
+    let mut test_only = BTreeSet::new();
     let mut files: Vec<SourceFile> = found
         .iter()
         .map(|path| {
@@ -74,14 +75,15 @@ fn read_source_files() -> Vec<SourceFile> {
                 .expect("below src")
                 .to_string_lossy()
                 .replace('\\', "/");
+            let blanked = blank_comments_and_literals(&text);
+            test_only.extend(test_module_files(&rel, &blanked));
             SourceFile {
                 rel,
-                code: drop_test_items(&blank_comments_and_literals(&text)),
+                code: drop_test_items(&blanked),
             }
         })
         .collect();
     // Files that are declared `#[cfg(test)] mod x;` are test code as a whole.
-    let test_only: BTreeSet<String> = files.iter().flat_map(test_module_files).collect();
     files.retain(|f| !test_only.contains(&f.rel));
     files
 }
@@ -112,15 +114,12 @@ fn child_dir(rel: &str) -> String {
 }
 
 /// Child files declared as test code (`#[cfg(test)] mod x;`, `#[cfg(all(test, unix))] mod x;`),
-/// read from the file's own text, since the blanked code no longer holds them.
-fn test_module_files(file: &SourceFile) -> Vec<String> {
-    let raw: Vec<char> = std::fs::read_to_string(src().join(&file.rel))
-        .expect("reads")
-        .chars()
-        .collect();
+/// found in the file's code before its test items are blanked (which removes the declarations).
+fn test_module_files(rel: &str, code: &str) -> Vec<String> {
+    let chars: Vec<char> = code.chars().collect();
     let mut out = Vec::new();
-    for (_, end) in test_attributes(&raw) {
-        let decl: String = raw[end..raw.len().min(end + 80)].iter().collect();
+    for (_, end) in test_attributes(&chars) {
+        let decl: String = chars[end..chars.len().min(end + 80)].iter().collect();
         let decl = decl.trim_start();
         let decl = decl.strip_prefix("pub ").unwrap_or(decl);
         if let Some(after) = decl.strip_prefix("mod ") {
@@ -129,7 +128,7 @@ fn test_module_files(file: &SourceFile) -> Vec<String> {
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
                 .collect();
             if after[name.len()..].trim_start().starts_with(';') {
-                let dir = child_dir(&file.rel);
+                let dir = child_dir(rel);
                 out.push(format!("{dir}{name}.rs"));
                 out.push(format!("{dir}{name}/mod.rs"));
             }
@@ -281,7 +280,7 @@ fn blank_comments_and_literals(text: &str) -> String {
 /// or `use`): up to the first `;` before any `{`, or to the matching `}`.
 fn drop_test_items(code: &str) -> String {
     let mut out: Vec<char> = code.chars().collect();
-    for (start, end) in test_attributes(&out.clone()) {
+    for (start, end) in test_attributes(&out) {
         let mut i = start;
         let mut depth = 0usize;
         while i < out.len() {
@@ -461,7 +460,13 @@ struct Graph {
     files: BTreeMap<String, BTreeSet<String>>,
 }
 
-fn graph() -> Graph {
+/// The source's arrows, worked out once for all the tests of this file.
+fn graph() -> &'static Graph {
+    static GRAPH: std::sync::OnceLock<Graph> = std::sync::OnceLock::new();
+    GRAPH.get_or_init(read_graph)
+}
+
+fn read_graph() -> Graph {
     let sources = source_files();
     let names: BTreeSet<String> = sources.iter().map(|f| f.rel.clone()).collect();
     let mut modules: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
