@@ -99,12 +99,7 @@ pub fn to_yaml<T: Serialize>(value: &T, path: &Path) -> Result<String, YamlError
 /// readers see the old file or the new one, never half of it.
 pub fn write_yaml<T: Serialize>(path: &Path, header: &str, value: &T) -> Result<(), YamlError> {
     let text = to_yaml(value, path)?;
-    write_text(path, &format!("{header}{text}"))
-}
-
-/// Writes YAML text already encoded (by [`to_yaml`]) to `path` atomically.
-pub fn write_text(path: &Path, text: &str) -> Result<(), YamlError> {
-    write_atomic(path, text.as_bytes()).map_err(|source| YamlError::Write {
+    write_atomic(path, format!("{header}{text}").as_bytes()).map_err(|source| YamlError::Write {
         path: path.to_path_buf(),
         source,
     })
