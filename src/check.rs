@@ -300,10 +300,18 @@ mod tests {
     /// The shipped torch manifest with one line replaced, checked as `stackpin check` would.
     fn checked(from: &str, to: &str, gpus: &[&str]) -> Report {
         assert!(SHIPPED.contains(from), "the shipped manifest has `{from}`");
-        let text = SHIPPED.replacen(from, to, 1);
-        let m = manifest::parse(&text, std::path::Path::new("torch.yaml")).expect("parses");
+        checked_text(&SHIPPED.replacen(from, to, 1), gpus)
+    }
+
+    /// The shipped torch manifest as it is.
+    fn shipped(gpus: &[&str]) -> Report {
+        checked_text(SHIPPED, gpus)
+    }
+
+    fn checked_text(text: &str, gpus: &[&str]) -> Report {
+        let m = manifest::parse(text, std::path::Path::new("torch.yaml")).expect("parses");
         let gpus: Vec<String> = gpus.iter().map(|g| g.to_string()).collect();
-        check_for_gpus(&m, Some(&text), &gpus)
+        check_for_gpus(&m, Some(text), &gpus)
     }
 
     fn errors_on<'r>(report: &'r Report, field: &str) -> Vec<&'r Problem> {
@@ -316,7 +324,7 @@ mod tests {
 
     #[test]
     fn the_shipped_manifest_passes_without_errors() {
-        let report = checked("", "", &[]);
+        let report = shipped(&[]);
         assert!(report.ok, "{:#?}", report.problems);
         assert_eq!(report.count(Severity::Error), 0);
     }
@@ -410,8 +418,8 @@ mod tests {
     #[test]
     fn gpu_rules_apply_only_for_the_cards_named() {
         // torch 2.5.1's CUDA 12.4 build carries no Blackwell (12.0) kernels.
-        let without = checked("", "", &[]);
-        let with = checked("", "", &["12.0"]);
+        let without = shipped(&[]);
+        let with = shipped(&["12.0"]);
         assert!(without.ok);
         assert!(!with.ok, "{:#?}", with.problems);
         assert!(
@@ -422,7 +430,7 @@ mod tests {
             with.problems
         );
         // A card the stack drives and compiles for adds no error.
-        assert!(checked("", "", &["8.9"]).ok);
+        assert!(shipped(&["8.9"]).ok);
     }
 
     #[test]
