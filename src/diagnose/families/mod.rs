@@ -191,8 +191,20 @@ mod variants {
             include_str!("../../../tests/fixtures/diagnose/variants/kernel_log.yaml"),
         ),
         (
+            "loader",
+            include_str!("../../../tests/fixtures/diagnose/variants/loader.yaml"),
+        ),
+        (
+            "messages",
+            include_str!("../../../tests/fixtures/diagnose/variants/messages.yaml"),
+        ),
+        (
             "own",
             include_str!("../../../tests/fixtures/diagnose/variants/own.yaml"),
+        ),
+        (
+            "runtimes",
+            include_str!("../../../tests/fixtures/diagnose/variants/runtimes.yaml"),
         ),
         (
             "status",
@@ -271,7 +283,7 @@ mod variants {
         /// At least one of these is in the fix.
         #[serde(default)]
         fix_any: Vec<String>,
-        /// These are in the fix, in this order.
+        /// These are in the fix, each first mentioned after the one before it.
         #[serde(default)]
         fix_order: Vec<String>,
         #[serde(default)]
@@ -465,15 +477,19 @@ mod variants {
         if !want.fix_any.is_empty() && !want.fix_any.iter().any(|p| seen.fix.contains(p.as_str())) {
             wrong.push(format!("fix has none of {:?}: {}", want.fix_any, seen.fix));
         }
-        let mut from = 0;
-        for part in &want.fix_order {
-            match seen.fix[from..].find(part.as_str()) {
-                Some(at) => from += at + part.len(),
-                None => wrong.push(format!(
-                    "fix lacks {part:?} after the parts before it: {}",
-                    seen.fix
-                )),
-            }
+        // Each part's first mention comes after the first mention of the part before it.
+        let firsts: Vec<Option<usize>> = want
+            .fix_order
+            .iter()
+            .map(|part| seen.fix.find(part.as_str()))
+            .collect();
+        let in_order =
+            firsts.iter().all(Option::is_some) && firsts.windows(2).all(|pair| pair[0] < pair[1]);
+        if !in_order {
+            wrong.push(format!(
+                "fix does not first mention {:?} in this order: {}",
+                want.fix_order, seen.fix
+            ));
         }
         for part in &want.cause_has {
             if !seen.cause.contains(part.as_str()) {
