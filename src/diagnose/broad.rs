@@ -259,6 +259,29 @@ pub const RULES: &[Rule] = &[
         fix: TOOLKIT_FIX,
         example: "/bin/sh: 1: nvcc: not found",
     },
+    // TensorRT printing the cuDNN or cuBLAS it was built with beside the one it loaded: a
+    // warning on every start where they differ, so it places a log only when nothing else
+    // fails (an out-of-memory after it is the cause). wang-xinyu/tensorrtx#1031,
+    // NVIDIA/TensorRT#3534 (a maintainer: a warning, it can be ignored), shouxieai/tensorRT_Pro#49,
+    // NVIDIA/TensorRT#2580 (Myelin's error wording of the same pair).
+    Rule {
+        id: "tk-likely-tensorrt-linked-vs-loaded",
+        layer: Toolkit,
+        groups: &[
+            &[
+                "tensorrt was linked against cudnn",
+                "tensorrt was linked against cublas",
+                "compiled against cublaslt",
+                "compiled against cublas ",
+                "compiled against cudnn",
+            ],
+            &["but loaded", "but running against"],
+        ],
+        with_line: &[],
+        cause: "TensorRT loaded another cuDNN or cuBLAS than the one it was built with (it prints the pair): a warning that is usually harmless, unless TensorRT then fails inside that library.",
+        fix: "If the program works, the warning can be left. To remove it, or when TensorRT then fails in cuDNN/cuBLAS, make the versions TensorRT names the ones that load: install the cuDNN (or the CUDA release whose cuBLAS) its release notes list, put that copy first on the loader path (LD_LIBRARY_PATH, PATH on Windows; a library's own cuDNN, such as torch's, is loaded first when it is imported first), and remove older copies.",
+        example: "[W] [TRT] TensorRT was linked against cuBLAS/cuBLAS LT 11.6.3 but loaded cuBLAS/cuBLAS LT 11.5.1",
+    },
     Rule {
         id: "lib-likely-arch-or-build",
         layer: Library,
@@ -390,6 +413,34 @@ mod tests {
                 assert_eq!(*term, term.to_lowercase(), "{}: {term:?}", rule.id);
             }
         }
+    }
+
+    #[test]
+    fn tensorrts_linked_versus_loaded_pair_is_the_toolkit_only_when_nothing_else_fails() {
+        for log in [
+            // wang-xinyu/tensorrtx#1031.
+            "[07/01/2022-17:03:23] [W] [TRT] TensorRT was linked against cuDNN 8.1.0 but loaded cuDNN 8.0.5",
+            // NVIDIA/TensorRT#3534.
+            "[TRT] TensorRT was linked against cuDNN 8.9.0 but loaded cuDNN 8.8.0",
+            // shouxieai/tensorRT_Pro#49.
+            "][trt_builder.cpp:36]:NVInfer: TensorRT was linked against cuBLAS/cuBLAS LT 11.6.3 but loaded cuBLAS/cuBLAS LT 11.3.1",
+            // NVIDIA/TensorRT#2580 (Myelin's wording).
+            "[E] [TRT] 1: [raiiMyelinGraph.h::RAIIMyelinGraph::24] Error Code 1: Myelin (Compiled against cuBLASLt 11.5.2.0 but running against cuBLASLt 11.5.1.0.)",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(
+                (d.id.as_str(), d.layer),
+                ("tk-likely-tensorrt-linked-vs-loaded", Toolkit),
+                "{log}"
+            );
+        }
+        // The warning before TensorRT's own out-of-memory is not the cause (ceccocats/tkDNN#143).
+        let log = "TENSORRT LOG: TensorRT was linked against cuDNN 7.6.3 but loaded cuDNN 7.6.0\n\
+                   TENSORRT LOG: ../rtSafe/safeRuntime.cpp (25) - Cuda Error in allocate: 2 (out of memory)";
+        assert_eq!(
+            crate::diagnose::diagnose(log).map(|d| d.layer),
+            Some(Memory)
+        );
     }
 
     #[test]
