@@ -431,7 +431,7 @@ const RULES: &[Rule] = &[
         layer: Driver,
         second: None,
         cause: "NVML refused a memory or MIG query for lack of permission: on a MIG-enabled GPU a container (the Kubernetes device plugin, GPU feature discovery, a pod) may read MIG state only when it is given the driver's MIG monitor capability.",
-        fix: "Give the container the MIG monitor capability: set NVIDIA_MIG_MONITOR_DEVICES=all in the device plugin's (and GPU feature discovery's) deployment — the NVIDIA helm chart and GPU operator do — or run it privileged; outside a container run the tool as root or grant /proc/driver/nvidia/capabilities/mig/monitor. The driver itself needs no reinstall.",
+        fix: "Give the container the MIG monitor capability: set NVIDIA_MIG_MONITOR_DEVICES=all in the device plugin's (and GPU feature discovery's) deployment — the NVIDIA helm chart and GPU operator do — or run it privileged; outside a container run the tool as root or grant /proc/driver/nvidia/capabilities/mig/monitor. Off MIG, an NVML call that changes settings (clocks, power limits) needs root. The driver itself needs no reinstall.",
         mechanism: Mechanism::Plain,
         decisive: false,
     },
