@@ -9,8 +9,9 @@
 //!
 //! A rule matches a line when every group of terms has at least one term on that line (terms use
 //! the catalogue's `*` syntax; the line is padded with a space at each end, so `" xid"` or
-//! `"cuda error! 2 "` can demand a word boundary). Ranking is the matcher's causal order
-//! (hardware → driver → toolkit → library → memory), then the first line, then rule order.
+//! `"cuda error! 2 "` can demand a word boundary). Ranking: a rule for a warning programs print
+//! while working comes last; then the matcher's causal order (hardware → driver → toolkit →
+//! library → memory), then the first line, then rule order.
 //! This module never reads files and never prints.
 
 use super::FailureLayer::{self, Driver, Hardware, Library, Memory, Toolkit};
@@ -28,6 +29,9 @@ pub struct Rule {
     /// When not empty, some line of the log must also hold one of these terms (the NVRM line
     /// that turns "busy or unavailable" into a hardware fault).
     pub with_line: &'static [&'static str],
+    /// A warning that programs print while working (TensorRT's linked-vs-loaded pair): it
+    /// places a log only when no other broad rule does.
+    pub warning: bool,
     /// What probably went wrong, in one sentence (shown after "likely:").
     pub cause: &'static str,
     /// The layer's general fix.
@@ -100,6 +104,7 @@ pub const RULES: &[Rule] = &[
             "pcie bus error",
         ]],
         with_line: &[],
+        warning: false,
         cause: "The GPU itself stopped answering (off the bus, lost, or waiting for a reset).",
         fix: HARDWARE_FIX,
         example: "pcieport 0000:00:01.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer",
@@ -119,6 +124,7 @@ pub const RULES: &[Rule] = &[
             "row remapping fail",
         ]],
         with_line: &[],
+        warning: false,
         cause: "The GPU's memory reports errors (ECC): a hardware fault.",
         fix: HARDWARE_FIX,
         example: "GPU 1: ECC errors detected in the framebuffer; please reset",
@@ -128,6 +134,7 @@ pub const RULES: &[Rule] = &[
         layer: Hardware,
         groups: &[&[" xid", "xid ("]],
         with_line: &[],
+        warning: false,
         cause: "The driver logged an Xid error: the GPU (or its power, heat or bus) faulted.",
         fix: HARDWARE_FIX,
         example: "NVRM: Xid (PCI:0000:3b:00): 109, pid=2261, name=python, Ch 00000008, errorString CTX SWITCH TIMEOUT, Info 0x3c046",
@@ -137,6 +144,7 @@ pub const RULES: &[Rule] = &[
         layer: Hardware,
         groups: &[&["busy or unavailable", "cudaerrordevicesunavailable"]],
         with_line: &["nvrm:"],
+        warning: false,
         cause: "CUDA finds the GPU busy or unavailable while the driver logs a fault for it \
                 (NVRM): the card is in a bad state.",
         fix: HARDWARE_FIX,
@@ -153,6 +161,7 @@ pub const RULES: &[Rule] = &[
             "nvrm:",
         ]],
         with_line: &[],
+        warning: false,
         cause: "The GPU driver reported the failure (NVRM) or is too old for the CUDA runtime.",
         fix: DRIVER_FIX,
         example: "NVRM: API mismatch: the client has the version 550.54, but this kernel module \
@@ -177,6 +186,7 @@ pub const RULES: &[Rule] = &[
             FAILED,
         ],
         with_line: &[],
+        warning: false,
         cause: "A part of the GPU driver (cuInit, NVML, nvidia-smi or its kernel module) failed.",
         fix: DRIVER_FIX,
         example: "nvidia-modeset: ERROR: GPU:0: Failed to query display engine channel state: 0x0000c67e:0:0:0x0000000f",
@@ -228,6 +238,7 @@ pub const RULES: &[Rule] = &[
             ],
         ],
         with_line: &[],
+        warning: false,
         cause: "A CUDA toolkit library the training library needs cannot be found or loaded.",
         fix: TOOLKIT_FIX,
         example: "ImportError: libnvToolsExt.so.1: cannot open shared object file: No such file",
@@ -243,6 +254,7 @@ pub const RULES: &[Rule] = &[
             "runtime library not found",
         ]],
         with_line: &[],
+        warning: false,
         cause: "A CUDA toolkit library (cuSOLVER, cuBLAS, cuSPARSE) failed to start or run: the \
                 toolkit is missing, mismatched, or does not support this GPU.",
         fix: TOOLKIT_FIX,
@@ -255,9 +267,34 @@ pub const RULES: &[Rule] = &[
         // out of memory included.
         groups: &[&["nvcc", "cuda_home", "cuda toolkit"], FAILED],
         with_line: &[],
+        warning: false,
         cause: "The CUDA toolkit (nvcc, CUDA_HOME, the runtime) was not found or failed.",
         fix: TOOLKIT_FIX,
         example: "/bin/sh: 1: nvcc: not found",
+    },
+    // TensorRT printing the cuDNN or cuBLAS it was built with beside the one it loaded: a
+    // warning on every start where they differ, so it places a log only when nothing else
+    // fails (an out-of-memory after it is the cause). wang-xinyu/tensorrtx#1031,
+    // NVIDIA/TensorRT#3534 (a maintainer: a warning, it can be ignored), shouxieai/tensorRT_Pro#49,
+    // NVIDIA/TensorRT#2580 (Myelin's error wording of the same pair).
+    Rule {
+        id: "tk-likely-tensorrt-linked-vs-loaded",
+        layer: Toolkit,
+        groups: &[
+            &[
+                "tensorrt was linked against cudnn",
+                "tensorrt was linked against cublas",
+                "compiled against cublaslt",
+                "compiled against cublas ",
+                "compiled against cudnn",
+            ],
+            &["but loaded", "but running against"],
+        ],
+        with_line: &[],
+        warning: true,
+        cause: "TensorRT loaded another cuDNN or cuBLAS than the one it was built with (it prints the pair): a warning that is usually harmless, unless TensorRT then fails inside that library.",
+        fix: "If the program works, the warning can be left. To remove it, or when TensorRT then fails in cuDNN/cuBLAS, make the versions TensorRT names the ones that load: install the cuDNN (or the CUDA release whose cuBLAS) its release notes list, put that copy first on the loader path (LD_LIBRARY_PATH, PATH on Windows; a library's own cuDNN, such as torch's, is loaded first when it is imported first), and remove older copies.",
+        example: "[W] [TRT] TensorRT was linked against cuBLAS/cuBLAS LT 11.6.3 but loaded cuBLAS/cuBLAS LT 11.5.1",
     },
     Rule {
         id: "lib-likely-arch-or-build",
@@ -277,6 +314,7 @@ pub const RULES: &[Rule] = &[
             "gpu_hist",
         ]],
         with_line: &[],
+        warning: false,
         cause: "The installed build of the training library carries no GPU code for this card \
                 (wrong architecture, or a CPU-only build).",
         fix: LIBRARY_FIX,
@@ -294,6 +332,7 @@ pub const RULES: &[Rule] = &[
             "requires a different python",
         ]],
         with_line: &[],
+        warning: false,
         cause: "pip could not install the training library: no wheel fits this Python and \
                 platform, or the wheel is damaged.",
         fix: LIBRARY_FIX,
@@ -319,6 +358,7 @@ pub const RULES: &[Rule] = &[
             "failed to allocate*on device",
         ]],
         with_line: &[],
+        warning: false,
         cause: "The GPU ran out of memory: the batch (or another process) does not fit.",
         fix: MEMORY_FIX,
         example: "CUDA error! 2",
@@ -349,7 +389,12 @@ pub fn best(text: &str) -> Option<BroadHit> {
             Some((order, rule, seg))
         })
         .min_by_key(|(order, rule, seg)| {
-            (matcher::causal_rank(rule.layer), seg.line_number, *order)
+            (
+                rule.warning,
+                matcher::causal_rank(rule.layer),
+                seg.line_number,
+                *order,
+            )
         })
         .map(|(_, rule, seg)| BroadHit {
             rule,
@@ -390,6 +435,37 @@ mod tests {
                 assert_eq!(*term, term.to_lowercase(), "{}: {term:?}", rule.id);
             }
         }
+    }
+
+    #[test]
+    fn tensorrts_linked_versus_loaded_pair_is_the_toolkit_only_when_nothing_else_fails() {
+        for log in [
+            // wang-xinyu/tensorrtx#1031.
+            "[07/01/2022-17:03:23] [W] [TRT] TensorRT was linked against cuDNN 8.1.0 but loaded cuDNN 8.0.5",
+            // NVIDIA/TensorRT#3534.
+            "[TRT] TensorRT was linked against cuDNN 8.9.0 but loaded cuDNN 8.8.0",
+            // shouxieai/tensorRT_Pro#49.
+            "][trt_builder.cpp:36]:NVInfer: TensorRT was linked against cuBLAS/cuBLAS LT 11.6.3 but loaded cuBLAS/cuBLAS LT 11.3.1",
+            // NVIDIA/TensorRT#2580 (Myelin's wording).
+            "[E] [TRT] 1: [raiiMyelinGraph.h::RAIIMyelinGraph::24] Error Code 1: Myelin (Compiled against cuBLASLt 11.5.2.0 but running against cuBLASLt 11.5.1.0.)",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(
+                (d.id.as_str(), d.layer),
+                ("tk-likely-tensorrt-linked-vs-loaded", Toolkit),
+                "{log}"
+            );
+        }
+        // Nor before a failure only the broad rules place.
+        let log = "[W] [TRT] TensorRT was linked against cuDNN 8.9.0 but loaded cuDNN 8.7.0\nCUDA error! 2";
+        assert_eq!(best(log).map(|h| h.rule.layer), Some(Memory));
+        // The warning before TensorRT's own out-of-memory is not the cause (ceccocats/tkDNN#143).
+        let log = "TENSORRT LOG: TensorRT was linked against cuDNN 7.6.3 but loaded cuDNN 7.6.0\n\
+                   TENSORRT LOG: ../rtSafe/safeRuntime.cpp (25) - Cuda Error in allocate: 2 (out of memory)";
+        assert_eq!(
+            crate::diagnose::diagnose(log).map(|d| d.layer),
+            Some(Memory)
+        );
     }
 
     #[test]

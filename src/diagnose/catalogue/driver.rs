@@ -105,14 +105,20 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "drv-inst-no-kernel-source",
         layer: Driver,
         specificity: Specific,
-        patterns: &["unable to find the kernel source tree"],
+        // The CUDA runfile's driver step words it "unable to locate the kernel source"
+        // (koszullab/instaGRAAL#10).
+        patterns: &[
+            "unable to find the kernel source tree",
+            "unable to locate the kernel source",
+        ],
         cause: "The driver installer needs the headers of the running kernel to build its \
                 module, and they are not installed.",
         fix: "Install the headers for `uname -r` (linux-headers-$(uname -r), or kernel-devel on \
               Red Hat), then run the archived driver installer again with --dkms.",
         example: "ERROR: Unable to find the kernel source tree for the currently running kernel. \
                   Please make sure you have installed the kernel source files for your kernel",
-        source: "https://github.com/Bumblebee-Project/Bumblebee/issues/925",
+        source: "https://github.com/Bumblebee-Project/Bumblebee/issues/925 ; \
+                 https://github.com/koszullab/instaGRAAL/issues/10",
     },
     Entry {
         id: "drv-inst-cannot-load-module",

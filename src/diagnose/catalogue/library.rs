@@ -115,7 +115,10 @@ pub(super) const ENTRIES: &[Entry] = &[
                 win_amd64 / manylinux tags do not match this interpreter).",
         fix: "Fetch the wheels with the venv's own Python (`stackpin fetch MANIFEST` runs `pip download` \
               for the manifest's python), or create the venv with the Python the wheel's cpXY \
-              tag names.",
+              tag names; a macOS or Windows machine needs that platform's wheel, not a \
+              linux_x86_64 one. If the cpXY tag already is this Python's, its pip is too old for \
+              the wheel's manylinux tag: upgrade pip (`python -m pip install -U pip`) or use a \
+              newer Python build.",
         example: "ERROR: torchao-0.6.1+git-cp312-cp312-win_amd64.whl is not a supported wheel on \
                   this platform.",
         source: "https://github.com/kijai/ComfyUI-CogVideoXWrapper/issues/294",

@@ -71,6 +71,14 @@ mod tests {
     use std::collections::HashSet;
 
     #[test]
+    fn the_cuda_runfiles_wording_of_a_missing_kernel_source_is_the_installers_entry() {
+        // koszullab/instaGRAAL#10: the CUDA runfile's driver step, not nvidia-installer's words.
+        let log = "The driver installation is unable to locate the kernel source,Please make sure that the kernel source packages are installed and set up correctly.";
+        let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+        assert_eq!(d.id, "drv-inst-no-kernel-source");
+    }
+
+    #[test]
     fn catalogue_holds_at_least_45_entries() {
         assert!(
             entries().count() >= 45,

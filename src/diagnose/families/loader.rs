@@ -79,11 +79,74 @@ struct Named {
 
 pub(super) fn find(text: &str, segments: &[Segment<'_>]) -> Vec<Finding> {
     let toolkit_seen = toolkit_version_in(text);
+    // Windows out of commit ("The paging file is too small", WinError 1455) names the DLL it
+    // was loading, on its line or the next "Error loading" one; that DLL is not broken, and
+    // the memory family reads the failure.
+    let out_of_commit = segments
+        .iter()
+        .any(|seg| seg.lower.contains("winerror 1455"));
     segments
         .iter()
+        .filter(|seg| {
+            !(seg.lower.contains("winerror 1455")
+                || (out_of_commit && seg.lower.contains("error loading")))
+        })
         .filter(|seg| LOAD_FAILED.iter().any(|w| seg.lower.contains(w)))
         .filter_map(|seg| judge(seg, toolkit_seen))
+        .chain(segments.iter().filter_map(glibc_too_old))
         .collect()
+}
+
+/// The C library older than a binary needs: "version `GLIBC_2.29' not found (required by X)".
+/// X, the binary that needs the newer glibc, names the layer by where it lives: a wheel in
+/// site-packages was built on a newer OS than this one (the fix is another build or a newer OS,
+/// never a GPU component); the toolkit's or the driver's own binaries are theirs. Anything else
+/// (a program of the user's) stays unknown.
+fn glibc_too_old(seg: &Segment<'_>) -> Option<Finding> {
+    let lower = &seg.lower;
+    let version_at = lower.find("glibc_2.")?;
+    let rest = &lower[version_at..];
+    if !rest.contains("not found") {
+        return None;
+    }
+    let wanted: String = rest["glibc_".len()..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let required_by = &rest[rest.find("required by")? + "required by".len()..];
+    let path = required_by
+        .trim_start()
+        .split(|c: char| c.is_whitespace() || matches!(c, ')' | '\'' | '"' | '`'))
+        .next()?
+        .replace('\\', "/");
+    let file = path.rsplit('/').next()?.to_string();
+    let in_packages = path.contains("site-packages/") || path.contains("dist-packages/");
+    let (id, layer, cause, fix) = if in_packages {
+        let who = library_of(&file).unwrap_or("a package");
+        (
+            "lib-wheel-glibc-too-new",
+            Library,
+            format!("{file}, from {who} in site-packages, needs glibc {wanted}, newer than this system's C library: the wheel was built on a newer OS than the one it runs on."),
+            "Install a build of the package made for this system's glibc (`ldd --version` shows it): an older release whose wheels target it, a manylinux wheel for an older glibc, or a build from source here; or run it on a newer OS or in a container of one. Do not replace the system's glibc.".to_string(),
+        )
+    } else if owner(&file) == Some(Owner::Driver) || file.starts_with("nvidia-smi") {
+        (
+            "drv-glibc-too-new",
+            Driver,
+            format!("{file}, of the NVIDIA driver, needs glibc {wanted}, newer than the C library where it runs (often a container of an older OS given the host's driver libraries)."),
+            "Run it where the C library is at least as new as the driver's needs: a container image of a newer OS, or the driver release built for this OS (`stackpin pin --library NAME==VERSION --os linux --driver VERSION`).".to_string(),
+        )
+    } else if place(&path) == Some(Place::ToolkitFolder) {
+        (
+            "tk-glibc-too-new",
+            Toolkit,
+            format!("{file}, of the CUDA toolkit, needs glibc {wanted}, newer than this system's C library: the toolkit release is for a newer OS."),
+            "Install the CUDA toolkit build for this OS release (the toolkit's supported distributions name it), or run on a newer OS.".to_string(),
+        )
+    } else {
+        return None;
+    };
+    Some(at(seg, id, layer, None, cause, fix, Mechanism::Plain, true))
 }
 
 fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
@@ -436,6 +499,50 @@ mod tests {
             .into_iter()
             .next()
             .unwrap_or_else(|| panic!("no loader finding: {text}"))
+    }
+
+    #[test]
+    fn a_wheel_needing_a_newer_glibc_is_the_library_build_not_the_gpu_stack() {
+        for (log, who) in [
+            // KumaTea/pytorch-aarch64#16 (Ubuntu 18.04 has glibc 2.27).
+            (
+                "ImportError: /lib/aarch64-linux-gnu/libc.so.6: version `GLIBC_2.28' not found (required by /www/miniconda3/envs/vits/lib/python3.7/site-packages/torch/lib/libtorch_python.so)",
+                "torch",
+            ),
+            // pyg-team/pyg-lib#548.
+            (
+                "OSError: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.33' not found (required by /home/ee615/anaconda3/envs/qcnet/lib/python3.10/site-packages/libpyg.so)",
+                "a package",
+            ),
+            // pyg-team/pytorch_geometric#8217 (wheels built on Ubuntu 20.04).
+            (
+                "OSError: /lib64/libm.so.6: version `GLIBC_2.29' not found (required by /xxxxxx/.conda/envs/jupyter/envs/pyg240/lib/python3.11/site-packages/torch_sparse/_metis_cuda.so)",
+                "a package",
+            ),
+            // nanoporetech/taiyaki#25.
+            (
+                "E   ImportError: /lib64/libc.so.6: version `GLIBC_2.14' not found (required by /home/weir/software/taiyaki/venv/lib/python3.6/site-packages/torch/_C.cpython-36m-x86_64-linux-gnu.so)",
+                "a package",
+            ),
+        ] {
+            let f = one(log);
+            assert_eq!(
+                (f.id, f.layer),
+                ("lib-wheel-glibc-too-new", Library),
+                "{log}"
+            );
+            assert!(f.cause.contains(who), "{}", f.cause);
+            assert!(f.decisive);
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.layer, Library, "{log}: {}", d.id);
+        }
+        // A binary outside any package (pytorch/pytorch#129555's libtorch, by a relative path)
+        // says nothing about who built it for which OS.
+        let segments: Vec<_> = matcher::segments(
+            "./libtorch_cpu.so: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.28' not found (required by ./libtorch_cpu.so)",
+        )
+        .collect();
+        assert!(segments.iter().all(|seg| glibc_too_old(seg).is_none()));
     }
 
     #[test]

@@ -355,6 +355,86 @@ const RULES: &[Rule] = &[
         mechanism: Mechanism::Plain,
         decisive: true,
     },
+    // Windows out of commit while a library maps its DLLs ("The paging file is too small",
+    // WinError 1455): every process importing torch commits the CUDA DLLs' memory up front, so
+    // it fails on the DLL the loader was at, which is no broken wheel. prophesier/diff-svc#24
+    // (cudnn_adv_infer64_8.dll), thu-ml/tianshou#297 (too many vector environments), #527,
+    // zbf1991/WeCLIP#5 (Windows' Chinese wording, the same code), oatsu-gh/enunu_training_kit#8.
+    Rule {
+        id: "mem-windows-paging-file",
+        patterns: &[
+            "winerror 1455",
+            "the paging file is too small for this operation",
+        ],
+        layer: Memory,
+        second: None,
+        cause: "Windows ran out of virtual memory (its commit limit) while loading the library's DLLs: the paging file is too small. Every process that imports torch (each DataLoader worker or spawned process) commits the CUDA DLLs' memory up front, so it fails on whichever DLL it was loading; the DLL itself is fine.",
+        fix: "Let Windows grow the paging file: System Properties > Advanced > Performance > Settings > Advanced > Virtual memory, \"System managed size\" (or a larger custom size) on a drive with free space, then reboot. Start fewer processes at once (a smaller DataLoader num_workers, fewer parallel environments); reinstalling the library does not help.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    // The linker (not the loader) missing a CUDA library it was told to link: the toolkit's
+    // library folder is not on its search path (-L, LIBRARY_PATH; LD_LIBRARY_PATH is for running),
+    // or a conda compiler searches only its environment. fireice-uk/xmr-stak-nvidia#53
+    // (-lcudart_static), ivan-chai/torch-linear-assignment#2 (a conda ld; the system toolkit
+    // fixed it), ggml-org/llama.cpp#7508 (-lcuda).
+    Rule {
+        id: "tk-linker-cuda-library",
+        patterns: &[
+            "cannot find -lcud",
+            "cannot find -lcublas",
+            "cannot find -lcufft",
+            "cannot find -lcurand",
+            "cannot find -lcusolver",
+            "cannot find -lcusparse",
+            "cannot find -lnvrtc",
+            "cannot find -lnvtoolsext",
+            "cannot find -lnccl",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "The linker cannot find a CUDA library the build links (-lcudart, -lcudadevrt, -lcublas, …): the toolkit's library folder is not on the linker's search path (it reads -L and LIBRARY_PATH, not LD_LIBRARY_PATH), the toolkit there has no development copy of it, or a conda compiler searches only its own environment.",
+        fix: "Give the linker the toolkit's library folder: -L/usr/local/cuda/lib64 (or LIBRARY_PATH=/usr/local/cuda/lib64, CUDA_HOME for a setup.py build, the project's --with-cuda / CUDA path option); install the toolkit's development package (the runfile, or cuda-toolkit-X-Y / cuda-cudart-dev-X-Y) if lib64 has no libcudart.so; with a conda compiler install the CUDA runtime into that environment or point -L at the system toolkit. -lcuda links the stub in lib64/stubs.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // The persistence daemon failing to start: it opens every GPU through the driver, so the
+    // reason is the driver's module or a permission the daemon lacks. NVIDIA/nvidia-persistenced#11
+    // (GH200: NUMA auto-online needs root), fgci-org/ansible-role-cuda#20 (the service failing in
+    // CI on three distributions).
+    Rule {
+        id: "drv-persistenced-failed",
+        patterns: &[
+            "nvidia-persistenced failed to initialize",
+            "failed to start nvidia-persistenced",
+            "unable to start service nvidia-persistenced",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The NVIDIA persistence daemon could not start: it opens every GPU through the driver, so the driver's kernel module is not loaded (or did not load for this kernel), or the daemon lacks a permission it needs (on Grace Hopper it writes /sys/devices/system/memory/auto_online_blocks and must run as root; its folder /var/run/nvidia-persistenced must be writable).",
+        fix: "Read the daemon's own reason (`journalctl -u nvidia-persistenced -b`, or `sudo nvidia-persistenced --verbose`). Check the driver first: `nvidia-smi` and `lsmod | grep nvidia`; a module that does not load for this kernel needs rebuilding for it (DKMS, the kernel's headers) or a driver that supports it. On GH200/Grace systems run the daemon as root (no --user in its unit). Then `sudo systemctl restart nvidia-persistenced`.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // NVML refusing memory or MIG-profile queries for lack of the MIG monitor capability: on a
+    // MIG-enabled GPU a container (the device plugin, GFD, a pod) reads MIG state only with
+    // NVIDIA_MIG_MONITOR_DEVICES=all or privileged. NVIDIA/k8s-device-plugin#1683 ("error
+    // getting parent memory info"), NVIDIA/nvidia-container-toolkit#842 (pynvml in a pod on a MIG
+    // device), NVIDIA/gpu-feature-discovery#6 (a maintainer: the variable is missing).
+    Rule {
+        id: "drv-mig-monitor-permission",
+        patterns: &[
+            "memory info: insufficient pe",
+            "nvmlerror_nopermission",
+            "error getting mig profile*insufficient pe",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "NVML refused a memory or MIG query for lack of permission: on a MIG-enabled GPU a container (the Kubernetes device plugin, GPU feature discovery, a pod) may read MIG state only when it is given the driver's MIG monitor capability.",
+        fix: "Give the container the MIG monitor capability: set NVIDIA_MIG_MONITOR_DEVICES=all in the device plugin's (and GPU feature discovery's) deployment — the NVIDIA helm chart and GPU operator do — or run it privileged; outside a container run the tool as root or grant /proc/driver/nvidia/capabilities/mig/monitor. Off MIG, an NVML call that changes settings (clocks, power limits) needs root. The driver itself needs no reinstall.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
     // Execution providers and device lists.
     Rule {
         id: "lib-provider-cpu-package",

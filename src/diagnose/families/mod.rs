@@ -4,7 +4,8 @@
 //! - [`loader`]: a library that will not load (`cannot open shared object file`, `undefined
 //!   symbol`, `Could not load library X`, Windows error 126/127), judged by *which* library it is
 //!   and *where it lives* (a pip CUDA wheel in site-packages, the toolkit's folder, the driver's
-//!   `libcuda`/`nvml`), and by the CUDA version its name carries against the one the log shows.
+//!   `libcuda`/`nvml`), and by the CUDA version its name carries against the one the log shows;
+//!   a binary needing a newer glibc than the host's, by where that binary lives.
 //! - [`codes`]: the CUDA runtime's error codes and names (legacy THC `error=N` and `cuda runtime
 //!   error (N)` numbers translated to today's), and the driver's Xid numbers, as tables.
 //! - [`status`]: the CUDA math libraries' status codes (cuBLAS, cuSOLVER, cuSPARSE, cuFFT), as a

@@ -73,6 +73,17 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 Mechanism::Plain,
                 false,
             ));
+        } else if is_jax_plugin_check(lower) {
+            found.push(at(
+                seg,
+                "lib-jax-cuda-plugin-check",
+                Library,
+                Some(Toolkit),
+                "JAX's CUDA plugin failed its own check of the CUDA it loads (jaxlib's versions helpers, the plugin's version check): jax, jaxlib and the jax-cuda plugin are not one matching install with the CUDA wheels they need, so the CUDA backend does not start. The CUDA status it prints comes from that check, not from a failing driver.",
+                "Reinstall JAX as one set in the venv: `pip uninstall -y jax jaxlib jax-cuda12-plugin jax-cuda12-pjrt`, then `pip install -U \"jax[cuda12]\"` (or pin one release: `jax[cuda12]==X jaxlib==X`), which brings the plugin and the nvidia-* CUDA wheels it was built for; do not mix a conda jaxlib with pip plugins. `python -c \"import jax; print(jax.devices())\"` must list the GPU.",
+                Mechanism::Plain,
+                true,
+            ));
         } else if JAX_CUDA_COMPONENTS.iter().any(|w| lower.contains(w)) {
             found.push(at(
                 seg,
@@ -196,6 +207,24 @@ const JAX_CUDA_COMPONENTS: &[&str] = &[
     "unable to load cudnn. is it installed",
     "unable to load cuda. is it installed",
 ];
+
+/// JAX's CUDA plugin failing its own check of the CUDA it loads: jaxlib's versions helpers
+/// (`jaxlib/cuda/versions_helpers.cc: operation … failed`) or JAX saying no CUDA-enabled jaxlib
+/// is installed. A status that names the driver (no device, a driver too old) is left to the
+/// codes family. NixOS/nixpkgs#375186 (the jax package without its CUDA libraries),
+/// google-deepmind/mujoco_playground#137 (reinstalling jax, jaxlib and the plugins fixed it).
+fn is_jax_plugin_check(lower: &str) -> bool {
+    const DRIVER_NAMED: &[&str] = &[
+        "cuda_error_no_device",
+        "cuda_error_insufficient_driver",
+        "cuda_error_system_driver_mismatch",
+        "cuda_error_system_not_ready",
+        "cuda_error_compat_not_supported_on_device",
+    ];
+    let helper = lower.contains("jaxlib/cuda/versions_helpers") && lower.contains("failed");
+    (helper && !DRIVER_NAMED.iter().any(|w| lower.contains(w)))
+        || lower.contains("a cuda-enabled jaxlib is not installed")
+}
 
 /// torch.distributed's own messages about the default process group (distributed_c10d.py).
 const PROCESS_GROUP_MISUSE: &[&str] = &[
