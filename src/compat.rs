@@ -1000,12 +1000,9 @@ fn onnxruntime_release(version: &Version) -> LibraryLookup {
 /// The releases of a library the tables know, newest first (for `pin` and error messages).
 pub fn known_releases(library: &str, os: Os) -> Vec<Version> {
     let mut out: Vec<Version> = match library {
-        "torch" | "pytorch" => knowledge()
-            .pytorch
-            .releases
-            .iter()
-            .filter_map(|r| r.versions.iter().max().cloned())
-            .collect(),
+        "torch" | "pytorch" => {
+            newest_of_each(knowledge().pytorch.releases.iter().map(|r| &r.versions))
+        }
         "tensorflow" => match os {
             Os::Linux => &knowledge().tensorflow.linux,
             Os::Windows => &knowledge().tensorflow.windows,
@@ -1013,16 +1010,19 @@ pub fn known_releases(library: &str, os: Os) -> Vec<Version> {
         .iter()
         .map(|r| r.version.clone())
         .collect(),
-        "onnxruntime-gpu" | "onnxruntime" => knowledge()
-            .onnxruntime
-            .releases
-            .iter()
-            .filter_map(|r| r.versions.iter().max().cloned())
-            .collect(),
+        "onnxruntime-gpu" | "onnxruntime" => {
+            newest_of_each(knowledge().onnxruntime.releases.iter().map(|r| &r.versions))
+        }
         _ => vec![],
     };
     out.sort_by(|a, b| b.cmp(a));
     out
+}
+
+/// The newest version of each release line: a PyTorch or ONNX Runtime row holds all of a
+/// line's versions, and its newest stands for it.
+fn newest_of_each<'a>(lines: impl Iterator<Item = &'a Vec<Version>>) -> Vec<Version> {
+    lines.filter_map(|v| v.iter().max().cloned()).collect()
 }
 
 #[cfg(test)]
