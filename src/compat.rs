@@ -1000,12 +1000,9 @@ fn onnxruntime_release(version: &Version) -> LibraryLookup {
 /// The releases of a library the tables know, newest first (for `pin` and error messages).
 pub fn known_releases(library: &str, os: Os) -> Vec<Version> {
     let mut out: Vec<Version> = match library {
-        "torch" | "pytorch" => knowledge()
-            .pytorch
-            .releases
-            .iter()
-            .filter_map(|r| r.versions.iter().max().cloned())
-            .collect(),
+        "torch" | "pytorch" => {
+            newest_of_each(knowledge().pytorch.releases.iter().map(|r| &r.versions))
+        }
         "tensorflow" => match os {
             Os::Linux => &knowledge().tensorflow.linux,
             Os::Windows => &knowledge().tensorflow.windows,
@@ -1013,16 +1010,19 @@ pub fn known_releases(library: &str, os: Os) -> Vec<Version> {
         .iter()
         .map(|r| r.version.clone())
         .collect(),
-        "onnxruntime-gpu" | "onnxruntime" => knowledge()
-            .onnxruntime
-            .releases
-            .iter()
-            .filter_map(|r| r.versions.iter().max().cloned())
-            .collect(),
+        "onnxruntime-gpu" | "onnxruntime" => {
+            newest_of_each(knowledge().onnxruntime.releases.iter().map(|r| &r.versions))
+        }
         _ => vec![],
     };
     out.sort_by(|a, b| b.cmp(a));
     out
+}
+
+/// The newest version of each release line: a PyTorch or ONNX Runtime row holds all of a
+/// line's versions, and its newest stands for it.
+fn newest_of_each<'a>(lines: impl Iterator<Item = &'a Vec<Version>>) -> Vec<Version> {
+    lines.filter_map(|v| v.iter().max().cloned()).collect()
 }
 
 #[cfg(test)]
@@ -1031,6 +1031,14 @@ mod tests {
 
     fn v(s: &str) -> Version {
         Version::parse(s).expect("test version")
+    }
+
+    /// A release the tables must know.
+    fn known(library: &str, version: &Version, os: Os) -> Box<LibraryRelease> {
+        match library_release(library, version, os) {
+            LibraryLookup::Known(release) => release,
+            _ => panic!("{library} {version} on {os} is in the table"),
+        }
     }
 
     #[test]
@@ -1097,9 +1105,7 @@ mod tests {
 
     #[test]
     fn torch_2_5_supports_12_4_stable_and_has_its_wheel_index() {
-        let LibraryLookup::Known(rel) = library_release("torch", &v("2.5.1"), Os::Linux) else {
-            panic!("torch 2.5 should be known");
-        };
+        let rel = known("torch", &v("2.5.1"), Os::Linux);
         assert_eq!(rel.cuda_support(&v("12.4")), CudaSupport::Stable);
         assert_eq!(rel.cuda_support(&v("12.6")), CudaSupport::Unsupported);
         assert_eq!(
@@ -1115,18 +1121,13 @@ mod tests {
 
     #[test]
     fn torch_2_4_lists_12_4_as_experimental() {
-        let LibraryLookup::Known(rel) = library_release("torch", &v("2.4.1"), Os::Linux) else {
-            panic!("torch 2.4 should be known");
-        };
+        let rel = known("torch", &v("2.4.1"), Os::Linux);
         assert_eq!(rel.cuda_support(&v("12.4")), CudaSupport::Experimental);
     }
 
     #[test]
     fn onnxruntime_gpu_1_20_runs_on_any_cuda_12_line_with_cudnn_9() {
-        let LibraryLookup::Known(r) = library_release("onnxruntime-gpu", &v("1.20.2"), Os::Linux)
-        else {
-            panic!("1.20 is in the table");
-        };
+        let r = known("onnxruntime-gpu", &v("1.20.2"), Os::Linux);
         assert_eq!(r.cuda_support(&v("12.4")), CudaSupport::Stable);
         assert_eq!(r.cuda_support(&v("11.8")), CudaSupport::Unsupported);
         assert_eq!(r.cudnn.get("12.4").map(String::as_str), Some("9.x"));
@@ -1138,10 +1139,7 @@ mod tests {
 
     #[test]
     fn onnxruntime_1_18_on_pypi_is_the_cuda_11_8_cudnn_8_build() {
-        let LibraryLookup::Known(r) = library_release("onnxruntime", &v("1.18.1"), Os::Windows)
-        else {
-            panic!("1.18 is in the table");
-        };
+        let r = known("onnxruntime", &v("1.18.1"), Os::Windows);
         assert_eq!(r.cuda_support(&v("11.8")), CudaSupport::Stable);
         assert_eq!(r.cuda_support(&v("12.4")), CudaSupport::Unsupported);
         assert!(matches!(
@@ -1153,20 +1151,14 @@ mod tests {
 
     #[test]
     fn onnxruntime_gpu_moved_to_cuda_13_with_1_27_and_1_20_1_is_not_on_the_index() {
-        let LibraryLookup::Known(r) = library_release("onnxruntime-gpu", &v("1.27.0"), Os::Linux)
-        else {
-            panic!("1.27 is in the table");
-        };
+        let r = known("onnxruntime-gpu", &v("1.27.0"), Os::Linux);
         assert_eq!(r.cuda_support(&v("13.0")), CudaSupport::Stable);
         assert_eq!(r.cuda_support(&v("12.9")), CudaSupport::Unsupported);
         assert!(
             !r.python.contains(&v("3.10")),
             "no cp310 wheels from 1.24 on"
         );
-        let LibraryLookup::Known(r) = library_release("onnxruntime-gpu", &v("1.20.2"), Os::Linux)
-        else {
-            panic!("1.20 is in the table");
-        };
+        let r = known("onnxruntime-gpu", &v("1.20.2"), Os::Linux);
         assert!(r.versions.contains(&v("1.20.2")));
         assert!(
             !r.versions.contains(&v("1.20.1")),
@@ -1314,9 +1306,7 @@ mod tests {
             ("2.0.1", "0.15.2"),
             ("2.5.1", "0.20.1"),
         ] {
-            let LibraryLookup::Known(rel) = library_release("torch", &v(torch), Os::Linux) else {
-                panic!("torch {torch} is known");
-            };
+            let rel = known("torch", &v(torch), Os::Linux);
             assert_eq!(
                 rel.requirements(&v(torch)),
                 vec![format!("torch=={torch}"), format!("torchvision=={vision}")]

@@ -247,40 +247,35 @@ mod tests {
     }
 
     #[test]
-    fn a_bare_folder_is_empty_and_a_locked_one_fetched() {
-        assert_eq!(stage_of(false, &ChainState::default(), false), Stage::Empty);
-        assert_eq!(
-            stage_of(true, &ChainState::default(), false),
-            Stage::Fetched
-        );
-    }
-
-    #[test]
-    fn a_pending_reboot_outranks_an_older_record() {
-        let s = state(&[(Layer::Driver, LayerStatus::RebootPending)]);
-        assert_eq!(stage_of(true, &s, true), Stage::RebootPending);
-    }
-
-    #[test]
-    fn a_failed_layer_outranks_everything() {
-        let s = state(&[
-            (Layer::Driver, LayerStatus::Done),
-            (Layer::Toolkit, LayerStatus::Failed),
-        ]);
-        assert_eq!(stage_of(true, &s, true), Stage::Failed);
-    }
-
-    #[test]
-    fn three_done_layers_are_installed_until_a_record_proves_them() {
-        let s = state(&[
-            (Layer::Driver, LayerStatus::Done),
-            (Layer::Toolkit, LayerStatus::Done),
-            (Layer::Library, LayerStatus::Done),
-        ]);
-        assert_eq!(stage_of(true, &s, false), Stage::Installed);
-        assert_eq!(stage_of(true, &s, true), Stage::Proven);
-        let partial = state(&[(Layer::Driver, LayerStatus::Done)]);
-        assert_eq!(stage_of(true, &partial, false), Stage::Installing);
+    fn the_stage_is_decided_from_the_lock_the_layers_and_the_record() {
+        use Layer::{Driver, Library, Toolkit};
+        use LayerStatus::{Done, Failed, RebootPending};
+        type Marks = &'static [(Layer, LayerStatus)];
+        let all_done: Marks = &[(Driver, Done), (Toolkit, Done), (Library, Done)];
+        // (lock, layer marks, proven record, stage): a bare folder is empty and a locked one
+        // fetched; a pending reboot outranks an older record and a failed layer everything; three
+        // done layers are installed until a record proves them, fewer are still installing.
+        let table: &[(bool, Marks, bool, Stage)] = &[
+            (false, &[], false, Stage::Empty),
+            (true, &[], false, Stage::Fetched),
+            (true, &[(Driver, RebootPending)], true, Stage::RebootPending),
+            (
+                true,
+                &[(Driver, Done), (Toolkit, Failed)],
+                true,
+                Stage::Failed,
+            ),
+            (true, all_done, false, Stage::Installed),
+            (true, all_done, true, Stage::Proven),
+            (true, &[(Driver, Done)], false, Stage::Installing),
+        ];
+        for &(lock, marks, proven, want) in table {
+            assert_eq!(
+                stage_of(lock, &state(marks), proven),
+                want,
+                "lock {lock}, {marks:?}, proven {proven}"
+            );
+        }
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub const TOOLKIT_NO_REBOOT: &str = "-n";
 
 /// Sub-packages for a training workstation on CUDA 12.x (PyTorch's Windows CI list): compiler,
 /// runtime, the math libraries with their headers, nvJitLink, NVTX; never `Display.Driver`.
-const CUDA_12_SUBPACKAGES: &[&str] = &[
+/// The list is its head followed by [`CUDA_LIBRARIES`].
+const CUDA_12_HEAD: &[&str] = &[
     "cuda_profiler_api",
     "thrust",
     "nvcc",
@@ -36,26 +37,11 @@ const CUDA_12_SUBPACKAGES: &[&str] = &[
     "cublas",
     "cublas_dev",
     "cudart",
-    "cufft",
-    "cufft_dev",
-    "curand",
-    "curand_dev",
-    "cusolver",
-    "cusolver_dev",
-    "cusparse",
-    "cusparse_dev",
-    "npp",
-    "npp_dev",
-    "nvrtc",
-    "nvrtc_dev",
-    "nvml_dev",
-    "nvjitlink",
-    "nvtx",
 ];
 
 /// CUDA 13.x: the compiler is split into `nvcc`, `crt` and `nvvm`; no `thrust` and no `nvprof`
-/// (removed), the libraries keep their 12.x names.
-const CUDA_13_SUBPACKAGES: &[&str] = &[
+/// (removed), the libraries keep their 12.x names ([`CUDA_LIBRARIES`] follows this head).
+const CUDA_13_HEAD: &[&str] = &[
     "nvcc",
     "crt",
     "nvvm",
@@ -66,6 +52,10 @@ const CUDA_13_SUBPACKAGES: &[&str] = &[
     "cupti",
     "cublas",
     "cublas_dev",
+];
+
+/// The libraries both lines list last, under the same names and in the same order.
+const CUDA_LIBRARIES: &[&str] = &[
     "cufft",
     "cufft_dev",
     "curand",
@@ -91,16 +81,16 @@ pub fn toolkit_subpackages(line: &str) -> Vec<String> {
         .next()
         .and_then(|m| m.parse().ok())
         .unwrap_or(12);
-    let names: Vec<&str> = match major {
-        13.. => CUDA_13_SUBPACKAGES.to_vec(),
-        12 => CUDA_12_SUBPACKAGES.to_vec(),
-        _ => CUDA_12_SUBPACKAGES
-            .iter()
-            .copied()
-            .filter(|n| *n != "nvjitlink")
-            .collect(),
+    let head = if major >= 13 {
+        CUDA_13_HEAD
+    } else {
+        CUDA_12_HEAD
     };
-    names.iter().map(|n| format!("{n}_{line}")).collect()
+    head.iter()
+        .chain(CUDA_LIBRARIES)
+        .filter(|n| major >= 12 || **n != "nvjitlink")
+        .map(|n| format!("{n}_{line}"))
+        .collect()
 }
 
 /// The toolkit step: silent, no reboot of its own, the listed sub-packages only.
@@ -296,7 +286,7 @@ mod tests {
     #[test]
     fn cuda_12_is_pytorchs_list_with_nvjitlink() {
         let list = toolkit_subpackages("12.4");
-        assert_eq!(list.len(), CUDA_12_SUBPACKAGES.len());
+        assert_eq!(list.len(), CUDA_12_HEAD.len() + CUDA_LIBRARIES.len());
         for name in [
             "nvcc_12.4",
             "thrust_12.4",

@@ -340,6 +340,15 @@ mod tests {
         exam.drift.iter().map(ToString::to_string).collect()
     }
 
+    /// The exam fails `id`'s check and finds only `layer` drifted; what that check found.
+    fn fails_only(exam: &Examination, id: CheckId, layer: Layer) -> String {
+        assert!(!exam.ok);
+        let (status, found) = verdict(exam, id);
+        assert_eq!(status, Status::Fail, "{found}");
+        assert_eq!(exam.drifted_layers(), [layer]);
+        found
+    }
+
     #[test]
     fn a_healthy_host_passes_every_layer_check_with_no_drift() {
         let exam = examine_on(LINUX, &linux_host("595.71.05", "2.5.1+cu124"));
@@ -358,10 +367,8 @@ mod tests {
     #[test]
     fn a_changed_driver_is_drift_naming_both_versions() {
         let exam = examine_on(LINUX, &linux_host("590.48.01", "2.5.1+cu124"));
-        assert!(!exam.ok);
-        assert_eq!(verdict(&exam, CheckId::Driver).0, Status::Fail);
+        fails_only(&exam, CheckId::Driver, Layer::Driver);
         assert_eq!(drift(&exam), ["driver 595.71.05 → 590.48.01"]);
-        assert_eq!(exam.drifted_layers(), [Layer::Driver]);
     }
 
     #[test]
@@ -372,21 +379,17 @@ mod tests {
             r#"{"cuda": {"name": "CUDA SDK", "version": "12.4.0"}}"#,
         );
         let exam = examine_on(LINUX, &sys);
-        assert!(!exam.ok);
-        assert_eq!(verdict(&exam, CheckId::Toolkit).0, Status::Fail);
+        fails_only(&exam, CheckId::Toolkit, Layer::Toolkit);
         assert_eq!(
             drift(&exam),
             ["toolkit 12.4.1 → CUDA 12.4.0 in /usr/local/cuda-12.4, 12.4.1 pinned"]
         );
-        assert_eq!(exam.drifted_layers(), [Layer::Toolkit]);
     }
 
     #[test]
     fn a_changed_library_is_drift_naming_both_versions() {
         let exam = examine_on(LINUX, &linux_host("595.71.05", "2.6.0+cu124"));
-        assert!(!exam.ok);
-        assert_eq!(verdict(&exam, CheckId::Library).0, Status::Fail);
-        assert_eq!(exam.drifted_layers(), [Layer::Library]);
+        fails_only(&exam, CheckId::Library, Layer::Library);
         assert_eq!(drift(&exam), ["library torch 2.5.1+cu124 → 2.6.0"]);
     }
 
@@ -398,11 +401,8 @@ mod tests {
         sys.dirs
             .retain(|p, _| !p.starts_with("/usr/local/cuda-12.4"));
         let exam = examine_on(LINUX, &sys);
-        assert!(!exam.ok);
-        let (status, found) = verdict(&exam, CheckId::Toolkit);
-        assert_eq!(status, Status::Fail);
+        let found = fails_only(&exam, CheckId::Toolkit, Layer::Toolkit);
         assert!(found.contains("/usr/local/cuda-12.4"), "{found}");
-        assert_eq!(exam.drifted_layers(), [Layer::Toolkit]);
     }
 
     #[test]
@@ -416,11 +416,8 @@ mod tests {
             r#"{"library": "torch", "python": "3.12.3", "ok": false, "error": "ImportError: libcudnn.so.9: cannot open shared object file"}"#,
         );
         let exam = examine_on(LINUX, &sys);
-        assert!(!exam.ok);
-        let (status, found) = verdict(&exam, CheckId::Library);
-        assert_eq!(status, Status::Fail);
+        let found = fails_only(&exam, CheckId::Library, Layer::Library);
         assert!(found.contains("libcudnn.so.9"), "{found}");
-        assert_eq!(exam.drifted_layers(), [Layer::Library]);
     }
 
     #[test]
@@ -428,8 +425,7 @@ mod tests {
         let mut sys = linux_host("595.71.05", "2.5.1+cu124");
         sys.files.remove(Path::new(VENV_PYTHON));
         let exam = examine_on(LINUX, &sys);
-        assert_eq!(verdict(&exam, CheckId::Library).0, Status::Fail);
-        assert_eq!(exam.drifted_layers(), [Layer::Library]);
+        fails_only(&exam, CheckId::Library, Layer::Library);
     }
 
     #[test]

@@ -29,26 +29,16 @@ const TAIL_LINES: usize = 15;
 pub enum RunnerError {
     #[error("`{placeholder}` in `{arg}` has no value for this step")]
     MissingPlaceholder { arg: String, placeholder: String },
-    #[error("the command is empty")]
-    EmptyCommand,
-    #[error("cannot start `{program}`")]
-    Spawn {
-        program: String,
-        #[source]
-        source: std::io::Error,
-    },
     #[error("cannot write the log {}", path.display())]
     Log {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("waiting for `{program}` failed")]
-    Wait {
-        program: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// An empty command, or a child that could not be started or waited for: the process
+    /// runner's own words.
+    #[error(transparent)]
+    Exec(#[from] ExecError),
 }
 
 /// What an exit code means for the chain.
@@ -160,13 +150,14 @@ pub fn run_step(step: &Step) -> Result<StepOutcome, RunnerError> {
 /// A step whose child (and its tree) is running; its output is being drained into the log.
 pub struct RunningStep {
     running: exec::Running,
-    program: String,
     log_path: PathBuf,
 }
 
 /// Starts a step's child with its output drained into the log; [`RunningStep::wait`] ends it.
 pub fn start_step(step: &Step) -> Result<RunningStep, RunnerError> {
-    let program = step.argv.first().ok_or(RunnerError::EmptyCommand)?.clone();
+    if step.argv.is_empty() {
+        return Err(ExecError::EmptyCommand.into());
+    }
     if let Some(dir) = step.log.parent() {
         std::fs::create_dir_all(dir).map_err(|source| RunnerError::Log {
             path: step.log.clone(),
@@ -178,29 +169,13 @@ pub fn start_step(step: &Step) -> Result<RunningStep, RunnerError> {
         source,
     })?;
     let _ = writeln!(log, "$ {}", shell_words(&step.argv));
-    let mut spec = exec::Spec::logged(&step.argv, &step.env, log, step.timeout)
-        .map_err(|e| from_exec(&program, e))?;
+    let mut spec = exec::Spec::logged(&step.argv, &step.env, log, step.timeout)?;
     spec.env_remove = step.env_remove.clone();
-    let running = exec::start(spec).map_err(|e| from_exec(&program, e))?;
+    let running = exec::start(spec)?;
     Ok(RunningStep {
         running,
-        program,
         log_path: step.log.clone(),
     })
-}
-
-fn from_exec(program: &str, e: ExecError) -> RunnerError {
-    match e {
-        ExecError::EmptyCommand => RunnerError::EmptyCommand,
-        ExecError::Spawn { source, .. } => RunnerError::Spawn {
-            program: program.to_string(),
-            source,
-        },
-        ExecError::Wait { source, .. } => RunnerError::Wait {
-            program: program.to_string(),
-            source,
-        },
-    }
 }
 
 impl RunningStep {
@@ -217,11 +192,7 @@ impl RunningStep {
     /// Waits for the child (ending its tree at its timeout or the second Ctrl-C), drains its
     /// output and writes the exit line into the log. `tick` runs while waiting (for a spinner).
     pub fn wait_with(self, tick: &mut dyn FnMut(Duration)) -> Result<StepOutcome, RunnerError> {
-        let program = self.program;
-        let finished = self
-            .running
-            .wait_with(tick)
-            .map_err(|e| from_exec(&program, e))?;
+        let finished = self.running.wait_with(tick)?;
         let code = finished.end.code();
         let status = match finished.end {
             End::Exited(c) => status_for_exit_code(c),
@@ -296,7 +267,9 @@ use crate::exit::{Exit, ExitStatus};
 impl ExitStatus for RunnerError {
     fn exit(&self) -> Exit {
         match self {
-            RunnerError::MissingPlaceholder { .. } | RunnerError::EmptyCommand => Exit::Input,
+            RunnerError::MissingPlaceholder { .. } | RunnerError::Exec(ExecError::EmptyCommand) => {
+                Exit::Input
+            }
             _ => Exit::External,
         }
     }
@@ -335,6 +308,17 @@ mod tests {
         ));
     }
 
+    /// A step with no environment of its own.
+    fn bare_step(argv: &[&str], log: PathBuf, timeout: Duration) -> Step {
+        Step {
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            env: vec![],
+            env_remove: vec![],
+            log,
+            timeout,
+        }
+    }
+
     #[test]
     fn exit_codes_are_data() {
         assert_eq!(status_for_exit_code(0), StepStatus::Succeeded);
@@ -347,17 +331,15 @@ mod tests {
     #[test]
     fn output_of_both_pipes_reaches_the_log_and_the_tail() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let step = Step {
-            argv: vec![
-                "sh".into(),
-                "-c".into(),
-                "for i in 1 2 3; do echo out$i; echo err$i >&2; done; exit 7".into(),
+        let step = bare_step(
+            &[
+                "sh",
+                "-c",
+                "for i in 1 2 3; do echo out$i; echo err$i >&2; done; exit 7",
             ],
-            env: vec![],
-            env_remove: vec![],
-            log: dir.path().join("logs/x.log"),
-            timeout: Duration::from_secs(30),
-        };
+            dir.path().join("logs/x.log"),
+            Duration::from_secs(30),
+        );
         let outcome = run_step(&step).expect("runs");
         assert_eq!(outcome.code, Some(7));
         assert_eq!(outcome.status, StepStatus::Failed);
@@ -373,17 +355,15 @@ mod tests {
     fn a_chatty_child_cannot_deadlock_the_runner() {
         let dir = tempfile::tempdir().expect("tempdir");
         // 2 MB on each pipe: far beyond a pipe buffer, so both must be drained concurrently.
-        let step = Step {
-            argv: vec![
-                "sh".into(),
-                "-c".into(),
-                "head -c 2000000 /dev/zero | tr '\\0' x; head -c 2000000 /dev/zero | tr '\\0' y >&2".into(),
+        let step = bare_step(
+            &[
+                "sh",
+                "-c",
+                "head -c 2000000 /dev/zero | tr '\\0' x; head -c 2000000 /dev/zero | tr '\\0' y >&2",
             ],
-            env: vec![],
-            env_remove: vec![],
-            log: dir.path().join("chatty.log"),
-            timeout: Duration::from_secs(60),
-        };
+            dir.path().join("chatty.log"),
+            Duration::from_secs(60),
+        );
         let outcome = run_step(&step).expect("runs");
         assert_eq!(outcome.status, StepStatus::Succeeded);
         assert!(std::fs::metadata(&outcome.log).expect("log").len() >= 4_000_000);
@@ -393,13 +373,11 @@ mod tests {
     #[test]
     fn a_step_past_its_timeout_is_killed() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let step = Step {
-            argv: vec!["sleep".into(), "30".into()],
-            env: vec![],
-            env_remove: vec![],
-            log: dir.path().join("slow.log"),
-            timeout: Duration::from_millis(300),
-        };
+        let step = bare_step(
+            &["sleep", "30"],
+            dir.path().join("slow.log"),
+            Duration::from_millis(300),
+        );
         let outcome = run_step(&step).expect("runs");
         assert_eq!(outcome.status, StepStatus::TimedOut);
         assert!(outcome.duration < Duration::from_secs(10));
@@ -408,13 +386,11 @@ mod tests {
     #[test]
     fn a_missing_program_is_a_spawn_error_naming_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let step = Step {
-            argv: vec!["/no/such/installer.run".into()],
-            env: vec![],
-            env_remove: vec![],
-            log: dir.path().join("x.log"),
-            timeout: Duration::from_secs(5),
-        };
+        let step = bare_step(
+            &["/no/such/installer.run"],
+            dir.path().join("x.log"),
+            Duration::from_secs(5),
+        );
         let err = run_step(&step).expect_err("cannot spawn");
         assert!(err.to_string().contains("/no/such/installer.run"));
     }

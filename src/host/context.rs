@@ -193,15 +193,23 @@ mod tests {
     use super::*;
     use crate::host::system::FakeSystem;
 
+    /// What a Linux host shows that has only the file at `path`, holding `text`.
+    fn linux_with(path: &str, text: &str) -> HostContext {
+        let mut sys = FakeSystem::new(Os::Linux);
+        sys.file(path, text);
+        probe(&sys)
+    }
+
     #[test]
     fn a_docker_container_is_named_by_its_marker_file_or_cgroup() {
-        let mut sys = FakeSystem::new(Os::Linux);
-        sys.file("/.dockerenv", "");
-        assert_eq!(probe(&sys).container.as_deref(), Some("/.dockerenv exists"));
-        let mut sys = FakeSystem::new(Os::Linux);
-        sys.file("/proc/1/cgroup", "0::/kubepods/besteffort/pod1/abc\n");
         assert_eq!(
-            probe(&sys).container.as_deref(),
+            linux_with("/.dockerenv", "").container.as_deref(),
+            Some("/.dockerenv exists")
+        );
+        assert_eq!(
+            linux_with("/proc/1/cgroup", "0::/kubepods/besteffort/pod1/abc\n")
+                .container
+                .as_deref(),
             Some("/proc/1/cgroup names kubepods")
         );
         let bare = FakeSystem::new(Os::Linux);
@@ -216,15 +224,15 @@ mod tests {
 
     #[test]
     fn wsl_is_named_by_dxg_or_the_wsl_library_folder_or_the_kernel() {
-        let mut sys = FakeSystem::new(Os::Linux);
-        sys.file("/dev/dxg", "");
-        assert_eq!(probe(&sys).wsl.as_deref(), Some("/dev/dxg exists"));
-        let mut sys = FakeSystem::new(Os::Linux);
-        sys.file(
+        assert_eq!(
+            linux_with("/dev/dxg", "").wsl.as_deref(),
+            Some("/dev/dxg exists")
+        );
+        let kernel = linux_with(
             "/proc/sys/kernel/osrelease",
             "5.15.153.1-microsoft-standard-WSL2\n",
         );
-        assert!(probe(&sys).wsl.is_some_and(|w| w.contains("microsoft")));
+        assert!(kernel.wsl.is_some_and(|w| w.contains("microsoft")));
     }
 
     #[test]

@@ -672,31 +672,32 @@ mod tests {
         assert_eq!(wheel_name_version("x.tar.gz"), None);
     }
 
-    fn proof(holds: bool) -> Proof {
-        Proof {
-            layer: Layer::Driver,
-            holds,
-            seen: "seen".into(),
-            reboot_pending: false,
-        }
-    }
-
-    fn run(status: StepStatus, code: Option<i32>) -> LayerRun {
-        LayerRun {
+    /// How `judge` decides `layer` after an installer that ended with `status` and `code`, when
+    /// the proof afterwards `holds` or not.
+    fn judged(
+        layer: Layer,
+        status: StepStatus,
+        code: Option<i32>,
+        holds: bool,
+    ) -> (LayerAction, LayerStatus, Option<ChainEnd>) {
+        let run = LayerRun {
             status,
             code,
             log: None,
             tail: vec![],
-        }
+        };
+        let proof = Proof {
+            layer: Layer::Driver,
+            holds,
+            seen: "seen".into(),
+            reboot_pending: false,
+        };
+        judge(layer, &run, &proof)
     }
 
     #[test]
     fn a_driver_that_is_not_active_after_install_waits_for_a_reboot() {
-        let (action, status, end) = judge(
-            Layer::Driver,
-            &run(StepStatus::Succeeded, Some(0)),
-            &proof(false),
-        );
+        let (action, status, end) = judged(Layer::Driver, StepStatus::Succeeded, Some(0), false);
         assert_eq!(action, LayerAction::RebootPending);
         assert_eq!(status, LayerStatus::RebootPending);
         assert_eq!(
@@ -709,11 +710,7 @@ mod tests {
 
     #[test]
     fn a_toolkit_missing_after_exit_0_is_a_failure_not_a_reboot() {
-        let (action, _, end) = judge(
-            Layer::Toolkit,
-            &run(StepStatus::Succeeded, Some(0)),
-            &proof(false),
-        );
+        let (action, _, end) = judged(Layer::Toolkit, StepStatus::Succeeded, Some(0), false);
         assert_eq!(action, LayerAction::Failed);
         assert!(matches!(
             end,
@@ -726,11 +723,7 @@ mod tests {
 
     #[test]
     fn windows_3010_on_the_toolkit_stops_for_a_reboot() {
-        let (action, _, end) = judge(
-            Layer::Toolkit,
-            &run(StepStatus::RebootRequired, Some(3010)),
-            &proof(true),
-        );
+        let (action, _, end) = judged(Layer::Toolkit, StepStatus::RebootRequired, Some(3010), true);
         assert_eq!(action, LayerAction::RebootPending);
         assert_eq!(
             end,
@@ -742,11 +735,7 @@ mod tests {
 
     #[test]
     fn a_failed_exit_code_is_named() {
-        let (_, _, end) = judge(
-            Layer::Toolkit,
-            &run(StepStatus::Failed, Some(2)),
-            &proof(false),
-        );
+        let (_, _, end) = judged(Layer::Toolkit, StepStatus::Failed, Some(2), false);
         match end {
             Some(ChainEnd::Failed { why, .. }) => assert!(why.contains("code 2")),
             other => panic!("expected failure, got {other:?}"),

@@ -189,24 +189,22 @@ impl Sampler {
         tree: Arc<dyn ProcessTree>,
     ) -> Result<Sampler, SamplerError> {
         let state = Arc::new(Mutex::new(State::default()));
-        let device = {
+        let watch = |query: &str, what, on_line: LineHandler| {
             let state = Arc::clone(&state);
-            Monitor::spawn(
-                smi,
-                &smi_args("--query-gpu=memory.used", gpu_index),
-                "the card's memory.used",
-                move |line| on_device_line(&state, line),
-            )?
+            Monitor::spawn(smi, &smi_args(query, gpu_index), what, move |line| {
+                on_line(&state, line)
+            })
         };
-        let per_process = {
-            let state = Arc::clone(&state);
-            Monitor::spawn(
-                smi,
-                &smi_args("--query-compute-apps=pid,used_memory", gpu_index),
-                "per-process GPU memory",
-                move |line| on_compute_app_line(&state, tree.as_ref(), line),
-            )?
-        };
+        let device = watch(
+            "--query-gpu=memory.used",
+            "the card's memory.used",
+            Box::new(|state, line| on_device_line(state, line)),
+        )?;
+        let per_process = watch(
+            "--query-compute-apps=pid,used_memory",
+            "per-process GPU memory",
+            Box::new(move |state, line| on_compute_app_line(state, tree.as_ref(), line)),
+        )?;
         let waited = Instant::now();
         while waited.elapsed() < BASELINE_WAIT
             && lock(&state).idle_readings.is_empty()
@@ -269,6 +267,9 @@ impl Sampler {
         (choose_trace(state), processes)
     }
 }
+
+/// What one monitor does with each line nvidia-smi prints.
+type LineHandler = Box<dyn Fn(&Arc<Mutex<State>>, &str) + Send>;
 
 fn smi_args(query: &str, gpu_index: u32) -> Vec<String> {
     vec![

@@ -8,6 +8,8 @@
 
 use std::path::Path;
 
+use plotters::chart::MeshStyle;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::sampler::MemoryTrace;
@@ -93,6 +95,41 @@ pub fn write(path: &Path, chart: &ProofChart<'_>) -> Result<(), SvgError> {
 
 type Area<'b> = DrawingArea<SVGBackend<'b>, plotters::coord::Shift>;
 
+type Panel<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A panel of the picture: its title, the margins both panels keep, MiB upwards from 0 to `top_mib`.
+fn panel<'a, 'b>(
+    area: &'a Area<'b>,
+    title: String,
+    x: std::ops::Range<f64>,
+    top_mib: f64,
+) -> Result<Panel<'a, 'b>, SvgError> {
+    ChartBuilder::on(area)
+        .caption(title, (FONT, 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x, 0.0..top_mib)
+        .map_err(draw_err)
+}
+
+/// The grid both panels share: whole MiB on the y axis, light lines white; the caller adds its
+/// x axis.
+fn mib_mesh<'m, 'a, 'b>(
+    plot: &'m mut Panel<'a, 'b>,
+) -> MeshStyle<'a, 'm, RangedCoordf64, RangedCoordf64, SVGBackend<'b>> {
+    let mut mesh = plot.configure_mesh();
+    mesh.y_desc("MiB")
+        .y_label_formatter(&whole_mib)
+        .light_line_style(WHITE)
+        .label_style((FONT, 12));
+    mesh
+}
+
+fn whole_mib(v: &f64) -> String {
+    format!("{v:.0}")
+}
+
 fn draw_run(area: &Area<'_>, chart: &ProofChart<'_>) -> Result<(), SvgError> {
     let trace = chart.trace;
     let secs = |t: u64| t as f64 / 1000.0;
@@ -104,22 +141,14 @@ fn draw_run(area: &Area<'_>, chart: &ProofChart<'_>) -> Result<(), SvgError> {
         .fold(1.0_f64, f64::max);
     let vram = chart.vram_mib as f64;
     let line_mib = chart.line_share * vram;
-    let mut plot = ChartBuilder::on(area)
-        .caption(
-            format!("{}: GPU memory during the run", chart.stack),
-            (FONT, 18),
-        )
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0.0..last_t, 0.0..vram * 1.05)
-        .map_err(draw_err)?;
-    plot.configure_mesh()
+    let mut plot = panel(
+        area,
+        format!("{}: GPU memory during the run", chart.stack),
+        0.0..last_t,
+        vram * 1.05,
+    )?;
+    mib_mesh(&mut plot)
         .x_desc("seconds since the example started")
-        .y_desc("MiB")
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .light_line_style(WHITE)
-        .label_style((FONT, 12))
         .draw()
         .map_err(draw_err)?;
 
@@ -205,20 +234,16 @@ fn draw_predictions(area: &Area<'_>, chart: &ProofChart<'_>) -> Result<(), SvgEr
         .fold(vram, f64::max);
     let n = chart.predictions.len().max(1);
     let batches: Vec<u32> = chart.predictions.iter().map(|&(b, _)| b).collect();
-    let mut plot = ChartBuilder::on(area)
-        .caption(
-            format!(
-                "predicted peak per batch (measured at {})",
-                chart.measured_batch
-            ),
-            (FONT, 18),
-        )
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(64)
-        .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..highest * 1.08)
-        .map_err(draw_err)?;
-    plot.configure_mesh()
+    let mut plot = panel(
+        area,
+        format!(
+            "predicted peak per batch (measured at {})",
+            chart.measured_batch
+        ),
+        -0.5..(n as f64 - 0.5),
+        highest * 1.08,
+    )?;
+    mib_mesh(&mut plot)
         .disable_x_mesh()
         .x_labels(n)
         .x_label_formatter(&|x| {
@@ -231,10 +256,6 @@ fn draw_predictions(area: &Area<'_>, chart: &ProofChart<'_>) -> Result<(), SvgEr
                 .map(|b| format!("batch {b}"))
                 .unwrap_or_default()
         })
-        .y_desc("MiB")
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .light_line_style(WHITE)
-        .label_style((FONT, 12))
         .draw()
         .map_err(draw_err)?;
 

@@ -1,28 +1,22 @@
-//! The sampler against a fake `nvidia-smi`: a shell script that plays a scripted memory curve.
-//!
-//! The fake reads, from its folder: `pid` (the pid to print rows for; it waits until the file
-//! exists, so rows start after `attach`), `compute-curve` (one line per tick, rows separated by
-//! `;`, `PID` replaced by that pid) and `device-curve` (one `memory.used` per tick; it prints
-//! `IDLE` until `pid` appears). It touches `compute-done` / `device-done` after the last tick.
+//! The sampler against a fake `nvidia-smi`: a shell script that plays a scripted memory curve
+//! from the folder `smi_curves` describes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::*;
 
-const IDLE: u64 = 300;
+#[path = "../../../tests/cli/smi_curves.rs"]
+mod smi_curves;
+use smi_curves::{CurveSmi, IDLE, NA_ROWS, assert_na_rows_fell_back};
 
-struct FakeSmi {
-    dir: tempfile::TempDir,
-}
-
-impl FakeSmi {
-    fn new(compute_curve: &[&str], device_curve: &[u64]) -> FakeSmi {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let d = dir.path().display();
-        let script = format!(
-            r#"#!/bin/sh
+/// The fake as a shell script beside its curves.
+fn fake_smi(compute_curve: &[&str], device_curve: &[u64]) -> CurveSmi {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().display();
+    let script = format!(
+        r#"#!/bin/sh
 # fake nvidia-smi for stackpin's sampler tests
 dir='{d}'
 case "$*" in
@@ -43,47 +37,11 @@ case "$*" in
   *) echo "fake nvidia-smi: unexpected arguments: $*" >&2; exit 2 ;;
 esac
 "#
-        );
-        let smi = dir.path().join("nvidia-smi");
-        std::fs::write(&smi, script).expect("write fake");
-        make_executable(&smi);
-        let lines = |v: Vec<String>| v.iter().map(|l| format!("{l}\n")).collect::<String>();
-        std::fs::write(
-            dir.path().join("compute-curve"),
-            lines(compute_curve.iter().map(|s| s.to_string()).collect()),
-        )
-        .expect("write curve");
-        std::fs::write(
-            dir.path().join("device-curve"),
-            lines(device_curve.iter().map(|m| m.to_string()).collect()),
-        )
-        .expect("write curve");
-        FakeSmi { dir }
-    }
-
-    fn smi(&self) -> PathBuf {
-        self.dir.path().join("nvidia-smi")
-    }
-
-    /// Tells the fake whose rows to print (atomically, so it never reads half a pid).
-    fn print_rows_for(&self, pid: u32) {
-        let tmp = self.dir.path().join("pid.tmp");
-        std::fs::write(&tmp, pid.to_string()).expect("write pid");
-        std::fs::rename(&tmp, self.dir.path().join("pid")).expect("rename pid");
-    }
-
-    fn wait_until_played(&self) {
-        let started = Instant::now();
-        while !(self.dir.path().join("compute-done").exists()
-            && self.dir.path().join("device-done").exists())
-        {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "fake never finished"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
+    );
+    let smi = dir.path().join("nvidia-smi");
+    std::fs::write(&smi, script).expect("write fake");
+    make_executable(&smi);
+    CurveSmi::new(dir, "nvidia-smi", compute_curve, device_curve)
 }
 
 fn make_executable(path: &Path) {
@@ -93,44 +51,18 @@ fn make_executable(path: &Path) {
     std::fs::set_permissions(path, perms).expect("chmod");
 }
 
-/// A stand-in for the example: a process that lives until the test ends it.
-struct Example(std::process::Child);
-
-impl Example {
-    fn start() -> Example {
-        Example(
-            std::process::Command::new("sleep")
-                .arg("30")
-                .spawn()
-                .expect("sleep runs"),
-        )
-    }
-    fn pid(&self) -> u32 {
-        self.0.id()
-    }
-}
-
-impl Drop for Example {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Start, spawn, attach, let the fake play `rows_pid`'s curve, stop.
+/// A sampled run with `sleep 30` as the example; a live figure must be seen during it.
 fn run(
-    fake: &FakeSmi,
+    fake: &CurveSmi,
     tree: Arc<dyn ProcessTree>,
     rows_pid: impl FnOnce(u32) -> u32,
 ) -> MemoryTrace {
-    let sampler = Sampler::start(&fake.smi(), 0, tree).expect("sampler starts");
-    let example = Example::start();
-    sampler.attach(example.pid());
-    fake.print_rows_for(rows_pid(example.pid()));
-    fake.wait_until_played();
-    let live = sampler.current_mib();
-    let trace = sampler.stop();
-    drop(example);
+    let (live, trace) = smi_curves::play(
+        fake,
+        tree,
+        std::process::Command::new("sleep").arg("30"),
+        rows_pid,
+    );
     assert!(live.is_some(), "a live figure was available during the run");
     trace
 }
@@ -146,7 +78,7 @@ const RISING: &[&str] = &[
 
 #[test]
 fn records_the_peak_of_the_examples_process_and_ignores_other_jobs() {
-    let fake = FakeSmi::new(RISING, &[500, 1000, 2900, 2900]);
+    let fake = fake_smi(RISING, &[500, 1000, 2900, 2900]);
     let trace = run(&fake, Arc::new(RootOnly), |pid| pid);
     assert_eq!(trace.source, MemorySource::PerProcess);
     assert_eq!(trace.peak_mib, Some(2560), "{trace:?}");
@@ -173,7 +105,7 @@ fn records_the_peak_of_the_examples_process_and_ignores_other_jobs() {
 
 #[test]
 fn rows_of_a_grandchild_count_through_the_process_tree() {
-    let fake = FakeSmi::new(RISING, &[2900]);
+    let fake = fake_smi(RISING, &[2900]);
     const WORKER: u32 = 4_000_001;
     let root = Arc::new(std::sync::Mutex::new(0_u32));
     // The tree is only known once the example's pid is: a fake tree that looks it up.
@@ -196,9 +128,10 @@ fn rows_of_a_grandchild_count_through_the_process_tree() {
 #[cfg(target_os = "linux")]
 #[test]
 fn procfs_attributes_a_real_grandchild() {
-    let fake = FakeSmi::new(RISING, &[2900]);
+    let fake = fake_smi(RISING, &[2900]);
     let sampler = Sampler::start(&fake.smi(), 0, Arc::new(Procfs::new())).expect("starts");
-    let pid_file = fake.dir.path().join("worker-pid");
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let pid_file = scratch.path().join("worker-pid");
     let mut example = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!(
@@ -239,7 +172,7 @@ fn several_processes_of_the_tree_add_up() {
         "PID, 1000;4000002, 1560",
         "PID, 1000;4000002, 1560",
     ];
-    let fake = FakeSmi::new(curve, &[2900]);
+    let fake = fake_smi(curve, &[2900]);
     struct Tree(Arc<std::sync::Mutex<u32>>);
     impl ProcessTree for Tree {
         fn parent(&self, pid: u32) -> Option<u32> {
@@ -257,34 +190,19 @@ fn several_processes_of_the_tree_add_up() {
 
 #[test]
 fn wddm_not_available_falls_back_to_the_cards_delta_over_the_idle_baseline() {
-    let curve = &["999999, [N/A];PID, [N/A]", "PID, [N/A]", "PID, [N/A]"];
-    let device = &[800, 1900, 2860, 2860, 2500];
-    let fake = FakeSmi::new(curve, device);
+    let fake = fake_smi(NA_ROWS.0, NA_ROWS.1);
     let trace = run(&fake, Arc::new(RootOnly), |pid| pid);
-    assert_eq!(trace.source, MemorySource::DeviceDelta);
-    assert_eq!(trace.baseline_mib, Some(IDLE));
-    assert_eq!(trace.peak_mib, Some(2860 - IDLE));
+    assert_na_rows_fell_back(&trace);
     let values: Vec<u64> = trace.samples.iter().map(|&(_, m)| m).collect();
     // Idle readings between attach and the first tick of the curve show as 0.
     let curve_start = values.iter().position(|&m| m > 0).expect("curve");
     assert!(values[..curve_start].iter().all(|&m| m == 0));
     assert_eq!(values[curve_start..], [500, 1600, 2560, 2560, 2200]);
-    assert_eq!(
-        trace.unavailable_rows, 3,
-        "other jobs' [N/A] rows are not ours"
-    );
-    assert!(trace.notes[0].contains("[N/A]"), "{:?}", trace.notes);
-    assert!(
-        trace
-            .notes
-            .iter()
-            .any(|n| n.contains("idle baseline of 300 MiB"))
-    );
 }
 
 #[test]
 fn an_example_nvidia_smi_never_lists_falls_back_too() {
-    let fake = FakeSmi::new(&["999999, 7000"], &[1300]);
+    let fake = fake_smi(&["999999, 7000"], &[1300]);
     let trace = run(&fake, Arc::new(RootOnly), |pid| pid);
     assert_eq!(trace.source, MemorySource::DeviceDelta);
     assert_eq!(trace.peak_mib, Some(1000));
@@ -301,7 +219,7 @@ fn a_missing_nvidia_smi_is_an_error_naming_it() {
 
 #[test]
 fn a_sampler_never_attached_measured_nothing() {
-    let fake = FakeSmi::new(RISING, &[2900]);
+    let fake = fake_smi(RISING, &[2900]);
     let sampler = Sampler::start(&fake.smi(), 0, Arc::new(RootOnly)).expect("starts");
     let trace = sampler.stop();
     assert_eq!(trace.source, MemorySource::Unmeasured);
