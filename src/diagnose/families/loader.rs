@@ -428,138 +428,14 @@ mod tests {
     use super::*;
     use crate::diagnose::matcher;
 
+    // The variants of each rule are data: tests/fixtures/diagnose/variants/loader.yaml.
+
     fn one(text: &str) -> Finding {
         let segments: Vec<_> = matcher::segments(text).collect();
         find(text, &segments)
             .into_iter()
             .next()
             .unwrap_or_else(|| panic!("no loader finding: {text}"))
-    }
-
-    #[test]
-    fn a_cuda_library_inside_the_pip_nvidia_wheels_points_at_the_library() {
-        // pytorch/pytorch#103832 and a torch 2.1 variant (pytorch/pytorch#111469).
-        for log in [
-            "OSError: /venv/lib/python3.10/site-packages/torch/lib/../../nvidia/cublas/lib/libcublas.so.11: undefined symbol: cublasLtGetStatusString, version libcublasLt.so.11",
-            "OSError: /usr/local/lib/python3.10/dist-packages/nvidia/cudnn/lib/libcudnn_cnn_infer.so.8: undefined symbol: _ZN11nvrtcHelper4loadEb, version libcudnn_ops_infer.so.8",
-        ] {
-            let f = one(log);
-            assert_eq!(f.id, "lib-loader-pip-cuda-wheel", "{log}");
-            assert_eq!((f.layer, f.second), (Library, Some(Toolkit)));
-            assert!(f.fix.contains("pip uninstall nvidia-"), "{}", f.fix);
-        }
-    }
-
-    #[test]
-    fn a_library_built_for_another_cuda_than_the_toolkit_is_the_library() {
-        let log = "FAIL : Failed to load library libonnxruntime_providers_cuda.so with error: libcublasLt.so.11: cannot open shared object file: No such file or directory.\n\
-                   Cuda compilation tools, release 12.1, V12.1.66";
-        let f = one(log);
-        assert_eq!(f.id, "lib-loader-built-for-other-cuda");
-        assert!(
-            f.cause.contains("ONNX Runtime was built for CUDA 11"),
-            "{}",
-            f.cause
-        );
-        assert!(
-            f.fix.contains("onnxruntime-gpu package for CUDA 12"),
-            "{}",
-            f.fix
-        );
-        let win = "Could not load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found\n\
-                   CUDA_PATH=C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.2";
-        assert_eq!(one(win).id, "lib-loader-built-for-other-cuda");
-    }
-
-    #[test]
-    fn a_missing_cuda_library_without_other_evidence_is_the_toolkit_named_by_its_version() {
-        for (log, version) in [
-            (
-                "Failed to load library libonnxruntime_providers_cuda.so with error: libcublas.so.11: cannot open shared object file: No such file or directory",
-                "CUDA 11",
-            ),
-            (
-                "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory",
-                "CUDA 12",
-            ),
-        ] {
-            let f = one(log);
-            assert_eq!(
-                (f.id, f.layer),
-                ("tk-loader-cuda-library-missing", Toolkit),
-                "{log}"
-            );
-            assert!(f.fix.contains(version), "{}", f.fix);
-            assert!(!f.decisive);
-        }
-    }
-
-    #[test]
-    fn a_cudnn_dll_on_windows_names_the_whole_archive_and_its_dependency() {
-        for log in [
-            "Could not locate cudnn_cnn_infer64_8.dll. Please make sure it is in your library path!",
-            "Could not load library cudnn_ops_infer64_8.dll. Error code 126",
-        ] {
-            let f = one(log);
-            assert_eq!(
-                (f.id, f.second),
-                ("tk-loader-cudnn-dll", Some(Library)),
-                "{log}"
-            );
-            assert!(f.fix.contains("complete cuDNN"), "{}", f.fix);
-            assert!(f.cause.contains("zlibwapi.dll"), "{}", f.cause);
-        }
-    }
-
-    #[test]
-    fn the_windows_drivers_nvcuda_dll_not_found_is_the_driver() {
-        for log in [
-            // sp-hash/TeamBlackMiner#329 (the maintainer: install the NVIDIA driver).
-            "nvcuda.dll not found",
-            // faroit/CountNet#5.
-            "ImportError: Could not find 'nvcuda.dll'. TensorFlow requires that this DLL be installed in a directory that is named in your %PATH% environment variable. Typically it is installed in 'C:\\Windows\\System32'. If it is not present, ensure that you have a CUDA-capable GPU with the correct driver installed.",
-        ] {
-            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
-            assert_eq!(d.layer, Driver, "{log}: {}", d.id);
-        }
-        // The toolkit's runtime DLL stays the toolkit (google/lightweight_mmm#23).
-        let d = crate::diagnose::diagnose("Could not load dynamic library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found").expect("a diagnosis");
-        assert_eq!(d.layer, Toolkit);
-    }
-
-    #[test]
-    fn the_search_path_a_loader_prints_is_not_where_the_library_lives() {
-        for log in [
-            // JdeRobot/BehaviorMetrics#385: TensorFlow without the CUDA 11 libraries.
-            "tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcusolver.so.11'; dlerror: libcusolver.so.11: cannot open shared object file: No such file or directory; LD_LIBRARY_PATH: /usr/local/lib/python3.7/dist-packages/cv2/../../lib64:/opt/ros/noetic/lib:/usr/local/nvidia/lib:/usr/local/nvidia/lib64",
-            // The same log's cuDNN line.
-            "2022-07-10 15:08:09.276131: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open shared object file: No such file or directory; LD_LIBRARY_PATH: /usr/local/lib/python3.7/dist-packages/cv2/../../lib64:/opt/ros/noetic/lib",
-            // ali-vilab/dreamtalk#32 (Colab's OpenCV entry on the path).
-            "2024-02-25 18:52:47.991396: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file: No such file or directory; LD_LIBRARY_PATH: /usr/local/lib/python3.10/dist-packages/cv2/../../lib64:/usr/lib64-nvidia",
-        ] {
-            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
-            assert_eq!(d.layer, Toolkit, "{log}: {}", d.id);
-        }
-    }
-
-    #[test]
-    fn a_dll_missing_from_the_library_folder_is_the_library_not_the_toolkit() {
-        let log = "OSError: [WinError 126] The specified module could not be found. Error loading \"C:\\Users\\me\\venv\\lib\\site-packages\\torch\\lib\\cudnn_cnn_infer64_8.dll\" or one of its dependencies.";
-        let f = one(log);
-        assert_eq!((f.id, f.layer), ("lib-loader-own-binary", Library));
-        assert!(f.fix.contains("Visual C++"), "{}", f.fix);
-        let own = "ImportError: libc10_cuda.so: cannot open shared object file: No such file or directory";
-        assert_eq!(one(own).id, "lib-loader-own-binary");
-    }
-
-    #[test]
-    fn the_drivers_own_libraries_point_at_the_driver() {
-        for log in [
-            "ImportError: libcuda.so.1: cannot open shared object file: No such file or directory",
-            "OSError: [WinError 126] The specified module could not be found. Error loading nvcuda.dll",
-        ] {
-            assert_eq!(one(log).layer, Driver, "{log}");
-        }
     }
 
     #[test]
@@ -571,55 +447,11 @@ mod tests {
     }
 
     #[test]
-    fn an_undefined_cuda_symbol_names_the_cuda_library_not_the_binary_that_asked() {
-        let log = "F cuda_dnn.cc:222] Check failed: s.ok() could not find cudnnCreate in cudnn DSO; dlerror: /usr/lib/python3/dist-packages/tensorflow/python/_pywrap_tensorflow.so: undefined symbol: cudnnCreate";
-        let f = one(log);
-        assert_eq!(
-            (f.id, f.layer),
-            ("tk-loader-symbol-from-cuda-library", Toolkit)
-        );
-        assert!(f.cause.contains("cudnncreate from cuDNN"), "{}", f.cause);
-        let own = "ImportError: /venv/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: _ZN3c104cuda9SetDeviceEi";
-        assert_eq!(one(own).layer, Library);
-    }
-
-    #[test]
-    fn a_library_named_only_by_its_stem_is_still_judged() {
-        for log in [
-            "I dso_loader.cc:105] Couldn't open CUDA library libcudnn.so. LD_LIBRARY_PATH: ",
-            "E cuda_dnn.cc:3304] Unable to load cuDNN DSO",
-        ] {
-            assert_eq!(one(log).layer, Toolkit, "{log}");
-        }
-    }
-
-    #[test]
     fn libraries_outside_the_stack_are_not_judged() {
         let text =
             "ImportError: libGL.so.1: cannot open shared object file: No such file or directory";
         let segments: Vec<_> = matcher::segments(text).collect();
         assert!(find(text, &segments).is_empty());
-    }
-
-    #[test]
-    fn tensorrt_that_will_not_load_is_the_toolkit_side_but_tensorflows_warning_is_not() {
-        for log in [
-            "ImportError: libnvinfer.so.8: cannot open shared object file: No such file or directory",
-            "onnx2trt: error while loading shared libraries: libnvinfer.so.5: cannot open shared object file: No such file or directory",
-            "Unable to open library: libnvinfer_plugin.so.8 due to libnvinfer.so.8: cannot open shared object file",
-        ] {
-            let segments: Vec<_> = matcher::segments(log).collect();
-            let f = find(log, &segments).into_iter().next().expect("a finding");
-            assert_eq!(
-                (f.id, f.layer, f.second),
-                ("tk-loader-tensorrt-missing", Toolkit, Some(Library)),
-                "{log}"
-            );
-            assert!(f.fix.contains("LD_LIBRARY_PATH"), "{}", f.fix);
-        }
-        let warning = "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open shared object file: No such file or directory";
-        let segments: Vec<_> = matcher::segments(warning).collect();
-        assert!(find(warning, &segments).is_empty());
     }
 
     #[test]
