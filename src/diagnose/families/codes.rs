@@ -93,6 +93,24 @@ const CUDA_CODES: &[Code] = &[
         mechanism: Mechanism::DriverAccess,
     },
     Code {
+        // pytorch/pytorch#38223, #25019, ggml-org/llama.cpp#21883 (round 20); variants:
+        // tensorflow/tensorflow#42039, #49730, NVIDIA/nccl#241, NVIDIA/nccl-tests#324,
+        // torch/cutorch#774 (the legacy "cuda runtime error (60)").
+        id: "lib-code-too-many-peers",
+        numbers: &[711],
+        words: &[
+            "cudaerrortoomanypeers",
+            "cuda_error_too_many_peers",
+            "cuda_too_many_peers",
+            "peer mapping resources exhausted",
+        ],
+        layer: Library,
+        second: Some(Driver),
+        cause: "CUDA ran out of peer mappings (cudaErrorTooManyPeers, 711): each GPU can hold at most 8 peer-to-peer connections, and the program (or its framework) enabled peer access between more GPUs than that — every pair of more than 8 visible GPUs, with two-GPU boards counted twice.",
+        fix: "Give each process at most 8 GPUs (CUDA_VISIBLE_DEVICES, fewer device ids, or one process per group of GPUs), or use a library build that enables peer access in groups or not at all (llama.cpp: the build before the regression, or one that fixes it). NCCL_P2P_DISABLE=1 changes only NCCL's own transport, not the framework's peer access.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
         // wdrink/PyDeepFakeDet#1, LuyaooChen/uninformed-students-pytorch#3 (`cuda:1` on a
         // one-GPU machine), wenwenyu/PICK-pytorch#14 (more processes than visible GPUs).
         id: "lib-code-invalid-device",
@@ -535,7 +553,7 @@ fn is_legacy(lower: &str) -> bool {
 
 /// Today's number for a pre-CUDA-10.1 code (the ones the tables know; others unchanged):
 /// 4 launch failure, 6 launch timeout, 8 invalid device function, 10 invalid device, 30 unknown,
-/// 38 no device, 48 no kernel image, 74 misaligned address. None of these numbers is used by the
+/// 38 no device, 48 no kernel image, 60 too many peers, 74 misaligned address. None of these numbers is used by the
 /// renumbered enum for another error the tables know.
 fn current_number(legacy: u32) -> u32 {
     match legacy {
@@ -546,6 +564,7 @@ fn current_number(legacy: u32) -> u32 {
         30 => 999,
         38 => 100,
         48 => 209,
+        60 => 711,
         74 => 716,
         n => n,
     }

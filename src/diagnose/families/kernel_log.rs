@@ -9,7 +9,8 @@
 //!   `RmInitAdapter failed` and a failed probe are the driver failing to bring the card up (an
 //!   unsupported GPU, firmware, or a dead card); "fallen off the bus" is the card leaving the
 //!   PCIe bus (hardware, the driver second). Each carries a second layer: a kernel log alone
-//!   rarely decides between the driver and the card.
+//!   rarely decides between the driver and the card. An "API mismatch" is the loaded module of
+//!   another release than the user-space driver (the driver alone).
 
 use super::{Finding, Mechanism, at};
 use crate::diagnose::FailureLayer::{Driver, Hardware};
@@ -47,6 +48,13 @@ const NO_ADAPTER_FIX: &str = "Check that the machine has an NVIDIA GPU the syste
 or blacklist the nvidia module; another vendor's card needs its own driver), or reseat the card \
 and enable its slot in the firmware; in a VM, pass the GPU through first. If lspci lists it, \
 the driver release does not support it: pin one that does.";
+
+const API_MISMATCH_FIX: &str = "Reboot, or stop the programs using the GPU and reload the \
+modules (`sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia`), so \
+the module that runs is the installed release. If the mismatch stays after a reboot, the module \
+on disk is still the old one (`modinfo nvidia | grep ^version` against the driver packages): \
+rebuild it for the installed release (`sudo dkms autoinstall`, or the kmod package of the same \
+version) or reinstall the pinned driver (`stackpin repair MANIFEST`).";
 
 const GSP_FIX: &str = "Update to the newest driver of the branch (GSP RPC timeouts of the first \
 525 drivers were fixed in 525.105.17), or turn the GSP firmware off on the proprietary module \
@@ -118,6 +126,21 @@ fn on_line(seg: &Segment<'_>) -> Option<Finding> {
     }
     if !lower.contains("nvrm") || lower.contains("xid") {
         return None;
+    }
+    if lower.contains("api mismatch") {
+        // stackhpc/ansible-slurm-appliance#287, Frogging-Family/nvidia-all#394,
+        // NVIDIA/nvidia-docker#182 (round 20); variants: negativo17/nvidia-driver#43,
+        // ublue-os/bazzite#2668, saharmor/dalle-playground#104.
+        return Some(at(
+            seg,
+            "drv-nvrm-api-mismatch",
+            Driver,
+            None,
+            "The loaded NVIDIA kernel module is another release than the driver's user-space libraries (the NVRM API mismatch names both versions): the driver was upgraded or downgraded without its new module being loaded, or the module on disk was not rebuilt for it.",
+            API_MISMATCH_FIX,
+            Mechanism::Plain,
+            false,
+        ));
     }
     if lower.contains("fallen off the bus") {
         return Some(at(

@@ -5,7 +5,10 @@
 //! Windows, TensorRT engines built elsewhere, torch.compile's Triton on a GPU too old for it, a
 //! jax/jaxlib pair that does not go together, apt's unmet dependencies of NVIDIA packages, a failed
 //! make in the driver's DKMS folder, torch.distributed's process-group misuse, TensorRT rejecting an
-//! exported model, and the container toolkit's CUDA requirement check.
+//! exported model, the container toolkit's CUDA requirement check, and from round 20 XLA's
+//! missing libdevice or ptxas (the toolkit's compiler parts), podman's unresolvable NVIDIA CDI
+//! device (the container toolkit's spec), a CUDA IPC handle opened outside its GPU or namespace,
+//! and a ggml CUDA op that failed (llama.cpp's backend).
 //!
 //! Each is placed by what its mechanism says about the stack, with a second layer where the
 //! threads split, and never decisive: a catalogue entry with a source, or a line that names the
@@ -25,6 +28,9 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             .any(|s| words.iter().any(|w| s.lower.contains(w)))
     };
     let duplicate_gpu = any(&["duplicate gpu detected"]);
+    // ggml's op failure is read as the library only on NVIDIA and when the log does not say the
+    // card was full (that is memory, and the memory rules read it).
+    let other_backend_or_memory = any(&["rocm error", "hip error", "out of memory"]);
     // XLA's trailer says "look at the errors above": a line above that names the cause wins.
     let dnn_cause_named = any(&[
         "cudnn handle",
@@ -182,6 +188,72 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             ));
         } else if let Some(f) = apt_unmet(seg, lower) {
             found.push(f);
+        } else if XLA_LIBDEVICE.iter().any(|w| lower.contains(w)) {
+            // tensorflow/tensorflow#60790, jax-ml/jax#4452, #6323, j-towns/vdvae-jax#1.
+            found.push(at(
+                seg,
+                "tk-xla-libdevice-missing",
+                Toolkit,
+                None,
+                "XLA (the compiler under TensorFlow's jit and JAX) needs the CUDA toolkit's nvvm/libdevice (libdevice.10.bc) and found none in the folders it searched: no toolkit there, or one without its nvvm part.",
+                "Install the CUDA toolkit (or its compiler package: the nvidia-cuda-nvcc wheel, conda's cuda-nvcc), which carries nvvm/libdevice, and point XLA at the folder above nvvm: XLA_FLAGS=--xla_gpu_cuda_data_dir=/usr/local/cuda (or that package's folder). TensorFlow's `tensorflow[and-cuda]` and JAX's `jax[cuda12]` extras bring their own.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if is_xla_ptxas(lower) {
+            // openxla/xla#5932, google/flax#2249, tensorflow/tensorflow#35423,
+            // tensorflow/models#9847, google/trax#249, iot-salzburg/gpu-jupyter#93.
+            found.push(at(
+                seg,
+                "tk-xla-ptxas",
+                Toolkit,
+                None,
+                "XLA compiles its GPU kernels with the CUDA toolkit's ptxas, and the ptxas it found is missing or too old (for XLA, or for this GPU's compute capability): it falls back to the driver's slower JIT, or fails.",
+                "Put a ptxas from a CUDA release new enough for the GPU first on PATH (CUDA 11.1+ for XLA at all, 11.8+ for compute capability 9.0, 12.8+ for Blackwell): install the toolkit, or only its compiler (the nvidia-cuda-nvcc wheel, conda's cuda-nvcc), or point XLA at the toolkit with XLA_FLAGS=--xla_gpu_cuda_data_dir=/usr/local/cuda.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if lower.contains("unresolvable cdi devices") && lower.contains("nvidia.com/") {
+            // NVIDIA/nvidia-container-toolkit#146, #434, NixOS/nixpkgs#420638,
+            // gpustack/gpustack#3989; another vendor's CDI device names no NVIDIA layer
+            // (moby/moby#47633).
+            found.push(at(
+                seg,
+                "drv-container-cdi-unresolvable",
+                Driver,
+                None,
+                "The container engine (podman, or Docker/containerd in CDI mode) was asked for the NVIDIA CDI device (nvidia.com/gpu=…) and found no CDI spec naming it: the NVIDIA Container Toolkit's spec was never generated, is stale after a driver upgrade, unreadable, or in a folder the engine does not read.",
+                "On the host, generate the spec with the NVIDIA Container Toolkit (`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`, again after every driver upgrade), check that `nvidia-ctk cdi list` shows the name asked for, make the file readable for rootless use, and make sure the engine reads that folder (/etc/cdi, /var/run/cdi, or its --cdi-spec-dir: NixOS writes /run/cdi).",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if is_cuda_ipc_failure(lower) {
+            // triton-inference-server/server#6872, NVIDIA/nccl#360, modelscope/FunASR#704.
+            found.push(at(
+                seg,
+                "lib-cuda-ipc-handle",
+                Library,
+                Some(Driver),
+                "A CUDA IPC memory handle (GPU memory shared between processes) could not be opened: that works only for processes on the same GPU, in the same PID/IPC namespace, on a platform with CUDA IPC (not WSL2 or Windows).",
+                "Run both processes on the same GPU (the same CUDA_VISIBLE_DEVICES), let containers share the host's namespaces (`--ipc=host --pid=host`), and under WSL2 or Windows do not use CUDA shared memory: use system shared memory (Triton's system shared-memory API) or plain transfers instead.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if lower.contains("ggml_cuda_compute_forward:")
+            && lower.contains(" failed")
+            && !other_backend_or_memory
+        {
+            // ggml-org/llama.cpp#24328, ggml-org/ggml#877, leejet/stable-diffusion.cpp#440.
+            found.push(at(
+                seg,
+                "lib-ggml-cuda-op-failed",
+                Library,
+                None,
+                "llama.cpp's (ggml's) CUDA backend failed in one operation (the op it names, MUL_MAT, GET_ROWS, SCALE…): a bug or a limit of that ggml build's kernel for this model, context or GPU; the CUDA error printed after it says more.",
+                "Update llama.cpp (or the program that bundles it: ollama, llama-cpp-python, stable-diffusion.cpp) to a newer build, or go back to the last build that worked; meanwhile try without flash attention (-fa off), with a smaller batch (-b/-ub) or context, or without the option that triggers it.",
+                Mechanism::Plain,
+                false,
+            ));
         } else if lower.contains("requirement error: unsatisfied condition: cuda") {
             found.push(at(
                 seg,
@@ -224,6 +296,40 @@ fn is_jax_plugin_check(lower: &str) -> bool {
     let helper = lower.contains("jaxlib/cuda/versions_helpers") && lower.contains("failed");
     (helper && !DRIVER_NAMED.iter().any(|w| lower.contains(w)))
         || lower.contains("a cuda-enabled jaxlib is not installed")
+}
+
+/// XLA's own words for the CUDA toolkit's libdevice it cannot find (nvptx_compiler.cc,
+/// nvptx_helper.cc, gpu_backend_lib.cc).
+const XLA_LIBDEVICE: &[&str] = &[
+    "libdevice not found at",
+    "can't find libdevice directory",
+    "libdevice is required by this hlo module but was not found",
+];
+
+/// XLA's (and TensorFlow's asm_compiler's) words for a ptxas that is missing or too old.
+fn is_xla_ptxas(lower: &str) -> bool {
+    [
+        "ptxas too old",
+        "ptxas does not support cc",
+        "can't find ptxas binary",
+        "bin/ptxas not found",
+        "couldn't invoke ptxas",
+        "couldn't get ptxas version",
+        "couldn't find a suitable version of ptxas",
+        "no ptx compilation provider is available",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+        || (lower.contains("you are using ptxas") && lower.contains("which is older than"))
+}
+
+/// A CUDA IPC handle that could not be opened (Triton's CUDA shared memory, NCCL's transport,
+/// cudaIpcOpenMemHandle itself).
+fn is_cuda_ipc_failure(lower: &str) -> bool {
+    let ipc = lower.contains("cuda ipc handle")
+        || lower.contains("cudaipchandle")
+        || lower.contains("cudaipcopenmemhandle");
+    ipc && (lower.contains("failed") || lower.contains("invalid") || lower.contains("error"))
 }
 
 /// torch.distributed's own messages about the default process group (distributed_c10d.py).
