@@ -67,6 +67,10 @@ const GSP_TIMEOUT: &[&str] = &[
     "gsp rpc timeout",
     "gsp timeout",
     "timeout waiting for gsp",
+    // The driver's GSP heartbeat check (kgsp): NVIDIA/open-gpu-kernel-modules#1200, #1080.
+    "gsp rm heartbeat timed out",
+    "_kgspisheartbeattimedout",
+    "libos heartbeat timed out",
 ];
 
 /// The driver failing to map the card's registers (its BARs).
@@ -78,7 +82,8 @@ const MAPPING_FAILED: &[&str] = &[
 ];
 
 /// The module finding no NVIDIA card at all.
-const NO_ADAPTER: &[&str] = &["no nvidia graphics adapter found", "no nvidia gpu found"];
+/// (`found!` and `probed!` both: ValveSoftware/SteamOS#209, mattshma/bigdata#133.)
+const NO_ADAPTER: &[&str] = &["no nvidia graphics adapter", "no nvidia gpu found"];
 
 /// Words for a device node that cannot be used.
 const NODE_FAILED: &[&str] = &[
