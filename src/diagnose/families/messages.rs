@@ -653,12 +653,34 @@ const RULES: &[Rule] = &[
     },
 ];
 
+/// ONNX Runtime's own print of the providers its build carries, judged by what is in it: a list
+/// with the CPU provider and no GPU one is the CPU-only package, whatever else it names (the
+/// Azure provider joined the CPU package in 1.16; a `providers=` missing from the call, which
+/// "This ORT build has [...] enabled" asks for, only matters once a GPU provider is there).
+/// Starry-Wind/StarRailAssistant#705, AUTOMATIC1111/stable-diffusion-webui#7486.
+fn lists_only_cpu_providers(lower: &str) -> bool {
+    const GPU_PROVIDERS: &[&str] = &[
+        "cudaexecutionprovider",
+        "tensorrtexecutionprovider",
+        "rocmexecutionprovider",
+        "migraphxexecutionprovider",
+    ];
+    ["this ort build has [", "available providers: "]
+        .iter()
+        .filter_map(|marker| lower.find(marker).map(|at| &lower[at + marker.len()..]))
+        .any(|rest| {
+            let list = rest.split([']', '\n']).next().unwrap_or(rest);
+            list.contains("cpuexecutionprovider") && !GPU_PROVIDERS.iter().any(|g| list.contains(g))
+        })
+}
+
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     let mut found = Vec::new();
     for rule in RULES {
-        let hit = segments
-            .iter()
-            .find(|seg| rule.patterns.iter().any(|p| pattern_matches(p, &seg.lower)));
+        let hit = segments.iter().find(|seg| {
+            rule.patterns.iter().any(|p| pattern_matches(p, &seg.lower))
+                || (rule.id == "lib-provider-cpu-package" && lists_only_cpu_providers(&seg.lower))
+        });
         if let Some(seg) = hit {
             found.push(at(
                 seg,
