@@ -25,6 +25,22 @@ struct Code {
     mechanism: Mechanism,
 }
 
+impl Code {
+    /// The row's finding on the line that names it; a code alone is never decisive.
+    fn finding(&self, seg: &Segment<'_>) -> Finding {
+        at(
+            seg,
+            self.id,
+            self.layer,
+            self.second,
+            self.cause,
+            self.fix,
+            self.mechanism,
+            false,
+        )
+    }
+}
+
 const DRIVER_REINSTALL: &str = "Check `nvidia-smi`; reinstall the pinned driver from the archive \
 (`stackpin repair MANIFEST`), reboot, and prove again.";
 
@@ -494,32 +510,14 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             if c.id == "drv-code-devices-unavailable" && driver_fault_logged {
                 continue;
             }
-            found.push(at(
-                seg,
-                c.id,
-                c.layer,
-                c.second,
-                c.cause,
-                c.fix,
-                c.mechanism,
-                false,
-            ));
+            found.push(c.finding(seg));
             continue;
         }
         if let Some(c) = CUDNN_STATUS
             .iter()
             .find(|c| c.words.iter().any(|w| lower.contains(w)))
         {
-            found.push(at(
-                seg,
-                c.id,
-                c.layer,
-                c.second,
-                c.cause,
-                c.fix,
-                c.mechanism,
-                false,
-            ));
+            found.push(c.finding(seg));
             continue;
         }
         let c = &UNKNOWN_AT_INIT;
@@ -530,16 +528,7 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
         let at_init =
             lower.contains("cuda unknown error") || AT_INIT.iter().any(|w| lower.contains(w));
         if unknown && lower.contains("cuda") && at_init {
-            found.push(at(
-                seg,
-                c.id,
-                c.layer,
-                c.second,
-                c.cause,
-                c.fix,
-                c.mechanism,
-                false,
-            ));
+            found.push(c.finding(seg));
         }
     }
     found
