@@ -142,18 +142,36 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "lib-nccl-system-error",
         layer: Library,
         specificity: Specific,
-        patterns: &[
-            "unhandled system error",
-            "unhandled cuda error",
-            "ncclsystemerror",
-            "ncclunhandledcudaerror",
-        ],
+        patterns: &["unhandled system error", "ncclsystemerror"],
         cause: "NCCL failed a system call: most often too little shared memory (/dev/shm) in a \
                 container, or a network interface it cannot use.",
         fix: "Run containers with --ipc=host (or a larger --shm-size); rerun with NCCL_DEBUG=INFO \
               to see the failing call; for one GPU, the example needs no NCCL at all.",
         example: "RuntimeError: NCCL Error 2: unhandled system error",
         source: "https://github.com/NVIDIA/nccl/issues/473",
+    },
+    // NCCL's error 1 is a CUDA call of its own failing, not a system call: in the threads
+    // with a resolution the NCCL was built for another CUDA than the one installed
+    // (NVIDIA/nccl-tests#6, NVIDIA/caffe#492: installing the libnccl2 for that CUDA fixed
+    // it); its "Last error: Cuda failure N" line, when printed, names the CUDA error
+    // (NVIDIA/nccl#1410). Generic: the words alone do not say which CUDA call.
+    Entry {
+        id: "lib-nccl-unhandled-cuda",
+        layer: Library,
+        specificity: Generic,
+        patterns: &["unhandled cuda error", "ncclunhandledcudaerror"],
+        cause: "NCCL's own call into CUDA failed: most often an NCCL built for another CUDA \
+                than the one the process runs (a system libnccl2 for another CUDA ahead of the \
+                library's own), otherwise the CUDA error its \"Cuda failure N\" line names.",
+        fix: "Rerun with NCCL_DEBUG=INFO and read the \"Last error: Cuda failure N\" line (run \
+              `stackpin diagnose` on it). Check that NCCL and CUDA match: `python -c \"import \
+              torch; print(torch.version.cuda, torch.cuda.nccl.version())\"`; a system NCCL must \
+              be the libnccl2 build for this CUDA (`libnccl2=<version>+cudaX.Y`), and torch's \
+              wheels bring their own (no system libnccl ahead of it on LD_LIBRARY_PATH). For \
+              one GPU the example needs no NCCL.",
+        example: "NCCL failure common.cu:908 'unhandled cuda error'",
+        source: "https://github.com/NVIDIA/nccl-tests/issues/6 ; \
+                 https://github.com/NVIDIA/caffe/issues/492",
     },
     Entry {
         id: "lib-illegal-memory-access",

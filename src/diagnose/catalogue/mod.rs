@@ -79,6 +79,30 @@ mod tests {
     }
 
     #[test]
+    fn nccls_unhandled_cuda_error_is_its_own_cuda_call_not_a_system_call() {
+        for log in [
+            // TheAtticusProject/cuad#9.
+            "terminate called after throwing an instance of 'std::runtime_error'\n  what():  NCCL Error 1: unhandled cuda error",
+            // NVIDIA/caffe#492 (cured by the libnccl2 for the installed CUDA).
+            "Check failed: result == ncclSuccess (1 vs. 0)  unhandled cuda error",
+            // NVIDIA/nccl#1410 (its last error names the CUDA call's failure).
+            "[rank7]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n[rank7]: ncclUnhandledCudaError: Call to CUDA function failed.\n[rank7]: Last error:\n[rank7]: Cuda failure 1 'invalid argument'",
+            // fanq15/FewX#74.
+            "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:32, unhandled cuda error, NCCL version 2.4.8",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "lib-nccl-unhandled-cuda", "{log}");
+            assert!(d.fix.contains("Cuda failure N"), "{}", d.fix);
+            assert!(!d.fix.contains("--ipc=host"), "{}", d.fix);
+        }
+        // NCCL's system error keeps the shared-memory fix (NVIDIA/nccl#473).
+        let d = crate::diagnose::diagnose("RuntimeError: NCCL Error 2: unhandled system error")
+            .expect("a diagnosis");
+        assert_eq!(d.id, "lib-nccl-system-error");
+        assert!(d.fix.contains("--ipc=host"), "{}", d.fix);
+    }
+
+    #[test]
     fn catalogue_holds_at_least_45_entries() {
         assert!(
             entries().count() >= 45,
