@@ -217,8 +217,9 @@ pub(super) const ENTRIES: &[Entry] = &[
         cause: "The driver is older than the minimum the CUDA runtime needs: the one-way rule \
                 (newer driver with older toolkit works; the reverse fails) is broken.",
         fix: "Install the newest driver for the card (at least the toolkit's minimum; `stackpin \
-              check MANIFEST` names it), reboot, and prove again. Do not downgrade the toolkit \
-              to fit an old driver.",
+              check MANIFEST` names it), reboot, and prove again; under WSL2 that is the \
+              Windows driver (it brings WSL's libcuda), never a Linux driver inside WSL. Do not \
+              downgrade the toolkit to fit an old driver.",
         example: "CUDA error: 35 (0x23) cudaErrorInsufficientDriver : CUDA driver version is \
                   insufficient for CUDA runtime version",
         source: "https://github.com/Chia-Network/bladebit/issues/431 ; \

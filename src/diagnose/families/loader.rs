@@ -24,6 +24,9 @@ const LOAD_FAILED: &[&str] = &[
     "could not load dynamic library",
     "could not locate",
     "failed to load library",
+    // cuda-python's and numba's own wording for a library dlopen refused: NVIDIA/cudf#10308,
+    // NVIDIA/cuda-python#17 (libcuda.so under WSL, outside dlopen's path).
+    "failed to dlopen",
     // nvidia-container-cli: "initialization error: load library failed: libnvidia-ml.so.1".
     "load library failed",
     "error code 126",

@@ -102,6 +102,19 @@ const RULES: &[Rule] = &[
         mechanism: Mechanism::DriverBuild,
         decisive: true,
     },
+    // nvcc on Windows refusing a cl.exe on PATH other than the one -ccbin names (the x86 tools
+    // of a developer prompt, another Visual Studio, another program's cl.exe wrapper). Before the
+    // generic nvcc rule, whose fix is about flags. AlexeyAB/darknet#271, NVIDIA/cuda-samples#222.
+    Rule {
+        id: "tk-nvcc-host-compiler-mismatch",
+        patterns: &["cl.exe*in path*different than*-ccbin"],
+        layer: Toolkit,
+        second: None,
+        cause: "nvcc found a cl.exe on PATH other than the host compiler -ccbin names (the 32-bit HostX86 tools a developer prompt puts first, another Visual Studio's, or another program's cl.exe wrapper) and refuses to mix the two.",
+        fix: "Use one host compiler: build from the x64 Native Tools prompt of the Visual Studio that -ccbin names (its HostX64\\x64 folder first on PATH), or take the other cl.exe's folder off PATH; then build again.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
     Rule {
         id: "tk-nvcc-fatal",
         patterns: &["nvcc fatal"],
@@ -651,6 +664,44 @@ const RULES: &[Rule] = &[
         mechanism: Mechanism::Plain,
         decisive: false,
     },
+    // PyTorch's DataLoader workers (torch.multiprocessing) hand batches over in shared memory
+    // (/dev/shm), 64 MB by default in a Docker container: the worker dies of SIGBUS, or the
+    // shared file cannot be written. bytedance/Protenix#2, fastai/docker-containers#21,
+    // idiap/ESLAM#20, NVIDIA/flownet2-pytorch#43, Duankaiwen/CenterNet#56.
+    Rule {
+        id: "mem-shm-dataloader-workers",
+        patterns: &[
+            "dataloader worker*killed by signal: bus",
+            "dataloader's workers are out of shared memory",
+            "unexpected bus error encountered in worker",
+            "insufficient shared memory (shm)",
+            "unable to write to file </torch",
+        ],
+        layer: Memory,
+        second: None,
+        cause: "PyTorch's DataLoader workers pass batches to the training process through shared memory (/dev/shm) and it ran out: a container's default /dev/shm is 64 MB, far below a few batches; the GPU and the host's RAM are not the limit.",
+        fix: "Give the container more shared memory: `docker run --shm-size=16g` (or `--ipc=host`; Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm) and check it with `df -h /dev/shm`; or lower the DataLoader's num_workers (0 loads in the main process) or the batch size. Outside a container, free or enlarge /dev/shm itself.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // bfloat16 asked of a GPU older than Ampere (compute capability below 8.0), refused by the
+    // library that checks it: transformers' TrainingArguments, accelerate, vLLM.
+    // tatsu-lab/stanford_alpaca#133, OptimalScale/LMFlow#88, vllm-project/vllm#946,
+    // canopyai/Orpheus-TTS#44.
+    Rule {
+        id: "lib-bf16-gpu-too-old",
+        patterns: &[
+            "your setup doesn't support bf16/gpu",
+            "bf16 mixed precision requires pytorch >= 1.10 and a supported device",
+            "bfloat16 is only supported on gpus with compute capability of at least 8.0",
+        ],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "The library was asked for bfloat16 (bf16) and refuses this GPU: bf16 needs compute capability 8.0 or newer (Ampere, Ada, Hopper), which a V100, T4, P100, P40 or RTX 20xx does not have; accelerate also says it when torch is older than 1.10 or has no CUDA.",
+        fix: "Ask for float16 or float32 instead of bf16: transformers `fp16=True` (not `bf16=True`) or `--fp16`, accelerate `--mixed_precision fp16`, vLLM `--dtype half` (or `--dtype float`), the tool's own precision setting; or run on an Ampere or newer GPU. On an Ampere or newer GPU, check that torch is 1.10 or newer with CUDA (`torch.cuda.is_bf16_supported()`).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
 ];
 
 /// ONNX Runtime's own print of the providers its build carries, judged by what is in it: a list
@@ -675,7 +726,7 @@ fn lists_only_cpu_providers(lower: &str) -> bool {
 }
 
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
-    let mut found = Vec::new();
+    let mut found: Vec<Finding> = segments.iter().filter_map(code_43_named).take(1).collect();
     for rule in RULES {
         let hit = segments.iter().find(|seg| {
             rule.patterns.iter().any(|p| pattern_matches(p, &seg.lower))
@@ -695,6 +746,59 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
         }
     }
     found
+}
+
+/// Windows' Code 43 named without Device Manager's sentence ("Nvidia Code 43", "error 43" in a
+/// passthrough VM, "Code43"): the catalogue's entry needs "(Code 43)". Another program's exit
+/// status or a legacy CUDA error 43 is not it, so a line with those words is left alone; a line
+/// must name the GPU, its driver or Windows, or be a short title of its own.
+/// joeknock90/Single-GPU-Passthrough#5, DualCoder/vgpu_unlock#102, arutar/FrankenDriver#61,
+/// cyberus-technology/virtualbox-kvm#34.
+fn code_43_named(seg: &Segment<'_>) -> Option<Finding> {
+    const NAMES: &[&str] = &["code 43", "code43", "error 43"];
+    const NOT_IT: &[&str] = &[
+        "exit", "return", "status", "cuda", "errno", "http", "process", "signal",
+    ];
+    const GPU: &[&str] = &[
+        "nvidia",
+        "gpu",
+        "geforce",
+        "rtx",
+        "gtx",
+        "quadro",
+        "tesla",
+        "graphics",
+        "device manager",
+        "windows",
+        "driver",
+        "passthrough",
+    ];
+    let lower = seg.lower.trim();
+    let named = NAMES.iter().any(|name| {
+        lower.match_indices(name).any(|(at, _)| {
+            let after = lower[at + name.len()..].chars().next();
+            !after.is_some_and(|c| c.is_ascii_alphanumeric())
+        })
+    });
+    if !named || NOT_IT.iter().any(|w| lower.contains(w)) {
+        return None;
+    }
+    // A short line of its own is a title ("Code43"); a build tool's "make: *** [all] Error 43"
+    // is not.
+    let title = lower.len() <= 24 && !lower.contains([':', '*', '[']);
+    if !(GPU.iter().any(|w| lower.contains(w)) || title) {
+        return None;
+    }
+    Some(at(
+        seg,
+        "drv-windows-code-43-named",
+        Driver,
+        Some(Hardware),
+        "Windows stopped the GPU with Code 43: the NVIDIA driver started and found the card not working. On a physical machine the driver does not fit the card (a Windows Update driver swapped in, a mobile or mining card the package does not list) or the card or its slot fails; in a virtual machine the guest's driver sees a hypervisor it refuses or a card the host still holds.",
+        "Reinstall the pinned NVIDIA driver with a clean install (DDU first if Windows Update swapped it), reboot, and prove again; keep driver updates out of Windows Update (`stackpin repair MANIFEST --apply-guard`). In a VM with GPU passthrough, release the card from the host (its framebuffer: video=efifb:off) and hide the hypervisor (KVM hidden state, a vendor_id). If Code 43 stays after a clean install, test the card in another machine or slot.",
+        Mechanism::Plain,
+        false,
+    ))
 }
 
 #[cfg(test)]
