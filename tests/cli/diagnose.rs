@@ -865,28 +865,28 @@ const ROUND19_FLOOR: usize = 20;
 const ROUND20_FLOOR: usize = 20;
 
 #[test]
-fn holdout_round21_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() {
+fn holdout_round21_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // Drawn after rounds 19 and 20 were tuned on and merged (main 9135b6d) by the rule in the
     // fixture's header (committed before the first search, 3f0c076; cases decided before
     // diagnose ran, b8d1a75), a representative round of first-hour symptoms, and measured once,
     // untuned: 14/20 acceptable, 4 unknown, 2 wrong (r21-03: torch's preload of a missing cuBLAS
     // pip package read as the toolkit; r21-09: Paddle's CUBLAS_STATUS_NOT_INITIALIZED, fixed by a
-    // consistent CUDA stack, read as memory), fix right 7/14 (README.md). Fewer right answers,
-    // or a wrong layer beyond the measured ones, fails.
+    // consistent CUDA stack, read as memory), fix right 7/14 (README.md, bc9bd5d). Tuned on
+    // since, by family (torch's import preload of its CUDA wheels, Paddle's cuBLAS handle at GPU
+    // setup, collect_env's CPU-only build, dpkg failing on an NVIDIA package): 20/20, no wrong
+    // layer. Fewer right answers, or any wrong layer, fails.
     let (right, total, wrong) = score_acceptable("holdout-round21.yaml");
     assert_eq!(total, 20);
-    assert!(
-        wrong.iter().all(|id| id == "r21-03" || id == "r21-09"),
-        "wrong layers named for {wrong:?}"
-    );
+    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
     assert!(
         right >= ROUND21_FLOOR,
         "only {right}/{total} on an acceptable layer"
     );
 }
 
-/// Round 21's first and only unseen measurement: 14/20 (70%), two wrong layers (r21-03, r21-09).
-const ROUND21_FLOOR: usize = 14;
+/// Round 21 after the changes made for its misses (tuned on): 20/20. Its first and only unseen
+/// measurement was 14/20 (70%) with two wrong layers (r21-03, r21-09).
+const ROUND21_FLOOR: usize = 20;
 
 #[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {
