@@ -10,6 +10,16 @@ version the library's release notes name (the manifest's toolkit pin) side by si
 folder and put its bin/lib on the path; do not upgrade the toolkit to the newest. `stackpin \
 doctor MANIFEST` shows what the host has.";
 
+// A compiled extension is linked against the CUDA runtime of the toolkit it was built with, so
+// rebuilding it against the installed toolkit fixes it as well (round 21's r21-20: a project's
+// `_C` module built for CUDA 9.0 on a CUDA 10.0 machine, fixed by rebuilding it).
+const INSTALL_NAMED_TOOLKIT_OR_REBUILD: &str = "Toolkit and library disagree. Install the toolkit \
+version the library's release notes name (the manifest's toolkit pin) side by side in its own \
+folder and put its bin/lib on the path; do not upgrade the toolkit to the newest. A compiled \
+extension of the project's own (a `_C` module built with setup.py) can instead be rebuilt against \
+the installed toolkit: delete its build folder and build it again. `stackpin doctor MANIFEST` \
+shows what the host has.";
+
 pub(super) const ENTRIES: &[Entry] = &[
     Entry {
         id: "tk-cudart-not-loaded",
@@ -38,7 +48,7 @@ pub(super) const ENTRIES: &[Entry] = &[
         patterns: &["libcudart.so*cannot open shared object file"],
         cause: "A compiled extension cannot load the CUDA runtime it was linked against: that \
                 toolkit version is missing from the library path.",
-        fix: INSTALL_NAMED_TOOLKIT,
+        fix: INSTALL_NAMED_TOOLKIT_OR_REBUILD,
         example: "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or \
                   directory",
         source: "https://github.com/CannyLab/tsne-cuda/issues/126",

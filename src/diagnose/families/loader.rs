@@ -88,6 +88,12 @@ pub(super) fn find(text: &str, segments: &[Segment<'_>]) -> Vec<Finding> {
     let out_of_commit = segments
         .iter()
         .any(|seg| seg.lower.contains("winerror 1455"));
+    // torch's import preloading the CUDA libraries of its pip dependencies (torch/__init__.py's
+    // `_load_global_deps`, `_preload_cuda_deps`): a bare CUDA library name that fails there is
+    // one of the torch wheel's nvidia-* wheels, not a system toolkit.
+    let torch_preload = segments.iter().any(|seg| {
+        seg.lower.contains("_preload_cuda_deps") || seg.lower.contains("_load_global_deps")
+    });
     segments
         .iter()
         .filter(|seg| {
@@ -95,7 +101,7 @@ pub(super) fn find(text: &str, segments: &[Segment<'_>]) -> Vec<Finding> {
                 || (out_of_commit && seg.lower.contains("error loading")))
         })
         .filter(|seg| LOAD_FAILED.iter().any(|w| seg.lower.contains(w)))
-        .filter_map(|seg| judge(seg, toolkit_seen))
+        .filter_map(|seg| judge(seg, toolkit_seen, torch_preload))
         .chain(segments.iter().filter_map(glibc_too_old))
         .collect()
 }
@@ -152,7 +158,7 @@ fn glibc_too_old(seg: &Segment<'_>) -> Option<Finding> {
     Some(at(seg, id, layer, None, cause, fix, Mechanism::Plain, true))
 }
 
-fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
+fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>, torch_preload: bool) -> Option<Finding> {
     if let Some(found) = super::symbols::by_symbol_kind(seg) {
         return Some(found);
     }
@@ -273,6 +279,14 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>) -> Option<Finding> {
             // With a CUDA library in its folder the place is new evidence; its own binary
             // alone is what the catalogue already reads.
             owner != Owner::OwnBinary,
+        ),
+        (Owner::Cuda | Owner::Cudnn, None) if torch_preload && !undefined => f(
+            "lib-loader-torch-preload",
+            Library,
+            Some(Toolkit),
+            format!("torch's import preloads the CUDA libraries of its pip dependencies (the nvidia-* wheels: cuBLAS, cuDNN, the CUDA runtime…) and {file} is not where it looks: the wheels were not installed with torch, or a build tool (bazel, pants, poetry, --no-deps) put them in another folder than torch's site-packages."),
+            "Install torch together with its CUDA wheels in one environment: `pip install --force-reinstall torch==VERSION` from the CUDA wheel index (without --no-deps), then `pip list | grep nvidia` must list the nvidia-* wheels of torch's CUDA major; a build tool that installs each package in its own folder must put them beside torch (or add their lib folders to LD_LIBRARY_PATH). A torch release that bundles its CUDA libraries avoids the preload.".to_string(),
+            true,
         ),
         (Owner::Cuda, _) if undefined => f(
             "tk-loader-two-cuda-versions",

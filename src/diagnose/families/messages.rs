@@ -745,6 +745,7 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             ));
         }
     }
+    found.extend(collect_env_cpu_build(segments));
     found
 }
 
@@ -796,6 +797,43 @@ fn code_43_named(seg: &Segment<'_>) -> Option<Finding> {
         Some(Hardware),
         "Windows stopped the GPU with Code 43: the NVIDIA driver started and found the card not working. On a physical machine the driver does not fit the card (a Windows Update driver swapped in, a mobile or mining card the package does not list) or the card or its slot fails; in a virtual machine the guest's driver sees a hypervisor it refuses or a card the host still holds.",
         "Reinstall the pinned NVIDIA driver with a clean install (DDU first if Windows Update swapped it), reboot, and prove again; keep driver updates out of Windows Update (`stackpin repair MANIFEST --apply-guard`). In a VM with GPU passthrough, release the card from the host (its framebuffer: video=efifb:off) and hide the hypervisor (KVM hidden state, a vendor_id). If Code 43 stays after a clean install, test the card in another machine or slot.",
+        Mechanism::Plain,
+        false,
+    ))
+}
+
+/// torch's environment report (`python -m torch.utils.collect_env`) of a CPU-only build: the
+/// CUDA it was built with "Could not collect" / "None" while the report shows CUDA on the machine
+/// (a CUDA runtime version, an NVIDIA driver version, a GPU line). Such a torch cannot see the GPU
+/// whatever the driver and toolkit are (pytorch/pytorch#122924, #108607). A `+cpu` version is
+/// the catalogue's; a report without CUDA on the machine (a Mac) names nothing.
+fn collect_env_cpu_build(segments: &[Segment<'_>]) -> Option<Finding> {
+    let after = |seg: &Segment<'_>, label: &str| -> Option<String> {
+        seg.lower
+            .trim_start()
+            .strip_prefix(label)
+            .map(|v| v.trim().to_string())
+    };
+    let seg = segments.iter().find(|seg| {
+        after(seg, "cuda used to build pytorch:")
+            .is_some_and(|v| v == "could not collect" || v == "none")
+    })?;
+    let starts_with_digit = |v: &str| v.starts_with(|c: char| c.is_ascii_digit());
+    let cuda_on_machine = segments.iter().any(|s| {
+        after(s, "cuda runtime version:").is_some_and(|v| starts_with_digit(&v))
+            || after(s, "nvidia driver version:").is_some_and(|v| starts_with_digit(&v))
+            || s.lower.contains("gpu 0:")
+    });
+    if !cuda_on_machine {
+        return None;
+    }
+    Some(at(
+        seg,
+        "lib-torch-cpu-build-report",
+        Library,
+        None,
+        "torch's environment report shows a CPU-only build (no CUDA version it was built with) on a machine that has CUDA: this PyTorch cannot use the GPU, whatever the driver and toolkit are.",
+        "Uninstall torch, torchvision and torchaudio and reinstall them from the CUDA wheel index for the driver (the manifest's library.pip.index_url, e.g. .../whl/cu124, with the exact `+cuXYZ` versions; with conda, the pytorch-cuda package instead of cpuonly, from one channel); check that `torch.version.cuda` is not None.",
         Mechanism::Plain,
         false,
     ))

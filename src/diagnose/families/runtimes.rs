@@ -3,12 +3,13 @@
 //! initialization failed" trailer (JAX, TensorFlow on XLA), ONNX Runtime's execution-provider
 //! library that will not load, JAX's check of the CUDA components it finds, cuDNN 8's zlib on
 //! Windows, TensorRT engines built elsewhere, torch.compile's Triton on a GPU too old for it, a
-//! jax/jaxlib pair that does not go together, apt's unmet dependencies of NVIDIA packages, a failed
-//! make in the driver's DKMS folder, torch.distributed's process-group misuse, TensorRT rejecting an
-//! exported model, the container toolkit's CUDA requirement check, and from round 20 XLA's
-//! missing libdevice or ptxas (the toolkit's compiler parts), podman's unresolvable NVIDIA CDI
-//! device (the container toolkit's spec), a CUDA IPC handle opened outside its GPU or namespace,
-//! and a ggml CUDA op that failed (llama.cpp's backend).
+//! jax/jaxlib pair that does not go together, apt's unmet dependencies of NVIDIA packages (and dpkg
+//! failing on one: its install script or its unpacking), a failed make in the driver's DKMS folder,
+//! torch.distributed's process-group misuse, TensorRT rejecting an exported model, the container
+//! toolkit's CUDA requirement check, and from round 20 XLA's missing libdevice or ptxas (the
+//! toolkit's compiler parts), podman's unresolvable NVIDIA CDI device (the container toolkit's
+//! spec), a CUDA IPC handle opened outside its GPU or namespace, and a ggml CUDA op that failed
+//! (llama.cpp's backend).
 //!
 //! Each is placed by what its mechanism says about the stack, with a second layer where the
 //! threads split, and never decisive: a catalogue entry with a source, or a line that names the
@@ -39,8 +40,16 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
         "cudnn_status",
         "out of memory",
     ]);
+    // The lines after dpkg's "Errors were encountered while processing:" list the packages.
+    let mut listed = false;
     for seg in segments {
         let lower = &seg.lower;
+        let listing = listed;
+        listed = if lower.contains("errors were encountered while processing:") {
+            true
+        } else {
+            listed && !lower.trim().contains(' ') && !lower.trim().is_empty()
+        };
         if let Some(f) = nccl(seg, lower, duplicate_gpu) {
             found.push(f);
         } else if lower.contains("dnn library initialization failed") && !dnn_cause_named {
@@ -187,6 +196,8 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 false,
             ));
         } else if let Some(f) = apt_unmet(seg, lower) {
+            found.push(f);
+        } else if let Some(f) = dpkg_failed(seg, listing) {
             found.push(f);
         } else if XLA_LIBDEVICE.iter().any(|w| lower.contains(w)) {
             // tensorflow/tensorflow#60790, jax-ml/jax#4452, #6323, j-towns/vdvae-jax#1.
@@ -355,7 +366,8 @@ const JAXLIB_PAIR: &[&str] = &["jaxlib is version", "version of jax requires"];
 /// the driver (or the toolkit) because packages of two versions or two repositories are mixed.
 /// Only the line that names the package (`pkg : Depends: …`) counts; the layer is the package's.
 fn apt_unmet(seg: &Segment<'_>, lower: &str) -> Option<Finding> {
-    let (package, rest) = lower.trim().split_once(" : depends:")?;
+    // apt writes "pkg : Depends: …"; pasted logs often lose the space ("pkg: Depends: …").
+    let (package, rest) = lower.trim().split_once(": depends:")?;
     if !(rest.contains("not going to be installed")
         || rest.contains("is to be installed")
         || rest.contains("not installed"))
@@ -364,18 +376,9 @@ fn apt_unmet(seg: &Segment<'_>, lower: &str) -> Option<Finding> {
     }
     // The package is the word before " : Depends:" (a title may run into it on one line).
     let package = package.split_whitespace().last()?;
-    let driver = [
-        "nvidia-",
-        "libnvidia",
-        "cuda-drivers",
-        "xserver-xorg-video-nvidia",
-    ]
-    .iter()
-    .any(|p| package.starts_with(p));
-    let toolkit = ["cuda-", "libcudnn", "libnccl"]
-        .iter()
-        .any(|p| package.starts_with(p))
-        || package == "cuda";
+    let layer = nvidia_package_layer(package);
+    let driver = layer == Some(Driver);
+    let toolkit = layer == Some(Toolkit);
     let fix = "Do not mix NVIDIA packages of two versions or two repositories (the distribution's and NVIDIA's CUDA repository): `sudo apt --fix-broken install`, purge the half-installed set (`sudo apt purge 'nvidia-*' 'libnvidia-*'` for the driver), keep one repository, then install the pinned version again (`stackpin install MANIFEST` installs it from the archive).";
     if driver {
         Some(at(
@@ -402,6 +405,121 @@ fn apt_unmet(seg: &Segment<'_>, lower: &str) -> Option<Finding> {
     } else {
         None
     }
+}
+
+/// The layer an NVIDIA package belongs to, by its name: the driver's packages (`nvidia-*`,
+/// `libnvidia-*`, `cuda-drivers`, the X driver) or the toolkit's (`cuda-*`, `cuda`, cuDNN, NCCL,
+/// and the distributions' `nvidia-cuda-*` / `nvidia-cudnn` packages of the toolkit); another
+/// package names no GPU layer.
+fn nvidia_package_layer(package: &str) -> Option<crate::diagnose::FailureLayer> {
+    // `cuda-drivers` is the driver's meta-package in NVIDIA's CUDA repository.
+    if package.starts_with("cuda-drivers") {
+        return Some(Driver);
+    }
+    let toolkit = [
+        "cuda-",
+        "libcudnn",
+        "libnccl",
+        "nvidia-cuda-",
+        "nvidia-cudnn",
+    ]
+    .iter()
+    .any(|p| package.starts_with(p))
+        || package == "cuda";
+    // Ubuntu's prebuilt kernel modules of the driver: linux-modules-nvidia-470-5.11.0-44-generic.
+    let driver = [
+        "nvidia-",
+        "libnvidia",
+        "xserver-xorg-video-nvidia",
+        "linux-modules-nvidia",
+        "linux-objects-nvidia",
+    ]
+    .iter()
+    .any(|p| package.starts_with(p));
+    if toolkit {
+        Some(Toolkit)
+    } else if driver {
+        Some(Driver)
+    } else {
+        None
+    }
+}
+
+/// The package a dpkg failure line names, lowercased: "dpkg: error processing package P (…)",
+/// "dpkg: error processing archive /path/NN-P_version_arch.deb (…)", "Errors were encountered
+/// while processing: P", apt's "installed P package post-installation script … returned error
+/// exit status N", or (`listed`) a line of the list after "Errors were encountered while
+/// processing:" (a package name or a .deb path alone on its line).
+fn dpkg_package(lower: &str, listed: bool) -> Option<String> {
+    let trimmed = lower.trim();
+    let named = if let Some(at) = trimmed.find("error processing package ") {
+        trimmed[at + "error processing package ".len()..]
+            .split_whitespace()
+            .next()
+    } else if let Some(at) = trimmed.find("error processing archive ") {
+        trimmed[at + "error processing archive ".len()..]
+            .split_whitespace()
+            .next()
+    } else if let Some(at) = trimmed.find("errors were encountered while processing:") {
+        trimmed[at + "errors were encountered while processing:".len()..]
+            .split_whitespace()
+            .next()
+    } else if let Some(at) = trimmed.find(" package post-installation script") {
+        trimmed[..at].split_whitespace().last()
+    } else if listed && !trimmed.contains(' ') {
+        Some(trimmed)
+    } else {
+        None
+    }?;
+    // A .deb path: its file name is `NN-package_version_arch.deb` (apt's numbered temporary
+    // copy) or `package_version_arch.deb`.
+    let file = named.rsplit('/').next()?;
+    let package = if file.ends_with(".deb") {
+        let stem = file.split('_').next()?;
+        stem.split_once('-')
+            .filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+            .map_or(stem, |(_, rest)| rest)
+    } else {
+        file
+    };
+    (!package.is_empty()).then(|| package.to_string())
+}
+
+/// dpkg failing on an NVIDIA package while apt installs it: the package's install script (its
+/// DKMS build, update-initramfs, a helper it runs) or its unpacking failed, and the layer is the
+/// package's. A DKMS build failure the log shows is read by its own rule (decisive); another
+/// package's failure (a Wi-Fi module's DKMS build) names no GPU layer.
+fn dpkg_failed(seg: &Segment<'_>, listed: bool) -> Option<Finding> {
+    let package = dpkg_package(&seg.lower, listed)?;
+    let layer = nvidia_package_layer(&package)?;
+    let fix = "Read the lines just above dpkg's error for the step that failed (a DKMS build names its make.log, a tool such as update-initramfs is `not found`, a helper script prints a traceback) and repair that, then finish the install: `sudo dpkg --configure -a` and `sudo apt --fix-broken install`. If packages of two versions or repositories are mixed, purge the half-installed set (`sudo apt purge 'nvidia-*' 'libnvidia-*'` for the driver) and install the pinned version again (`stackpin install MANIFEST` installs it from the archive).";
+    Some(if layer == Driver {
+        at(
+            seg,
+            "drv-dpkg-package-failed",
+            Driver,
+            None,
+            format!(
+                "dpkg could not install or configure the NVIDIA driver package {package}: its install script (the kernel module's DKMS build, update-initramfs, a helper it runs) or its unpacking failed, so the driver is half installed."
+            ),
+            fix,
+            Mechanism::Plain,
+            false,
+        )
+    } else {
+        at(
+            seg,
+            "tk-dpkg-package-failed",
+            Toolkit,
+            Some(Driver),
+            format!(
+                "dpkg could not install or configure the CUDA toolkit package {package}: its install script or its unpacking failed (a mix of CUDA versions or repositories; the `cuda` meta-package also pulls a driver)."
+            ),
+            fix,
+            Mechanism::Plain,
+            false,
+        )
+    })
 }
 
 /// NCCL's result codes on a line that names NCCL: invalid usage (the program's ranks and GPUs)

@@ -122,6 +122,10 @@ fn status_on(lower: &str) -> Option<(&'static str, &str)> {
     }) {
         return Some(found);
     }
+    // Paddle's older enforce message: "PaddleCheckError: CUBLAS: not initialized, at […]".
+    if lower.contains("cublas: not initialized") {
+        return Some(("cublas_status_", "not_initialized"));
+    }
     if !lower.contains("cublas runtime error") {
         return None;
     }
@@ -131,7 +135,16 @@ fn status_on(lower: &str) -> Option<(&'static str, &str)> {
         .map(|(_, name)| ("cublas_status_", *name))
 }
 
+/// Paddle creates its cuBLAS handle when it sets up the GPU (`CublasHandleHolder` in
+/// cuda_helper.h), before any tensor is allocated, with the cuBLAS it loads at run time from the
+/// CUDA toolkit on the loader path: "not initialised" there is that cuBLAS (missing, or of
+/// another CUDA than the paddlepaddle-gpu build), not the card's memory.
+const PADDLE_HANDLE: &[&str] = &["fluid/platform/cuda_helper.h", "cublashandleholder"];
+
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
+    let paddle_handle = segments
+        .iter()
+        .any(|seg| PADDLE_HANDLE.iter().any(|w| seg.lower.contains(w)));
     segments
         .iter()
         .filter_map(|seg| {
@@ -139,6 +152,18 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             let row = STATUSES
                 .iter()
                 .find(|s| s.names.iter().any(|n| suffix.starts_with(n)))?;
+            if paddle_handle && row.id == "mem-status-not-initialized" {
+                return Some(at(
+                    seg,
+                    "tk-status-paddle-cublas-handle",
+                    Toolkit,
+                    Some(Library),
+                    "Paddle could not create its cuBLAS handle while setting up the GPU (cuda_helper.h, before any training step): the cuBLAS it loads from the CUDA toolkit on the loader path is missing or of another CUDA release than the paddlepaddle-gpu build (or that CUDA is newer than the driver).",
+                    "Install the paddlepaddle-gpu build made for the CUDA release on the machine (its post1xx / cu1xx suffix names the CUDA), or the CUDA and cuDNN that build names, with that toolkit's lib64 first on LD_LIBRARY_PATH; check with `paddle.utils.run_check()`, and that `nvidia-smi` shows a driver for that CUDA.",
+                    Mechanism::Plain,
+                    false,
+                ));
+            }
             let (layer, second, fix) = placed(prefix, row);
             Some(at(
                 seg,
