@@ -31,8 +31,19 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     };
     let duplicate_gpu = any(&["duplicate gpu detected"]);
     // A link step that runs while a program runs (Triton's launcher under torch.compile or
-    // vLLM), not a build's.
-    let runtime_compiling = any(&["_inductor", "torch._dynamo", "triton", "enginecore", "vllm"]);
+    // vLLM), not a build's: inductor, vLLM, or Triton's own modules ("Triton" alone also names
+    // the inference server, whose builds link -lcuda like any other).
+    let runtime_compiling = any(&[
+        "_inductor",
+        "torch._dynamo",
+        "triton/runtime",
+        "triton/compiler",
+        "triton/backends",
+        "triton.runtime",
+        "/.triton/",
+        "enginecore",
+        "vllm",
+    ]);
     // ggml's op failure is read as the library only on NVIDIA and when the log does not say the
     // card was full (that is memory, and the memory rules read it).
     let other_backend_or_memory = any(&["rocm error", "hip error", "out of memory"]);
