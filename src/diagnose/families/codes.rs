@@ -356,12 +356,36 @@ const CUDNN_STATUS: &[Code] = &[
         // compute cache in ~/.nv, a driver too old): never a confident toolkit verdict.
         id: "mem-cudnn-handle-create",
         numbers: &[],
-        // "could not destroy cudnn handle" follows a failed creation: the same event.
-        words: &["create cudnn handle", "destroy cudnn handle", "cudnncreate"],
+        // "could not destroy cudnn handle" follows a failed creation: the same event. TensorFlow's
+        // "Failed to get convolution algorithm. This is probably because cuDNN failed to
+        // initialize" is the op's report of that failure (matterport/Mask_RCNN#1620,
+        // tensorflow/tensorflow#36025, #25160: allow_growth / TF_FORCE_GPU_ALLOW_GROWTH cured it).
+        words: &[
+            "create cudnn handle",
+            "destroy cudnn handle",
+            "cudnncreate",
+            "cudnn failed to initialize",
+        ],
         layer: Memory,
         second: Some(Driver),
         cause: "cuDNN could not create its handle: most often the GPU has no memory left for it (TensorFlow reserves nearly all of it by default, or another process holds it), otherwise the driver's state (a stale CUDA compute cache, a driver too old for the cuDNN) or a cuDNN that does not fit the library.",
         fix: "Let the library grow its GPU memory instead of reserving it (TF_FORCE_GPU_ALLOW_GROWTH=true, or allow_growth in the session config) and stop other GPU programs (`nvidia-smi` lists them). If it fails with the card idle: delete the driver's compute cache (`rm -rf ~/.nv`), check the lines above for a driver or cuDNN version message, and install the driver and cuDNN the library's release notes name.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        // A bare CUDNN_STATUS_NOT_INITIALIZED (PyTorch's "cuDNN error: …", cuDNN users' "CUDNN
+        // failure: …") with no handle or version line: cuDNN's handle and workspace are the first
+        // GPU allocations a convolution makes, so the threads resolve it as the card's memory
+        // (haotian-liu/LLaVA#392, seanie12/Info-HCVAE#7, flexflow/flexflow-train#51), otherwise as
+        // the library build that does not run on the card (Turoad/CLRNet#24: a +cu111 torch;
+        // deepseek-ai/DeepSeek-VL#30), not as a cuDNN the user installed.
+        id: "mem-cudnn-not-initialized",
+        numbers: &[],
+        words: &["cudnn_status_not_initialized"],
+        layer: Memory,
+        second: Some(Library),
+        cause: "cuDNN could not initialise inside the library (CUDNN_STATUS_NOT_INITIALIZED with no version message): most often the card had no memory left for cuDNN's handle and workspace (the first allocations a convolution makes), otherwise the library build's cuDNN does not run on this GPU (a wheel for an older CUDA on a newer card, or another cuDNN copy loaded first).",
+        fix: "Free the GPU (stop other GPU programs; `nvidia-smi` lists them) and halve the batch; `stackpin vram --peak PEAK --batch N --vram SIZE` names one that fits. If it fails at batch 1 with the card idle, install the library build for this GPU and CUDA in a fresh venv (a +cuXYZ wheel that lists the card's compute capability) and take other cuDNN copies off LD_LIBRARY_PATH / PATH.",
         mechanism: Mechanism::Plain,
     },
     Code {
@@ -371,7 +395,6 @@ const CUDNN_STATUS: &[Code] = &[
             "cudnn_status_bad_param",
             "cudnn_status_execution_failed",
             "cudnn_status_arch_mismatch",
-            "cudnn_status_not_initialized",
             "cudnn_status_internal_error",
             "cudnn_status_mapping_error",
             "cudnn_status_runtime_prerequisite_missing",
@@ -379,7 +402,7 @@ const CUDNN_STATUS: &[Code] = &[
         ],
         layer: Toolkit,
         second: Some(Library),
-        cause: "cuDNN failed inside the library: the cuDNN that loads does not fit the CUDA toolkit or the library build (another major, or a release without this GPU's architecture); not initialised / internal errors are also what cuDNN says when the card is out of memory.",
+        cause: "cuDNN failed inside the library: the cuDNN that loads does not fit the CUDA toolkit or the library build (another major, or a release without this GPU's architecture); internal errors are also what cuDNN says when the card is out of memory.",
         fix: "Install the cuDNN and CUDA versions the library release was built with (its release notes; pip libraries bring their own nvidia-cudnn wheel: remove other cuDNN copies from LD_LIBRARY_PATH / PATH). If it only happens at large batches, halve the batch; `stackpin vram --peak PEAK --batch N --vram SIZE` names one that fits.",
         mechanism: Mechanism::Plain,
     },

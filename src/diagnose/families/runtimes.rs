@@ -9,7 +9,9 @@
 //! toolkit's CUDA requirement check, and from round 20 XLA's missing libdevice or ptxas (the
 //! toolkit's compiler parts), podman's unresolvable NVIDIA CDI device (the container toolkit's
 //! spec), a CUDA IPC handle opened outside its GPU or namespace, and a ggml CUDA op that failed
-//! (llama.cpp's backend).
+//! (llama.cpp's backend); from round 23 vLLM's own memory-budget checks, inductor without a
+//! working Triton, the ptxas Triton runs refusing the GPU's sm name, and Triton's run-time link
+//! against the driver's libcuda.so.
 //!
 //! Each is placed by what its mechanism says about the stack, with a second layer where the
 //! threads split, and never decisive: a catalogue entry with a source, or a line that names the
@@ -18,7 +20,7 @@
 //! collective watchdog's timeouts name another rank's failure, not a layer: they stay `unknown`.
 
 use super::{Finding, Mechanism, at};
-use crate::diagnose::FailureLayer::{Driver, Hardware, Library, Toolkit};
+use crate::diagnose::FailureLayer::{Driver, Hardware, Library, Memory, Toolkit};
 use crate::diagnose::matcher::Segment;
 
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
@@ -29,6 +31,20 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             .any(|s| words.iter().any(|w| s.lower.contains(w)))
     };
     let duplicate_gpu = any(&["duplicate gpu detected"]);
+    // A link step that runs while a program runs (Triton's launcher under torch.compile or
+    // vLLM), not a build's: inductor, vLLM, or Triton's own modules ("Triton" alone also names
+    // the inference server, whose builds link -lcuda like any other).
+    let runtime_compiling = any(&[
+        "_inductor",
+        "torch._dynamo",
+        "triton/runtime",
+        "triton/compiler",
+        "triton/backends",
+        "triton.runtime",
+        "/.triton/",
+        "enginecore",
+        "vllm",
+    ]);
     // ggml's op failure is read as the library only on NVIDIA and when the log does not say the
     // card was full (that is memory, and the memory rules read it).
     let other_backend_or_memory = any(&["rocm error", "hip error", "out of memory"]);
@@ -125,6 +141,9 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             ));
         } else if lower.contains("engine plan file is not compatible")
             || lower.contains("engine plan file is generated on an incompatible device")
+            // TensorRT 8's serializer says the same as a version-tag assertion
+            // (NVIDIA/TensorRT#2041, HKUST-Aerial-Robotics/D2SLAM#52).
+            || lower.contains("version tag does not match")
         {
             found.push(at(
                 seg,
@@ -133,6 +152,31 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 Some(Toolkit),
                 "A serialized TensorRT engine was built by another TensorRT version or on another GPU than the one loading it: engines are not portable.",
                 "Rebuild the engine (delete the cached .engine/.plan file and let the program regenerate it) with the TensorRT and GPU it runs on; if two TensorRT versions are installed (the Python wheel and the system libnvinfer), keep one.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if is_vllm_kv_budget(lower) {
+            // vllm-project/vllm#2248, #17431, #27508, #2418, #25350, QwenLM/Qwen3#295.
+            found.push(at(
+                seg,
+                "mem-vllm-kv-cache-budget",
+                Memory,
+                Some(Library),
+                "vLLM's memory budget does not fit: it takes gpu_memory_utilization of the card (0.9 by default) for the weights, the activations and its KV cache, and after the weights too little is left for the cache blocks (or for the longest sequence, max_model_len), or the warm-up of its sampler ran the card out.",
+                "Fit vLLM's budget: if no other program holds the card (`nvidia-smi`), raise gpu_memory_utilization; lower max_model_len (the longest context) and max_num_seqs (sequences at once; where vLLM itself says to lower gpu_memory_utilization, the memory outside its share ran out: lower both); or use a quantised or smaller model, or spread it over more GPUs (tensor_parallel_size).",
+                Mechanism::Plain,
+                true,
+            ));
+        } else if lower.contains("cannot find a working triton installation") {
+            // woct0rdho/triton-windows#34 (pip outside ComfyUI's embedded Python),
+            // welltop-cn/ComfyUI-TeaCache#40, pytorch/pytorch#125093, triton-lang/triton#4034.
+            found.push(at(
+                seg,
+                "lib-triton-not-installed",
+                Library,
+                Some(Hardware),
+                "torch.compile's inductor backend found no working Triton: the triton package is missing from this Python (Windows needs the separate triton-windows package), too old for the torch build, or the GPU is older than Triton supports (compute capability 7.0).",
+                "Install the Triton that the torch build pins into the same Python that runs the program (`python -m pip install` with that interpreter; on Windows the triton-windows release for this torch), or run without torch.compile (the program's compile option off, or TORCHDYNAMO_DISABLE=1); on a card older than compute capability 7.0, run uncompiled.",
                 Mechanism::Plain,
                 false,
             ));
@@ -221,6 +265,35 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 None,
                 "XLA compiles its GPU kernels with the CUDA toolkit's ptxas, and the ptxas it found is missing or too old (for XLA, or for this GPU's compute capability): it falls back to the driver's slower JIT, or fails.",
                 "Put a ptxas from a CUDA release new enough for the GPU first on PATH (CUDA 11.1+ for XLA at all, 11.8+ for compute capability 9.0, 12.8+ for Blackwell): install the toolkit, or only its compiler (the nvidia-cuda-nvcc wheel, conda's cuda-nvcc), or point XLA at the toolkit with XLA_FLAGS=--xla_gpu_cuda_data_dir=/usr/local/cuda.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if lower.contains("is not defined for option 'gpu-name'") {
+            // ptxas refusing the GPU's architecture name: the ptxas Triton bundles (or was
+            // pointed at) predates the card. triton-lang/triton#8539's fix, ModelTC/LightLLM#176
+            // (sm_89 before triton 2.1), gpustack/gpustack#4372, vllm-project/vllm#31338.
+            found.push(at(
+                seg,
+                "lib-triton-ptxas-arch",
+                Library,
+                Some(Toolkit),
+                "ptxas does not know this GPU's architecture (the sm_XX it names): the ptxas Triton runs (bundled in the triton package, or the one TRITON_PTXAS_PATH names) is from a CUDA release older than the card, so Triton cannot compile its kernels (torch.compile, vLLM, a Triton kernel of the program).",
+                "Use a Triton release that knows the card (the one a newer torch pins), or point Triton at a CUDA toolkit's ptxas new enough for it: TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas (CUDA 12.8+ for RTX 50/sm_120, CUDA 13 for sm_110/sm_121); or run without torch.compile.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if is_runtime_libcuda_link(lower, runtime_compiling) {
+            // Triton builds its launcher at run time and links it with -lcuda: the driver's
+            // libcuda.so, which ld finds only as the unversioned link (pytorch/pytorch#94585,
+            // #103417, #92745, #107960, state-spaces/mamba#123). A build's -lcuda stays the
+            // linker family's (the toolkit's stub).
+            found.push(at(
+                seg,
+                "drv-triton-libcuda-link",
+                Driver,
+                Some(Toolkit),
+                "Triton (under torch.compile, vLLM or a Triton kernel) compiles a small launcher at run time and links it against the driver's libcuda.so, and the linker finds none: only libcuda.so.1 is there (no libcuda.so link, common in containers, WSL and Colab), or its folder is not in the linker cache.",
+                "Make the driver's libcuda.so findable: `ldconfig -p | grep libcuda` shows where libcuda.so.1 is; point Triton at that folder (TRITON_LIBCUDA_PATH=/usr/lib/x86_64-linux-gnu, /usr/lib/wsl/lib under WSL) or create the link (`sudo ln -s libcuda.so.1 libcuda.so` there, then `sudo ldconfig`); the toolkit's lib64/stubs on LIBRARY_PATH also works for linking.",
                 Mechanism::Plain,
                 false,
             ));
@@ -575,6 +648,32 @@ fn is_trt_layer_error(lower: &str) -> bool {
     erroring
         && ((lower.contains("(unnamed layer*") && lower.contains(") ["))
             || lower.contains("ishufflelayer applied to shape tensor"))
+}
+
+/// vLLM's own checks of its memory budget: no room for the cache blocks, a negative KV cache
+/// after profiling, the longest sequence not fitting, the sampler's warm-up out of memory.
+fn is_vllm_kv_budget(lower: &str) -> bool {
+    [
+        "no available memory for the cache blocks",
+        "memory reserved for kv cache is -",
+        "than the maximum number of tokens that can be stored in kv cache",
+        "which is larger than the available kv cache memory",
+        "out of memory occurred when warming up sampler",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+}
+
+/// `ld: cannot find -lcuda` (the driver's library, not -lcudart or -lcublas) while a program runs
+/// Triton, or Triton's own "libcuda.so cannot found".
+fn is_runtime_libcuda_link(lower: &str, runtime_compiling: bool) -> bool {
+    let lcuda = lower.match_indices("cannot find -lcuda").any(|(at, w)| {
+        !lower[at + w.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+    });
+    (lcuda && runtime_compiling) || lower.contains("libcuda.so cannot found")
 }
 
 /// ONNX Runtime's provider library (`onnxruntime_providers_cuda` / `_tensorrt`) failing to load
