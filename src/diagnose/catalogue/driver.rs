@@ -231,8 +231,14 @@ pub(super) const ENTRIES: &[Entry] = &[
         specificity: Specific,
         patterns: &["the nvidia driver on your system is too old"],
         cause: "PyTorch's CUDA build needs a newer driver than the one installed.",
+        // The message's own alternative ("install a PyTorch version that has been compiled with
+        // your version of the CUDA driver"): where the driver is not the user's to change (a
+        // hosted notebook, a shared server) that build is the fix.
         fix: "Install the newest driver for the card (at least the toolkit's minimum; `stackpin \
-              check MANIFEST` names it), reboot and prove again.",
+              check MANIFEST` names it), reboot and prove again. Where the driver cannot be \
+              changed (a hosted notebook, a shared server), install the torch build for the CUDA \
+              the driver supports instead (the `found version` it prints is that CUDA: 10010 \
+              is 10.1, a +cu101 build).",
         example: "RuntimeError: The NVIDIA driver on your system is too old (found version \
                   11040). Please update your GPU driver",
         source: "https://github.com/lllyasviel/Fooocus/issues/1313",

@@ -103,6 +103,11 @@ pub(super) fn find(text: &str, segments: &[Segment<'_>]) -> Vec<Finding> {
         .filter(|seg| LOAD_FAILED.iter().any(|w| seg.lower.contains(w)))
         .filter_map(|seg| judge(seg, toolkit_seen, torch_preload))
         .chain(segments.iter().filter_map(glibc_too_old))
+        .chain(
+            segments
+                .iter()
+                .filter_map(super::symbols::driver_api_function_not_found),
+        )
         .collect()
 }
 

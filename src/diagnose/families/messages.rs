@@ -746,7 +746,64 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
         }
     }
     found.extend(collect_env_cpu_build(segments));
+    found.extend(segments.iter().find_map(conda_cpu_build));
     found
+}
+
+/// conda's own record of a CPU-only PyTorch: a package list (`conda list`) or an install plan
+/// naming pytorch, torchvision or torchaudio with a `_cpu` build string (`py3.8_cpu_0`,
+/// `pytorch/win-64::pytorch-1.10.0-py3.8_cpu_0`), the `cpuonly` / `cpu-only` package that pins
+/// those builds, or the `pytorch-mutex` row set to `cpu`. Such an environment cannot see the GPU
+/// whatever the driver and toolkit are (conda/conda#11001, pytorch/pytorch#32369). A CUDA build
+/// string (`py3.8_cuda11.3_cudnn8.2.0_0`, `py38_cu113`) and a command that asks for `cpuonly`
+/// on purpose name nothing.
+fn conda_cpu_build(seg: &Segment<'_>) -> Option<Finding> {
+    const TORCH_PACKAGES: &[&str] = &["pytorch", "pytorch-nightly", "torchvision", "torchaudio"];
+    const PINS: &[&str] = &["cpuonly", "cpu-only"];
+    let lower = seg.lower.trim();
+    if ["install", "create", "remove", "uninstall"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        return None;
+    }
+    let cpu_build = |build: &str| build.contains("_cpu_") || build.ends_with("_cpu");
+    // A plan's `channel/subdir::name-version-build`.
+    let in_plan = lower.split_whitespace().any(|token| {
+        token.split_once("::").is_some_and(|(_, spec)| {
+            PINS.iter().any(|p| spec.starts_with(&format!("{p}-")))
+                || TORCH_PACKAGES.iter().any(|name| {
+                    spec.strip_prefix(name)
+                        .and_then(|rest| rest.strip_prefix('-'))
+                        .is_some_and(|rest| {
+                            rest.starts_with(|c: char| c.is_ascii_digit()) && cpu_build(rest)
+                        })
+                })
+        })
+    });
+    // A list's `name  version  build  channel` row.
+    let columns: Vec<&str> = lower.split_whitespace().collect();
+    let in_list = match columns.as_slice() {
+        [name, version, build, ..] if version.starts_with(|c: char| c.is_ascii_digit()) => {
+            (TORCH_PACKAGES.contains(name) && cpu_build(build))
+                || PINS.contains(name)
+                || (*name == "pytorch-mutex" && *build == "cpu")
+        }
+        _ => false,
+    };
+    if !(in_plan || in_list) {
+        return None;
+    }
+    Some(at(
+        seg,
+        "lib-conda-cpu-build",
+        Library,
+        None,
+        "conda installed the CPU-only PyTorch (a `_cpu` build, the cpuonly package or pytorch-mutex set to cpu): this environment cannot use the GPU, whatever the driver and toolkit are.",
+        "Remove the CPU pin (`conda remove cpuonly`, or a fresh environment) and install the CUDA build from one channel: the pytorch-cuda package for the driver's CUDA, or ask for the build outright (`pytorch=*=*cuda*`) so conda cannot fall back to the CPU one; with pip, the CUDA wheel index the manifest pins. Check that `torch.version.cuda` is not None.",
+        Mechanism::Plain,
+        false,
+    ))
 }
 
 /// Windows' Code 43 named without Device Manager's sentence ("Nvidia Code 43", "error 43" in a

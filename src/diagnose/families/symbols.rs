@@ -59,6 +59,40 @@ fn symbol_kind(symbol: &str) -> Option<SymbolKind> {
     }
 }
 
+/// CUDA Python's own wording when the libcuda it opened has no entry point it asks for:
+/// `RuntimeError: Function "cuInit" not found` (cuda/_cuda/ccuda.pyx). The same failure as an
+/// undefined driver API symbol, named without the loader's words: a stub libcuda (a conda env's
+/// or the toolkit's stubs folder) found before the driver's, WSL's libcuda off the loader path,
+/// or a driver older than the bindings. NVIDIA/cudf#12862, rapidsai-community/notebooks-contrib#356.
+/// A runtime API name (`cudaMalloc`) or a function of the user's is no driver entry point.
+pub(super) fn driver_api_function_not_found(seg: &Segment<'_>) -> Option<Finding> {
+    const OPENING: &str = "function \"";
+    let start = seg.lower.find(OPENING)? + OPENING.len();
+    let (symbol, rest) = seg.lower[start..].split_once('"')?;
+    if !rest.trim_start().starts_with("not found")
+        || symbol_kind(symbol) != Some(SymbolKind::DriverApi)
+    {
+        return None;
+    }
+    let shown = seg.text.get(start..start + symbol.len()).unwrap_or(symbol);
+    Some(driver_api_missing(seg, shown))
+}
+
+fn driver_api_missing(seg: &Segment<'_>, shown: &str) -> Finding {
+    at(
+        seg,
+        "drv-loader-driver-api-symbol",
+        Driver,
+        None,
+        format!(
+            "The CUDA driver library (libcuda) that loads has no {shown}: the driver is older than the program needs, or a stub libcuda is loaded instead of the driver's."
+        ),
+        "Install a driver at least as new as the CUDA the program was built with (the manifest pins one), and take any toolkit or conda stubs folder off LD_LIBRARY_PATH; under WSL2 the driver's libcuda is in /usr/lib/wsl/lib, which must come first on LD_LIBRARY_PATH. `nvidia-smi` shows the driver that runs.",
+        Mechanism::DriverAccess,
+        true,
+    )
+}
+
 /// An undefined symbol whose kind places the failure whatever binary asked for it.
 pub(super) fn by_symbol_kind(seg: &Segment<'_>) -> Option<Finding> {
     let at_word = seg.lower.find("undefined symbol")? + "undefined symbol".len();
@@ -85,18 +119,7 @@ pub(super) fn by_symbol_kind(seg: &Segment<'_>) -> Option<Finding> {
             Mechanism::Plain,
             true,
         ),
-        SymbolKind::DriverApi => at(
-            seg,
-            "drv-loader-driver-api-symbol",
-            Driver,
-            None,
-            format!(
-                "The CUDA driver library (libcuda) that loads has no {shown}: the driver is older than the program needs, or a stub libcuda is loaded instead of the driver's."
-            ),
-            "Install a driver at least as new as the CUDA the program was built with (the manifest pins one), and take any toolkit stubs folder off LD_LIBRARY_PATH; `nvidia-smi` shows the driver that runs.",
-            Mechanism::DriverAccess,
-            true,
-        ),
+        SymbolKind::DriverApi => driver_api_missing(seg, shown),
         SymbolKind::RuntimeHook => at(
             seg,
             "tk-loader-runtime-hook-symbol",

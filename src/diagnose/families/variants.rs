@@ -200,7 +200,10 @@ fn module_findings(module: &str, log: &str) -> Result<Vec<Seen>, String> {
         "status" => super::status::find(&segments),
         "symbols" => segments
             .iter()
-            .filter_map(super::symbols::by_symbol_kind)
+            .filter_map(|seg| {
+                super::symbols::by_symbol_kind(seg)
+                    .or_else(|| super::symbols::driver_api_function_not_found(seg))
+            })
             .collect(),
         "own" => {
             return Ok(super::own::find(log)
