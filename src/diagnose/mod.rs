@@ -205,6 +205,11 @@ fn second_layer_of_entry(id: &str) -> Option<FailureLayer> {
     match id {
         "lib-illegal-memory-access" => Some(FailureLayer::Memory),
         "lib-gpu-kernel-fault-xid" => Some(FailureLayer::Hardware),
+        // Threads cited on each entry: a driver that meets the toolkit's minimum (memory taken
+        // before cuDNN starts), a card that fails in every machine, a CUDA torch with no driver.
+        "drv-cudnn-insufficient-driver" => Some(FailureLayer::Memory),
+        "drv-windows-code-43" => Some(FailureLayer::Hardware),
+        "lib-torch-cuda-unavailable-at-extension-build" => Some(FailureLayer::Driver),
         _ => None,
     }
 }

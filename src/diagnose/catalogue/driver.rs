@@ -395,12 +395,20 @@ pub(super) const ENTRIES: &[Entry] = &[
             "(code 43)",
             "windows has stopped this device because it has reported problems",
         ],
+        // The card itself is the resolution in several threads behind this sentence
+        // (dartraiden/NVIDIA-patcher#531, this entry's source: "Probably bricked GPU";
+        // arutar/FrankenDriver#77: "a hardware error, not a driver error", the card fails on
+        // that platform; arutar/FrankenDriver#61: a faulty card if another machine fails too),
+        // so hardware is its second layer; in a passthrough VM's guest it is the host's
+        // configuration (QaidVoid/Complete-Single-GPU-Passthrough#12: efifb:off cured it).
         cause: "Windows stopped the GPU (Device Manager, Code 43): the driver it loaded does not \
                 work with the card, the signature of a feature update that swapped in its own \
                 driver; a failing card reports the same.",
         fix: "Reinstall the pinned NVIDIA driver from the archive with a clean install, reboot, \
               and prove again; keep driver updates out of Windows Update (`stackpin repair \
-              MANIFEST --apply-guard`). If Code 43 stays after a clean install, test the card in another \
+              MANIFEST --apply-guard`). In a virtual machine with GPU passthrough, release the \
+              card from the host (video=efifb:off) and hide the hypervisor from the guest's \
+              driver. If Code 43 stays after a clean install, test the card in another \
               machine.",
         example: "Windows has stopped this device because it has reported problems. (Code 43)",
         source: "https://github.com/dartraiden/NVIDIA-patcher/issues/531",
@@ -456,10 +464,23 @@ pub(super) const ENTRIES: &[Entry] = &[
         layer: Driver,
         specificity: Specific,
         patterns: &["possibly insufficient driver version"],
-        cause: "cuDNN could not start and TensorFlow points at a driver older than the toolkit \
-                needs.",
-        fix: "Install the newest driver for the card (at least the toolkit's minimum), reboot \
-              and prove again.",
+        // TensorFlow prints this after every CUDNN_STATUS_NOT_INITIALIZED with whatever driver
+        // is loaded, without comparing it to anything: a driver update cured it where the
+        // driver was below the toolkit's minimum (localminimum/QANet#5: 384.69 under CUDA 9.0's
+        // 384.81), but the same line names drivers that meet the minimum (tensorflow/
+        // tensorflow#34214: 410.48 for CUDA 10.0; nanoporetech/medaka#236: 418.87 for 10.1;
+        // tensorflow/tensorflow#30254: 387.26 for 9.0), where GPU memory taken before cuDNN
+        // starts is the cause and memory growth cures it (DeepLabCut/DeepLabCut#1299). Hence
+        // memory as the second layer, and a fix that compares the printed version first.
+        cause: "cuDNN could not start (CUDNN_STATUS_NOT_INITIALIZED) and TensorFlow prints the \
+                loaded driver's version: a driver older than the toolkit needs, or, when that \
+                version meets the toolkit's minimum, GPU memory already taken when cuDNN starts.",
+        fix: "Compare the driver version on this line with the minimum the release notes give \
+              for TensorFlow's CUDA. Below it: install the newest driver for the card, reboot \
+              and prove again. At or above it: the driver is fine and the GPU's memory is \
+              short when cuDNN starts: let TensorFlow grow its memory \
+              (TF_FORCE_GPU_ALLOW_GROWTH=true, or tf.config.experimental.set_memory_growth), \
+              stop other processes on the GPU (`nvidia-smi`), or lower the batch size.",
         example: "E tensorflow/stream_executor/cuda/cuda_dnn.cc:360] Possibly insufficient driver \
                   version: 384.111.0",
         source: "https://github.com/thtrieu/darkflow/issues/930",

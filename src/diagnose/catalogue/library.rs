@@ -347,4 +347,29 @@ pub(super) const ENTRIES: &[Entry] = &[
         example: "Unknown linear updater grow_gpu_hist",
         source: "https://github.com/mdabros/SharpLearning/issues/89",
     },
+    Entry {
+        id: "lib-torch-cuda-unavailable-at-extension-build",
+        layer: Library,
+        // torch.utils.cpp_extension prints it when CUDA_HOME exists and torch.cuda.is_available()
+        // is false (its _find_cuda_home, quoted in NVIDIA/MinkowskiEngine#223): the toolkit was
+        // found, torch cannot use the GPU. The threads' resolutions: a CPU-only torch
+        // (graphdeco-inria/gaussian-splatting#748, open-mmlab/mmdetection#281), a build on a
+        // node or container without the driver (open-mmlab/mmdetection#281), a host where CUDA
+        // saw no device (open-mmlab/mmdetection#3193). Generic: a later line that names which
+        // (Torch not compiled with CUDA enabled, no CUDA-capable device) decides.
+        specificity: Generic,
+        patterns: &["no cuda runtime is found"],
+        cause: "torch found the CUDA toolkit (CUDA_HOME) but cannot use the GPU: torch is a \
+                CPU-only build, or this machine, container or build node has no working driver.",
+        fix: "Run `python -c \"import torch; print(torch.__version__, torch.version.cuda, \
+              torch.cuda.is_available())\"`. A `+cpu` version or a CUDA of None: install the \
+              torch build for the pinned CUDA from the archive (`stackpin install MANIFEST`). \
+              A CUDA build that answers False: `nvidia-smi` must list the GPU here (a build \
+              container needs --gpus all, a cluster build a GPU node); to build an extension \
+              without a GPU, set TORCH_CUDA_ARCH_LIST (and FORCE_CUDA=1 where the project \
+              reads it).",
+        example: "No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'",
+        source: "https://github.com/open-mmlab/mmdetection/issues/281 ; \
+                 https://github.com/graphdeco-inria/gaussian-splatting/issues/748",
+    },
 ];

@@ -103,6 +103,71 @@ mod tests {
     }
 
     #[test]
+    fn tensorflows_possibly_insufficient_driver_is_the_driver_then_memory() {
+        for log in [
+            // localminimum/QANet#5 (cured by a newer driver: 384.69 under CUDA 9.0's minimum).
+            "2018-03-23 11:55:55.959752: E tensorflow/stream_executor/cuda/cuda_dnn.cc:385] could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED\n2018-03-23 11:55:55.959970: E tensorflow/stream_executor/cuda/cuda_dnn.cc:393] possibly insufficient driver version: 384.69.0",
+            // tensorflow/tensorflow#34214 (410.48 meets CUDA 10.0's minimum).
+            "2019-11-13 11:58:28.791219: E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED\n2019-11-13 11:58:28.791275: E tensorflow/stream_executor/cuda/cuda_dnn.cc:337] Possibly insufficient driver version: 410.48.0",
+            // nanoporetech/medaka#236 (418.87 meets CUDA 10.1's minimum).
+            "2020-12-23 20:09:14.497776: E tensorflow/stream_executor/cuda/cuda_dnn.cc:328] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED\n2020-12-23 20:09:14.497855: E tensorflow/stream_executor/cuda/cuda_dnn.cc:336] Possibly insufficient driver version: 418.87.0\n2020-12-23 20:09:14.497879: F tensorflow/core/kernels/cudnn_rnn_ops.cc:1643] Check failed: stream->parent()->GetRnnAlgorithms(&algorithms)",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "drv-cudnn-insufficient-driver", "{log}");
+            assert_eq!(d.layer, FailureLayer::Driver, "{log}");
+            assert_eq!(d.second_layer, Some(FailureLayer::Memory), "{log}");
+            assert!(d.fix.contains("TF_FORCE_GPU_ALLOW_GROWTH"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn torchs_no_cuda_runtime_with_a_cuda_home_is_torch_or_the_driver_not_the_toolkit() {
+        for log in [
+            // open-mmlab/mmdetection#281 (a CPU-only torch; a build node without the driver).
+            "No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'",
+            // microsoft/SpareNet#34.
+            "No CUDA runtime is found, using CUDA_HOME='/usr'",
+            // graphdeco-inria/gaussian-splatting#748 (a CPU-only torch from environment.yml).
+            r"No CUDA runtime is found, using CUDA_HOME='C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v11.8'",
+            // open-mmlab/mmdetection#1876.
+            "No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'\nTraceback (most recent call last):\n  File \"setup.py\", line 171, in <module>\n    sources=['src/compiling_info.cpp']),\n  File \"setup.py\", line 101, in make_cuda_ext\n    raise EnvironmentError('CUDA is required to compile MMDetection!')\nOSError: CUDA is required to compile MMDetection!",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(
+                d.id, "lib-torch-cuda-unavailable-at-extension-build",
+                "{log}"
+            );
+            assert_eq!(d.second_layer, Some(FailureLayer::Driver), "{log}");
+            assert!(d.fix.contains("torch.cuda.is_available()"), "{}", d.fix);
+        }
+        // open-mmlab/mmdetection#3193: a later line that names the cause decides.
+        let d = crate::diagnose::diagnose(
+            "No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'\nRuntimeError: cuda runtime error (100) : no CUDA-capable device is detected at /pytorch/aten/src/THC/THCGeneral.cpp:47",
+        )
+        .expect("a diagnosis");
+        assert_eq!(d.id, "drv-no-cuda-device");
+        // hannes-brt/hebel#20's own wording stays the toolkit's.
+        let d = crate::diagnose::diagnose("OSError: CUDA runtime library not found")
+            .expect("a diagnosis");
+        assert_eq!(d.id, "tk-runtime-library-not-found");
+    }
+
+    #[test]
+    fn device_managers_code_43_is_the_driver_then_the_card() {
+        for log in [
+            // dartraiden/NVIDIA-patcher#531 ("Probably bricked GPU").
+            "`Windows has stopped this device because it has reported problems. (Code 43)`",
+            // dartraiden/NVIDIA-patcher#576.
+            "And it says \"Windows has stopped this device because it has reported problems. (Code 43)",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "drv-windows-code-43", "{log}");
+            assert_eq!(d.second_layer, Some(FailureLayer::Hardware), "{log}");
+            assert!(d.fix.contains("efifb:off"), "{}", d.fix);
+        }
+    }
+
+    #[test]
     fn catalogue_holds_at_least_45_entries() {
         assert!(
             entries().count() >= 45,

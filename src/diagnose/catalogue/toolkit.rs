@@ -235,7 +235,10 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "tk-runtime-library-not-found",
         layer: Toolkit,
         specificity: Specific,
-        patterns: &["cuda runtime library not found", "no cuda runtime is found"],
+        // torch's "No CUDA runtime is found, using CUDA_HOME=…" is no longer here: it is
+        // printed when CUDA_HOME was found, so the toolkit is there (lib-torch-cuda-unavailable-
+        // at-extension-build).
+        patterns: &["cuda runtime library not found"],
         cause: "The library found no CUDA runtime: the toolkit is not installed, or its lib \
                 folder is not on the library path (CUDA_HOME / LD_LIBRARY_PATH).",
         fix: INSTALL_NAMED_TOOLKIT,
