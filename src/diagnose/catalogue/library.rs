@@ -142,11 +142,21 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "lib-nccl-system-error",
         layer: Library,
         specificity: Specific,
+        // The threads' resolutions are two: the container's shared memory (NVIDIA/nccl#473:
+        // --ipc=host) and the network interface NCCL picked (NVIDIA/nccl#697: NCCL_SOCKET_IFNAME
+        // =bond0 among a dozen docker bridges; ROCm/rccl#328: NCCL_SOCKET_IFNAME=eth0 across
+        // two nodes; NVIDIA/nccl-tests#14: --net host, no usable IP interface in the
+        // container), once a stray NCCL_GRAPH_FILE (NVIDIA/nccl#1240). All NCCL's own
+        // set-up, so the layer stays; the fix names the interface as well as /dev/shm.
         patterns: &["unhandled system error", "ncclsystemerror"],
         cause: "NCCL failed a system call: most often too little shared memory (/dev/shm) in a \
                 container, or a network interface it cannot use.",
         fix: "Run containers with --ipc=host (or a larger --shm-size); rerun with NCCL_DEBUG=INFO \
-              to see the failing call; for one GPU, the example needs no NCCL at all.",
+              to see the failing call: a socket or 'Connection closed' warning is the network \
+              interface, so set NCCL_SOCKET_IFNAME to the one the nodes share (eth0, bond0; \
+              not docker0 or a bridge), or start the container with --net host; unset any \
+              NCCL_GRAPH_FILE or NCCL_TOPO_FILE left in the environment or /etc/nccl.conf. For \
+              one GPU, the example needs no NCCL at all.",
         example: "RuntimeError: NCCL Error 2: unhandled system error",
         source: "https://github.com/NVIDIA/nccl/issues/473",
     },

@@ -168,6 +168,40 @@ mod tests {
     }
 
     #[test]
+    fn cusolvers_failure_is_the_toolkit_then_memory() {
+        for log in [
+            // PaddlePaddle/PaddleX#740 (GPU memory short: a smaller batch cured it).
+            "Cublas error, `CUSOLVER_STATUS_INTERNAL_ERROR`. An internal cuSolver operation failed.",
+            // pytorch/pytorch#70122 (gone with a newer CUDA and driver).
+            "RuntimeError: cusolver error: CUSOLVER_STATUS_EXECUTION_FAILED, when calling `cusolverDnDgetrf( handle, m, n, dA, ldda, static_cast<double*>(dataPtr.get()), ipiv, info)`",
+            // KAIST-VCLAB/sphere-stereo#9.
+            "RuntimeError: cusolver error: CUSOLVER_STATUS_INTERNAL_ERROR, when calling `cusolverDnCreate(handle)`",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "tk-cusolver-failed", "{log}");
+            assert_eq!(d.second_layer, Some(FailureLayer::Memory), "{log}");
+            assert!(d.fix.contains("lower the batch"), "{}", d.fix);
+        }
+    }
+
+    #[test]
+    fn nccls_system_error_fix_names_the_network_interface_too() {
+        for log in [
+            // NVIDIA/nccl-tests#14 (--net host: no usable IP interface in the container).
+            "NCCL failure common.cu:874 'unhandled system error'",
+            // NVIDIA/nccl#697 (NCCL_SOCKET_IFNAME=bond0).
+            "ncclSystemError: System call (socket, malloc, munmap, etc) failed.",
+            // vllm-project/vllm#5828.
+            "RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "lib-nccl-system-error", "{log}");
+            assert!(d.fix.contains("NCCL_SOCKET_IFNAME"), "{}", d.fix);
+            assert!(d.fix.contains("--ipc=host"), "{}", d.fix);
+        }
+    }
+
+    #[test]
     fn catalogue_holds_at_least_45_entries() {
         assert!(
             entries().count() >= 45,

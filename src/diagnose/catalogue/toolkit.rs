@@ -249,13 +249,22 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "tk-cusolver-failed",
         layer: Toolkit,
         specificity: Specific,
+        // The toolkit in most resolved threads: CUDA 11 dropped the GPU (AlTarFramework/
+        // altar#33), a cuSOLVER bug fixed in a later CUDA (pytorch/pytorch#75391: CUDA 11.6's
+        // syevd, fixed in 11.7; pytorch/pytorch#70122: gone with a newer CUDA and driver). But
+        // Paddle's INTERNAL_ERROR was GPU memory short (PaddlePaddle/PaddleX#740,
+        // PaddlePaddle/PaddleFormers#1049: a smaller batch or input size cured it), so memory
+        // is the second layer and the fix says when it is memory.
         patterns: &["cusolver error", "cusolver_status_internal_error"],
         cause: "cuSOLVER (a CUDA toolkit library) failed inside its own call: most often this \
-                toolkit no longer supports the GPU (CUDA 11 dropped compute capability 3.0) or \
-                the toolkit and the library disagree.",
+                toolkit no longer supports the GPU (CUDA 11 dropped compute capability 3.0), \
+                has a cuSOLVER bug a later release fixed, or the toolkit and the library \
+                disagree; an INTERNAL_ERROR with the GPU's memory nearly full is memory.",
         fix: "Check the GPU's compute capability against the toolkit's release notes and pin the \
               newest toolkit that still lists it (with a library build for that toolkit); \
-              `stackpin check MANIFEST` tests the pins.",
+              `stackpin check MANIFEST` tests the pins. If `nvidia-smi` shows the GPU's memory \
+              nearly full when it fails (CUSOLVER_STATUS_INTERNAL_ERROR, or creating its \
+              handle), lower the batch or input size first.",
         example: "CUSOLVER Error 7 at /home/ti/tools/src/pyre/extensions/cuda/cusolver.cc:39",
         source: "https://github.com/AlTarFramework/altar/issues/33",
     },
