@@ -218,8 +218,16 @@ pub(super) const ENTRIES: &[Entry] = &[
         cause: "The process crashed in native code; with nothing else in the log the usual cause \
                 is mixed builds (torch, torchvision, torchaudio for different CUDA/ROCm lines, or \
                 a cuDNN that does not match).",
+        // The driver is the second layer: torch.cuda.is_available() and .cuda() crashing
+        // inside libcuda.so.1 under gdb (pytorch/pytorch#33135, pytorch/pytorch#926), and
+        // nvidia-smi's own crash, which prints the same bare line; mixed or badly installed
+        // builds are the rest (vchoutas/torch-mesh-isect#13: torch from the right channel;
+        // yehengchen/Ubuntu-Deep-Learning-Environment-Setup#2: cuDNN reinstalled).
         fix: "Reinstall all library packages from one index with matching +cuXYZ tags (`pip \
-              list | grep -i -e torch -e nvidia`), then prove again.",
+              list | grep -i -e torch -e nvidia`), then prove again. If the command that \
+              crashed is nvidia-smi itself, or a backtrace (`gdb -ex r --args python …`) ends \
+              in libcuda.so, it is the driver: reinstall the pinned driver from the archive \
+              (`stackpin repair MANIFEST`) and reboot.",
         example: ">>> from segmentation_models_pytorch import utils\nSegmentation fault (core \
                   dumped)",
         source: "https://github.com/qubvel-org/segmentation_models.pytorch/issues/904",

@@ -202,6 +202,21 @@ mod tests {
     }
 
     #[test]
+    fn a_bare_segfault_is_the_library_then_the_driver() {
+        for log in [
+            // pytorch/pytorch#33135 (gdb: the crash is in libcuda.so.1).
+            "it report `Segmentation fault (core dumped)`.",
+            // pytorch/pytorch#4111.
+            "~$ python -c \"import torch; x = torch.randn(10).cuda()\"\nSegmentation fault (core dumped)",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "lib-segfault", "{log}");
+            assert_eq!(d.second_layer, Some(FailureLayer::Driver), "{log}");
+            assert!(d.fix.contains("libcuda.so"), "{}", d.fix);
+        }
+    }
+
+    #[test]
     fn catalogue_holds_at_least_45_entries() {
         assert!(
             entries().count() >= 45,
