@@ -208,12 +208,13 @@ fn second_layer_of_entry(id: &str) -> Option<FailureLayer> {
         // Threads cited on each entry: a driver that meets the toolkit's minimum (memory taken
         // before cuDNN starts), a card that fails in every machine, a CUDA torch with no driver,
         // cuSOLVER's INTERNAL_ERROR with the GPU's memory full, a bare segfault inside libcuda
-        // or nvidia-smi.
+        // or nvidia-smi, an architecture list the build (not the toolkit) chose.
         "drv-cudnn-insufficient-driver" => Some(FailureLayer::Memory),
         "drv-windows-code-43" => Some(FailureLayer::Hardware),
         "lib-torch-cuda-unavailable-at-extension-build" => Some(FailureLayer::Driver),
         "tk-cusolver-failed" => Some(FailureLayer::Memory),
         "lib-segfault" => Some(FailureLayer::Driver),
+        "tk-nvcc-unsupported-arch" => Some(FailureLayer::Library),
         _ => None,
     }
 }

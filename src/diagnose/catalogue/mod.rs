@@ -217,6 +217,22 @@ mod tests {
     }
 
     #[test]
+    fn nvccs_unsupported_architecture_is_the_toolkit_then_the_builds_list() {
+        for log in [
+            // lisa-analysis-tools/GBGPU#7 (compute_35 removed from setup.py).
+            "nvcc fatal   : Unsupported gpu architecture 'compute_35'\nerror: command '/usr/local/cuda/bin/nvcc' failed with exit code 1",
+            // pytorch/pytorch#121099 (libtorch's CMake default list).
+            "2024-03-03T19:18:33.4939555Z nvcc fatal   : Unsupported gpu architecture 'compute_35'",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "tk-nvcc-unsupported-arch", "{log}");
+            assert_eq!(d.layer, FailureLayer::Toolkit, "{log}");
+            assert_eq!(d.second_layer, Some(FailureLayer::Library), "{log}");
+            assert!(d.fix.contains("setup.py"), "{}", d.fix);
+        }
+    }
+
+    #[test]
     fn catalogue_holds_at_least_45_entries() {
         assert!(
             entries().count() >= 45,

@@ -194,12 +194,19 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "tk-nvcc-unsupported-arch",
         layer: Toolkit,
         specificity: Specific,
+        // The library is the second layer: most resolved threads changed the architecture list
+        // the project's build asked for, not the toolkit (lisa-analysis-tools/GBGPU#7 and
+        // PaddlePaddle/FastDeploy#2024: compute_35 removed from setup.py / cuda.cmake under
+        // CUDA 12; pytorch/pytorch#121099: libtorch's CMake default list, fixed in torch;
+        // ggml-org/llama.cpp#13271: CMAKE_CUDA_ARCHITECTURES set by hand).
         patterns: &["unsupported gpu architecture"],
         cause: "nvcc does not know the requested GPU architecture: the toolkit is too old for a \
                 new GPU (compute_120 needs CUDA 12.8+) or too new for an old one (CUDA 12 \
-                dropped sm_35).",
+                dropped sm_35), or the build's own architecture list names one this toolkit \
+                does not have.",
         fix: "Build with the toolkit the library's release notes name for this GPU generation, or \
-              drop the unsupported arch from TORCH_CUDA_ARCH_LIST / CMAKE_CUDA_ARCHITECTURES.",
+              drop the unsupported arch from TORCH_CUDA_ARCH_LIST / CMAKE_CUDA_ARCHITECTURES \
+              (or from the -gencode list in the project's setup.py or CMake files).",
         example: "nvcc fatal   : Unsupported gpu architecture 'compute_120'",
         source: "https://github.com/ggml-org/llama.cpp/issues/13271 ; \
                  https://github.com/lisa-analysis-tools/GBGPU/issues/7",
