@@ -51,7 +51,13 @@ pub(super) const ENTRIES: &[Entry] = &[
     Entry {
         id: "lib-rocm-build-on-nvidia",
         layer: Library,
-        specificity: Specific,
+        // Generic: a `+rocm` version and "No HIP GPUs are available" say which build is
+        // installed, not that the machine is NVIDIA's. On AMD machines the same lines sit
+        // beside another cause (pytorch/pytorch#138002: collect_env's 2.4.1+rocm6.1 above a HIP
+        // out of memory; pytorch/pytorch#70036: No HIP GPUs on a ROCm install that did not see
+        // its card; vllm-project/vllm#16840: a memory access fault under +rocm6.3), so a
+        // specific message elsewhere in the log decides.
+        specificity: Generic,
         patterns: &[
             "no hip gpus are available",
             "hiperrornodevice",

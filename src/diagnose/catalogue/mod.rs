@@ -189,8 +189,8 @@ mod tests {
         for log in [
             // NVIDIA/nccl-tests#14 (--net host: no usable IP interface in the container).
             "NCCL failure common.cu:874 'unhandled system error'",
-            // NVIDIA/nccl#697 (NCCL_SOCKET_IFNAME=bond0).
-            "ncclSystemError: System call (socket, malloc, munmap, etc) failed.",
+            // NVIDIA/nccl#697 (NCCL_SOCKET_IFNAME=bond0), its title.
+            "ncclSystemError: System call (socket, malloc, munmap, etc) failed when training on two remote nodes",
             // vllm-project/vllm#5828.
             "RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)",
         ] {
@@ -230,6 +230,21 @@ mod tests {
             assert_eq!(d.second_layer, Some(FailureLayer::Library), "{log}");
             assert!(d.fix.contains("setup.py"), "{}", d.fix);
         }
+    }
+
+    #[test]
+    fn a_rocm_version_in_an_environment_report_yields_to_the_failure_beside_it() {
+        // pytorch/pytorch#138002 (its title and its collect_env report): an AMD card's HIP out
+        // of memory.
+        let log = "PyTorch version: 2.4.1+rocm6.1\nIs debug build: False\nCUDA used to build PyTorch: N/A\nROCM used to build PyTorch: 6.1.40091-a8dbc0c19\nGPU models and configuration: AMD Radeon RX 7900 XT (gfx1100)\ntorch/nn/modules/conv.py torch.OutOfMemoryError: HIP out of memory";
+        let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+        assert_eq!(d.layer, FailureLayer::Memory, "{}", d.id);
+        // Alone, the ROCm build is still the answer (easydiffusion/easydiffusion#1477).
+        let d = crate::diagnose::diagnose(
+            "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+        )
+        .expect("a diagnosis");
+        assert_eq!(d.id, "lib-rocm-build-on-nvidia");
     }
 
     #[test]
