@@ -214,12 +214,17 @@ pub(super) const ENTRIES: &[Entry] = &[
             "cuda driver version is insufficient",
             "cudaerrorinsufficientdriver",
         ],
+        // The driver in every resolved thread; in a container the host's driver can also be
+        // missing from it altogether, a container started without the GPU (NVIDIA/nvidia-docker
+        // #400: `--gpus all` cured it), so the fix says that too when no host context is known.
         cause: "The driver is older than the minimum the CUDA runtime needs: the one-way rule \
                 (newer driver with older toolkit works; the reverse fails) is broken.",
         fix: "Install the newest driver for the card (at least the toolkit's minimum; `stackpin \
               check MANIFEST` names it), reboot, and prove again; under WSL2 that is the \
-              Windows driver (it brings WSL's libcuda), never a Linux driver inside WSL. Do not \
-              downgrade the toolkit to fit an old driver.",
+              Windows driver (it brings WSL's libcuda), never a Linux driver inside WSL. In a \
+              container, `nvidia-smi` must work inside it: start it with the GPU (`--gpus all` \
+              or the NVIDIA runtime) before changing the host's driver. Do not downgrade the \
+              toolkit to fit an old driver.",
         example: "CUDA error: 35 (0x23) cudaErrorInsufficientDriver : CUDA driver version is \
                   insufficient for CUDA runtime version",
         source: "https://github.com/Chia-Network/bladebit/issues/431 ; \

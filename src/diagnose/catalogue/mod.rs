@@ -248,6 +248,20 @@ mod tests {
     }
 
     #[test]
+    fn an_insufficient_driver_fix_names_a_container_started_without_the_gpu() {
+        for log in [
+            // NVIDIA/DIGITS#1769 (only in Docker).
+            "> Check failed: error == cudaSuccess (35 vs. 0)  CUDA driver version is insufficient for CUDA runtime version",
+            // NVIDIA/nvidia-docker#400's title (`--gpus all` cured it).
+            "CUDA driver version is insufficient for CUDA runtime version",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "drv-too-old-for-runtime", "{log}");
+            assert!(d.fix.contains("--gpus all"), "{}", d.fix);
+        }
+    }
+
+    #[test]
     fn catalogue_holds_at_least_45_entries() {
         assert!(
             entries().count() >= 45,
