@@ -103,11 +103,17 @@ pub(super) const ENTRIES: &[Entry] = &[
             "could not find a version that satisfies the requirement",
             "no matching distribution found for",
         ],
+        // The most frequent resolution of torch's "(from versions: none)" is a 32-bit Python,
+        // for which no torch wheel exists (pytorch/pytorch#79347, pytorch/pytorch#41005,
+        // pytorch/pytorch#39939, milksense/venus#8; AUTOMATIC1111/stable-diffusion-webui#10592
+        // prints "32 bit (Intel)" above it); the fix names it before the index.
         cause: "pip found no wheel for this version on this index, platform and Python (a +cuXYZ \
-                version needs the CUDA index; new Pythons lag behind releases).",
-        fix: "Check the manifest's index_url serves this `+cuXYZ` build, and that the venv's \
-              Python has wheels for it; `stackpin pin --library NAME==VERSION --os OS` picks a \
-              consistent set.",
+                version needs the CUDA index; new Pythons lag behind releases; a 32-bit Python \
+                has no torch wheels at all).",
+        fix: "Check the venv's Python is 64-bit (`python -c \"import struct; \
+              print(struct.calcsize('P') * 8)\"` prints 64) and has wheels for this release, \
+              then that the manifest's index_url serves this `+cuXYZ` build; `stackpin pin \
+              --library NAME==VERSION --os OS` picks a consistent set.",
         example: "ERROR: Could not find a version that satisfies the requirement \
                   torch==1.12.1+cu113 (from versions: none)",
         source: "https://github.com/runwayml/stable-diffusion/issues/14",

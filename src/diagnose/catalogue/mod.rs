@@ -262,6 +262,20 @@ mod tests {
     }
 
     #[test]
+    fn pip_finding_no_torch_names_a_32_bit_python_first() {
+        for log in [
+            // pytorch/pytorch#79347 ("Make sure it is 64-bit python").
+            "`ERROR: Could not find a version that satisfies the requirement torch (from versions: none)`\n`ERROR: No matching distribution found for torch`",
+            // AUTOMATIC1111/stable-diffusion-webui#10592.
+            "Python 3.10.6 (tags/v3.10.6:9c7b4bd, Aug  1 2022, 21:38:17) [MSC v.1932 32 bit (Intel)]\nERROR: Could not find a version that satisfies the requirement torch==2.0.1 (from versions: none)\nERROR: No matching distribution found for torch==2.0.1",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "lib-pip-no-matching-distribution", "{log}");
+            assert!(d.fix.contains("64-bit"), "{}", d.fix);
+        }
+    }
+
+    #[test]
     fn catalogue_holds_at_least_45_entries() {
         assert!(
             entries().count() >= 45,
