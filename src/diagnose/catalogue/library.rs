@@ -139,11 +139,18 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "lib-windows-dll-load",
         layer: Library,
         specificity: Specific,
+        // Resolutions: the Visual C++ runtime (pytorch/pytorch#32916: VCRUNTIME140_1.dll, the
+        // redistributable cured it), a 32-bit piece in a 64-bit stack ("cannot run %1":
+        // pytorch/pytorch#4518, 32-bit numpy/Python), a mixed install. All the library's own
+        // install on Windows, so the layer stays; the fix names the 32-bit case.
         patterns: &["winerror 126*error loading", "importerror: dll load failed"],
         cause: "Windows could not load one of the library's DLLs or a dependency of it (missing \
-                Visual C++ runtime, a broken or mixed install).",
+                Visual C++ runtime, a 32-bit Python or package in a 64-bit install, a broken or \
+                mixed install).",
         fix: "Install the current Microsoft Visual C++ Redistributable, then recreate the venv \
-              and reinstall the library from the archive; do not copy DLLs by hand.",
+              with a 64-bit Python (\"cannot run %1\" / \"not a valid Win32 application\" \
+              means a 32-bit piece) and reinstall the library from the archive; do not copy \
+              DLLs by hand.",
         example: "OSError: [WinError 126] The specified module could not be found. Error loading \
                   \"\\.venv\\Lib\\site-packages\\torch\\lib\\fbgemm.dll\" or one of its \
                   dependencies.",

@@ -276,6 +276,21 @@ mod tests {
     }
 
     #[test]
+    fn a_windows_dll_load_failure_fix_names_the_runtime_and_a_32_bit_piece() {
+        for log in [
+            // pytorch/pytorch#4518 (a 32-bit component in the environment).
+            "from torch._C import *\nImportError: DLL load failed: The operating system cannot run %1.",
+            // pytorch/pytorch#32916 (the VC++ redistributable cured it).
+            "from torch._C import * (ImportError: DLL load failed)",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "lib-windows-dll-load", "{log}");
+            assert!(d.fix.contains("Visual C++"), "{}", d.fix);
+            assert!(d.fix.contains("64-bit Python"), "{}", d.fix);
+        }
+    }
+
+    #[test]
     fn catalogue_holds_at_least_45_entries() {
         assert!(
             entries().count() >= 45,
