@@ -208,13 +208,15 @@ fn second_layer_of_entry(id: &str) -> Option<FailureLayer> {
         // Threads cited on each entry: a driver that meets the toolkit's minimum (memory taken
         // before cuDNN starts), a card that fails in every machine, a CUDA torch with no driver,
         // cuSOLVER's INTERNAL_ERROR with the GPU's memory full, a bare segfault inside libcuda
-        // or nvidia-smi, an architecture list the build (not the toolkit) chose.
+        // or nvidia-smi, an architecture list the build (not the toolkit) chose, a torch wheel's
+        // bundled cuDNN shadowed by an older one.
         "drv-cudnn-insufficient-driver" => Some(FailureLayer::Memory),
         "drv-windows-code-43" => Some(FailureLayer::Hardware),
         "lib-torch-cuda-unavailable-at-extension-build" => Some(FailureLayer::Driver),
         "tk-cusolver-failed" => Some(FailureLayer::Memory),
         "lib-segfault" => Some(FailureLayer::Driver),
         "tk-nvcc-unsupported-arch" => Some(FailureLayer::Library),
+        "tk-cudnn-version-mismatch" => Some(FailureLayer::Library),
         _ => None,
     }
 }

@@ -291,6 +291,23 @@ mod tests {
     }
 
     #[test]
+    fn a_cudnn_version_mismatch_is_the_toolkit_then_the_wheels_own_cudnn() {
+        for log in [
+            // facebookresearch/audiocraft#186 (torch 2.0.1+cu118).
+            "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (8, 7, 0) but found runtime version (8, 6, 0). PyTorch already comes bundled with cuDNN. One option to resolving this error is to ensure PyTorch can find the bundled cuDNN.Looks like your LD_LIBRARY_PATH contains incompatible version of cudnnPlease either remove it from the path or install cudnn (8, 7, 0)",
+            // pytorch/pytorch#80637 (fixed in the wheels).
+            "RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked against (8, 0, 3)",
+            // xingyizhou/CenterNet#119 (conda install cudnn=7.1.2).
+            "RuntimeError: cuDNN version mismatch: PyTorch was compiled against 7102 but linked against 7605",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "tk-cudnn-version-mismatch", "{log}");
+            assert_eq!(d.second_layer, Some(FailureLayer::Library), "{log}");
+            assert!(d.fix.contains("LD_LIBRARY_PATH"), "{}", d.fix);
+        }
+    }
+
+    #[test]
     fn catalogue_holds_at_least_45_entries() {
         assert!(
             entries().count() >= 45,

@@ -152,9 +152,16 @@ pub(super) const ENTRIES: &[Entry] = &[
             "cudnn version incompatibility",
             "cudnn version mismatch",
         ],
+        // The library is the second layer: torch's wheels bundle their cuDNN, and the older
+        // copy that wins is a system one on LD_LIBRARY_PATH (pytorch/pytorch#80637: the 1.12
+        // wheels' rpath let it win, fixed in the wheels; RaleLee/Co-GAT#2: reinstall torch with
+        // its cuDNN); a toolkit cuDNN installed to match cured the others (gladiaio/gladia#928,
+        // xingyizhou/CenterNet#119).
         cause: "The cuDNN found at run time is older than the one the library was compiled with.",
         fix: "Install the cuDNN version the library's release notes name (equal major, equal or \
-              newer minor) and remove older copies from the library path.",
+              newer minor) and remove older copies from the library path. A torch wheel brings \
+              its own cuDNN: take the other cuDNN folder off LD_LIBRARY_PATH (or reinstall \
+              torch with its nvidia-cudnn wheel) instead of installing another.",
         example: "E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:447] Loaded runtime \
                   CuDNN library: 8.7.0 but source was compiled with: 8.9.4.  CuDNN library needs \
                   to have matching major version and equal or higher minor version.",
