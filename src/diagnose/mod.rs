@@ -209,7 +209,8 @@ fn second_layer_of_entry(id: &str) -> Option<FailureLayer> {
         // before cuDNN starts), a card that fails in every machine, a CUDA torch with no driver,
         // cuSOLVER's INTERNAL_ERROR with the GPU's memory full, a bare segfault inside libcuda
         // or nvidia-smi, an architecture list the build (not the toolkit) chose, a torch wheel's
-        // bundled cuDNN shadowed by an older one.
+        // bundled cuDNN shadowed by an older one, a script's CUDA_VISIBLE_DEVICES naming a GPU
+        // the machine lacks.
         "drv-cudnn-insufficient-driver" => Some(FailureLayer::Memory),
         "drv-windows-code-43" => Some(FailureLayer::Hardware),
         "lib-torch-cuda-unavailable-at-extension-build" => Some(FailureLayer::Driver),
@@ -217,6 +218,7 @@ fn second_layer_of_entry(id: &str) -> Option<FailureLayer> {
         "lib-segfault" => Some(FailureLayer::Driver),
         "tk-nvcc-unsupported-arch" => Some(FailureLayer::Library),
         "tk-cudnn-version-mismatch" => Some(FailureLayer::Library),
+        "drv-no-cuda-device" => Some(FailureLayer::Library),
         _ => None,
     }
 }

@@ -13,10 +13,16 @@ const REINSTALL_FROM_ARCHIVE: &str = "Reinstall the pinned driver from the archi
 /// "CUDA sees no device": whether `nvidia-smi` lists the GPU decides between a driver that lost
 /// the card and a process that cannot reach a working one (tensorflow/tensorflow#7653: works
 /// under sudo; NVIDIA/k8s-device-plugin#471: nvidia-smi works in the pod, CUDA sees nothing).
+/// Torch's "No CUDA GPUs are available" was, in most resolved threads, the script's own
+/// `os.environ["CUDA_VISIBLE_DEVICES"]` naming a GPU a one-GPU machine lacks (ziplab/PTQD#13,
+/// Grace9994/CoMoSVC#6, jiaw-z/CoR-GS#23, KeYang8/WITT#34, Kent0n-Li/FGDM#7), hence the
+/// example in the fix.
 const NO_DEVICE_FIX: &str = "Run `nvidia-smi` as the same user, in the same container or pod. If \
 it does not list the GPU, reinstall the pinned driver from the archive (`stackpin repair \
 MANIFEST`), reboot, then run `stackpin prove MANIFEST` again. If it lists the GPU, the driver is \
-fine and this process cannot reach it: CUDA_VISIBLE_DEVICES is empty or wrong; /dev/nvidia-uvm is \
+fine and this process cannot reach it: CUDA_VISIBLE_DEVICES is empty or names a GPU index \
+nvidia-smi does not list (a script or launcher that sets CUDA_VISIBLE_DEVICES=1 or 7 on a \
+one-GPU machine: set it to 0 or remove it); /dev/nvidia-uvm is \
 missing or not readable (it works as root: `sudo nvidia-modprobe -u -c=0`, add the user to the \
 video/render group); or the container or pod was started without the GPU (`--gpus all`, the \
 NVIDIA runtime as the default runtime, the pod's nvidia.com/gpu limit).";

@@ -308,6 +308,22 @@ mod tests {
     }
 
     #[test]
+    fn cuda_seeing_no_gpu_is_the_driver_then_the_programs_device_choice() {
+        for log in [
+            // jiaw-z/CoR-GS#23 (os.environ['CUDA_VISIBLE_DEVICES'] = '0' cured it).
+            "    torch._C._cuda_init()\nRuntimeError: No CUDA GPUs are available`",
+            // pytorch/examples#115 (CUDA_VISIBLE_DEVICES=2 on a machine with fewer GPUs).
+            "(py35) ~/pytorch/examples/mnist$ CUDA_VISIBLE_DEVICES=2 python main.py\nTHCudaCheck FAIL file=torch/csrc/cuda/Module.cpp line=109 error=38 : no CUDA-capable device is detected",
+        ] {
+            let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+            assert_eq!(d.id, "drv-no-cuda-device", "{log}");
+            assert_eq!(d.layer, FailureLayer::Driver, "{log}");
+            assert_eq!(d.second_layer, Some(FailureLayer::Library), "{log}");
+            assert!(d.fix.contains("CUDA_VISIBLE_DEVICES=1"), "{}", d.fix);
+        }
+    }
+
+    #[test]
     fn catalogue_holds_at_least_45_entries() {
         assert!(
             entries().count() >= 45,
