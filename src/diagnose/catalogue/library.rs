@@ -335,9 +335,16 @@ pub(super) const ENTRIES: &[Entry] = &[
         patterns: &["invalid device function", "cudaerrorinvaliddevicefunction"],
         cause: "The library's kernels were not built for this GPU's architecture (the older \
                 wording of \"no kernel image\": CUDA error 8, invalid device function).",
+        // Most threads name a CUDA extension rather than torch itself: built on another
+        // machine's GPU (pytorch/pytorch#1557: compiled on another cluster node, rebuilt in
+        // place), or against a CUDA other than torch's (daerduoCarey/PyTorchEMD#11: the local
+        // CUDA 10.0 under a cudatoolkit 10.2 torch; weiyithu/SurroundOcc#100: mmcv); the fix
+        // names the rebuild.
         fix: "Install the library build whose release notes list this GPU's compute capability \
               (`torch.cuda.get_arch_list()` shows what a build carries); a build for a newer \
-              or older CUDA line may be needed.",
+              or older CUDA line may be needed. If the failing kernel is a CUDA extension's \
+              (mmcv, a project's own .cu files), rebuild it on this machine with the toolkit \
+              of torch's CUDA (`torch.version.cuda`) and this GPU in TORCH_CUDA_ARCH_LIST.",
         example: "RuntimeError: cuda runtime error (8) : invalid device function at \
                   /work/torch/lib/THC/generated/../generic/THCTensorMathPointwise.cu:246",
         source: "https://github.com/pytorch/tutorials/issues/8",

@@ -339,6 +339,23 @@ mod tests {
                 ),
             ],
         },
+        Audited {
+            id: "lib-invalid-device-function",
+            second: None,
+            fix_has: &["get_arch_list", "rebuild it on this machine"],
+            variants: &[
+                // Compiled on another cluster node; rebuilt in place.
+                (
+                    "pytorch/pytorch#1557",
+                    "THCudaCheck FAIL file=/gpfsnyu/home/ks3286/pytorch/torch/lib/THC/generated/../generic/THCTensorMathPointwise.cu line=247 error=8 : invalid device function",
+                ),
+                // The local CUDA differed from the conda cudatoolkit torch used.
+                (
+                    "daerduoCarey/PyTorchEMD#11",
+                    "RuntimeError: cuda runtime error (98) : invalid device function at /home/user/hdd/github/PyTorchEMD/cuda/emd_kernel.cu:190",
+                ),
+            ],
+        },
     ];
 
     #[test]
