@@ -372,17 +372,27 @@ pub(super) const ENTRIES: &[Entry] = &[
     Entry {
         id: "drv-dkms-build-failed",
         layer: Driver,
-        specificity: Specific,
+        // Generic: DKMS prints this line for every module it builds, and in the threads that
+        // quote it most modules are not NVIDIA's (Mange/rtl8192eu-linux-driver#234: a Wi-Fi
+        // driver; fmorgner/dev-cyber#9, Kimplul/hid-tmff2#140, marqs85/db9_gpio_rpi#5: their
+        // own modules' build bugs, fixed in those modules). The NVIDIA module's own build names
+        // /var/lib/dkms/nvidia on the next line, which the DKMS family reads decisively; this
+        // entry is left the line alone, or another GPU module's (dxgkrnl).
+        specificity: Generic,
         patterns: &[
             "bad return status for module build on kernel",
             "dkms autoinstall*failed for nvidia",
         ],
-        cause: "DKMS could not build the NVIDIA module for the new kernel (this driver branch \
-                does not support it, or its headers are missing): after the next reboot there \
-                is no driver.",
-        fix: "Read the make.log the message names. Install the headers for the new kernel, or \
-              pin a driver release that supports it and reinstall from the archive; until then \
-              boot the previous kernel.",
+        cause: "DKMS could not build a kernel module for the new kernel: the NVIDIA driver's \
+                (this driver branch does not support the kernel, or its headers are missing: \
+                after the next reboot there is no driver), unless the make.log it names belongs \
+                to another module.",
+        fix: "Read the make.log the message names. If it is under /var/lib/dkms/nvidia…: install \
+              the headers for the new kernel, or pin a driver release that supports it and \
+              reinstall from the archive; until then boot the previous kernel. If it is another \
+              module's (a Wi-Fi, gamepad or vendor module), the GPU stack is not the cause: \
+              update that module or remove it (`sudo dkms remove MODULE/VERSION --all`) so the \
+              kernel's packages can finish installing.",
         example: "Error! Bad return status for module build on kernel: 6.4.1-zen1-1-zen (x86_64)",
         source: "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/526",
     },

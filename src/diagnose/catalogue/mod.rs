@@ -356,6 +356,23 @@ mod tests {
                 ),
             ],
         },
+        Audited {
+            id: "drv-dkms-build-failed",
+            second: None,
+            fix_has: &["/var/lib/dkms/nvidia", "dkms remove"],
+            variants: &[
+                // A Wi-Fi driver's module, not the GPU stack's.
+                (
+                    "Mange/rtl8192eu-linux-driver#234",
+                    "'make' all KVER=5.10.0-kali6-amd64.....(bad exit status: 2)\nError! Bad return status for module build on kernel: 5.10.0-kali6-amd64 (x86_64)\nConsult /var/lib/dkms/rtl8192eu/1.0/build/make.log for more information.",
+                ),
+                // The module's own build, fixed in a new release of it.
+                (
+                    "fmorgner/dev-cyber#9",
+                    "==> dkms install --no-depmod cyber/42.1729.1939 -k 6.17.6-zen1-1-zen\n\nError! Bad return status for module build on kernel: 6.17.6-zen1-1-zen (x86_64)\nConsult /var/lib/dkms/cyber/42.1729.1939/build/make.log for more information.",
+                ),
+            ],
+        },
     ];
 
     #[test]
