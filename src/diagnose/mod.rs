@@ -205,6 +205,20 @@ fn second_layer_of_entry(id: &str) -> Option<FailureLayer> {
     match id {
         "lib-illegal-memory-access" => Some(FailureLayer::Memory),
         "lib-gpu-kernel-fault-xid" => Some(FailureLayer::Hardware),
+        // Threads cited on each entry: a driver that meets the toolkit's minimum (memory taken
+        // before cuDNN starts), a card that fails in every machine, a CUDA torch with no driver,
+        // cuSOLVER's INTERNAL_ERROR with the GPU's memory full, a bare segfault inside libcuda
+        // or nvidia-smi, an architecture list the build (not the toolkit) chose, a torch wheel's
+        // bundled cuDNN shadowed by an older one, a script's CUDA_VISIBLE_DEVICES naming a GPU
+        // the machine lacks.
+        "drv-cudnn-insufficient-driver" => Some(FailureLayer::Memory),
+        "drv-windows-code-43" => Some(FailureLayer::Hardware),
+        "lib-torch-cuda-unavailable-at-extension-build" => Some(FailureLayer::Driver),
+        "tk-cusolver-failed" => Some(FailureLayer::Memory),
+        "lib-segfault" => Some(FailureLayer::Driver),
+        "tk-nvcc-unsupported-arch" => Some(FailureLayer::Library),
+        "tk-cudnn-version-mismatch" => Some(FailureLayer::Library),
+        "drv-no-cuda-device" => Some(FailureLayer::Library),
         _ => None,
     }
 }

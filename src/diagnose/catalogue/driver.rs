@@ -13,10 +13,16 @@ const REINSTALL_FROM_ARCHIVE: &str = "Reinstall the pinned driver from the archi
 /// "CUDA sees no device": whether `nvidia-smi` lists the GPU decides between a driver that lost
 /// the card and a process that cannot reach a working one (tensorflow/tensorflow#7653: works
 /// under sudo; NVIDIA/k8s-device-plugin#471: nvidia-smi works in the pod, CUDA sees nothing).
+/// Torch's "No CUDA GPUs are available" was, in most resolved threads, the script's own
+/// `os.environ["CUDA_VISIBLE_DEVICES"]` naming a GPU a one-GPU machine lacks (ziplab/PTQD#13,
+/// Grace9994/CoMoSVC#6, jiaw-z/CoR-GS#23, KeYang8/WITT#34, Kent0n-Li/FGDM#7), hence the
+/// example in the fix.
 const NO_DEVICE_FIX: &str = "Run `nvidia-smi` as the same user, in the same container or pod. If \
 it does not list the GPU, reinstall the pinned driver from the archive (`stackpin repair \
 MANIFEST`), reboot, then run `stackpin prove MANIFEST` again. If it lists the GPU, the driver is \
-fine and this process cannot reach it: CUDA_VISIBLE_DEVICES is empty or wrong; /dev/nvidia-uvm is \
+fine and this process cannot reach it: CUDA_VISIBLE_DEVICES is empty or names a GPU index \
+nvidia-smi does not list (a script or launcher that sets CUDA_VISIBLE_DEVICES=1 or 7 on a \
+one-GPU machine: set it to 0 or remove it); /dev/nvidia-uvm is \
 missing or not readable (it works as root: `sudo nvidia-modprobe -u -c=0`, add the user to the \
 video/render group); or the container or pod was started without the GPU (`--gpus all`, the \
 NVIDIA runtime as the default runtime, the pod's nvidia.com/gpu limit).";
@@ -214,12 +220,17 @@ pub(super) const ENTRIES: &[Entry] = &[
             "cuda driver version is insufficient",
             "cudaerrorinsufficientdriver",
         ],
+        // The driver in every resolved thread; in a container the host's driver can also be
+        // missing from it altogether, a container started without the GPU (NVIDIA/nvidia-docker
+        // #400: `--gpus all` cured it), so the fix says that too when no host context is known.
         cause: "The driver is older than the minimum the CUDA runtime needs: the one-way rule \
                 (newer driver with older toolkit works; the reverse fails) is broken.",
         fix: "Install the newest driver for the card (at least the toolkit's minimum; `stackpin \
               check MANIFEST` names it), reboot, and prove again; under WSL2 that is the \
-              Windows driver (it brings WSL's libcuda), never a Linux driver inside WSL. Do not \
-              downgrade the toolkit to fit an old driver.",
+              Windows driver (it brings WSL's libcuda), never a Linux driver inside WSL. In a \
+              container, `nvidia-smi` must work inside it: start it with the GPU (`--gpus all` \
+              or the NVIDIA runtime) before changing the host's driver. Do not downgrade the \
+              toolkit to fit an old driver.",
         example: "CUDA error: 35 (0x23) cudaErrorInsufficientDriver : CUDA driver version is \
                   insufficient for CUDA runtime version",
         source: "https://github.com/Chia-Network/bladebit/issues/431 ; \
@@ -367,17 +378,27 @@ pub(super) const ENTRIES: &[Entry] = &[
     Entry {
         id: "drv-dkms-build-failed",
         layer: Driver,
-        specificity: Specific,
+        // Generic: DKMS prints this line for every module it builds, and in the threads that
+        // quote it most modules are not NVIDIA's (Mange/rtl8192eu-linux-driver#234: a Wi-Fi
+        // driver; fmorgner/dev-cyber#9, Kimplul/hid-tmff2#140, marqs85/db9_gpio_rpi#5: their
+        // own modules' build bugs, fixed in those modules). The NVIDIA module's own build names
+        // /var/lib/dkms/nvidia on the next line, which the DKMS family reads decisively; this
+        // entry is left the line alone, or another GPU module's (dxgkrnl).
+        specificity: Generic,
         patterns: &[
             "bad return status for module build on kernel",
             "dkms autoinstall*failed for nvidia",
         ],
-        cause: "DKMS could not build the NVIDIA module for the new kernel (this driver branch \
-                does not support it, or its headers are missing): after the next reboot there \
-                is no driver.",
-        fix: "Read the make.log the message names. Install the headers for the new kernel, or \
-              pin a driver release that supports it and reinstall from the archive; until then \
-              boot the previous kernel.",
+        cause: "DKMS could not build a kernel module for the new kernel: the NVIDIA driver's \
+                (this driver branch does not support the kernel, or its headers are missing: \
+                after the next reboot there is no driver), unless the make.log it names belongs \
+                to another module.",
+        fix: "Read the make.log the message names. If it is under /var/lib/dkms/nvidia…: install \
+              the headers for the new kernel, or pin a driver release that supports it and \
+              reinstall from the archive; until then boot the previous kernel. If it is another \
+              module's (a Wi-Fi, gamepad or vendor module), the GPU stack is not the cause: \
+              update that module or remove it (`sudo dkms remove MODULE/VERSION --all`) so the \
+              kernel's packages can finish installing.",
         example: "Error! Bad return status for module build on kernel: 6.4.1-zen1-1-zen (x86_64)",
         source: "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/526",
     },
@@ -401,12 +422,20 @@ pub(super) const ENTRIES: &[Entry] = &[
             "(code 43)",
             "windows has stopped this device because it has reported problems",
         ],
+        // The card itself is the resolution in several threads behind this sentence
+        // (dartraiden/NVIDIA-patcher#531, this entry's source: "Probably bricked GPU";
+        // arutar/FrankenDriver#77: "a hardware error, not a driver error", the card fails on
+        // that platform; arutar/FrankenDriver#61: a faulty card if another machine fails too),
+        // so hardware is its second layer; in a passthrough VM's guest it is the host's
+        // configuration (QaidVoid/Complete-Single-GPU-Passthrough#12: efifb:off cured it).
         cause: "Windows stopped the GPU (Device Manager, Code 43): the driver it loaded does not \
                 work with the card, the signature of a feature update that swapped in its own \
                 driver; a failing card reports the same.",
         fix: "Reinstall the pinned NVIDIA driver from the archive with a clean install, reboot, \
               and prove again; keep driver updates out of Windows Update (`stackpin repair \
-              MANIFEST --apply-guard`). If Code 43 stays after a clean install, test the card in another \
+              MANIFEST --apply-guard`). In a virtual machine with GPU passthrough, release the \
+              card from the host (video=efifb:off) and hide the hypervisor from the guest's \
+              driver. If Code 43 stays after a clean install, test the card in another \
               machine.",
         example: "Windows has stopped this device because it has reported problems. (Code 43)",
         source: "https://github.com/dartraiden/NVIDIA-patcher/issues/531",
@@ -462,10 +491,23 @@ pub(super) const ENTRIES: &[Entry] = &[
         layer: Driver,
         specificity: Specific,
         patterns: &["possibly insufficient driver version"],
-        cause: "cuDNN could not start and TensorFlow points at a driver older than the toolkit \
-                needs.",
-        fix: "Install the newest driver for the card (at least the toolkit's minimum), reboot \
-              and prove again.",
+        // TensorFlow prints this after every CUDNN_STATUS_NOT_INITIALIZED with whatever driver
+        // is loaded, without comparing it to anything: a driver update cured it where the
+        // driver was below the toolkit's minimum (localminimum/QANet#5: 384.69 under CUDA 9.0's
+        // 384.81), but the same line names drivers that meet the minimum (tensorflow/
+        // tensorflow#34214: 410.48 for CUDA 10.0; nanoporetech/medaka#236: 418.87 for 10.1;
+        // tensorflow/tensorflow#30254: 387.26 for 9.0), where GPU memory taken before cuDNN
+        // starts is the cause and memory growth cures it (DeepLabCut/DeepLabCut#1299). Hence
+        // memory as the second layer, and a fix that compares the printed version first.
+        cause: "cuDNN could not start (CUDNN_STATUS_NOT_INITIALIZED) and TensorFlow prints the \
+                loaded driver's version: a driver older than the toolkit needs, or, when that \
+                version meets the toolkit's minimum, GPU memory already taken when cuDNN starts.",
+        fix: "Compare the driver version on this line with the minimum the release notes give \
+              for TensorFlow's CUDA. Below it: install the newest driver for the card, reboot \
+              and prove again. At or above it: the driver is fine and the GPU's memory is \
+              short when cuDNN starts: let TensorFlow grow its memory \
+              (TF_FORCE_GPU_ALLOW_GROWTH=true, or tf.config.experimental.set_memory_growth), \
+              stop other processes on the GPU (`nvidia-smi`), or lower the batch size.",
         example: "E tensorflow/stream_executor/cuda/cuda_dnn.cc:360] Possibly insufficient driver \
                   version: 384.111.0",
         source: "https://github.com/thtrieu/darkflow/issues/930",

@@ -51,7 +51,13 @@ pub(super) const ENTRIES: &[Entry] = &[
     Entry {
         id: "lib-rocm-build-on-nvidia",
         layer: Library,
-        specificity: Specific,
+        // Generic: a `+rocm` version and "No HIP GPUs are available" say which build is
+        // installed, not that the machine is NVIDIA's. On AMD machines the same lines sit
+        // beside another cause (pytorch/pytorch#138002: collect_env's 2.4.1+rocm6.1 above a HIP
+        // out of memory; pytorch/pytorch#70036: No HIP GPUs on a ROCm install that did not see
+        // its card; vllm-project/vllm#16840: a memory access fault under +rocm6.3), so a
+        // specific message elsewhere in the log decides.
+        specificity: Generic,
         patterns: &[
             "no hip gpus are available",
             "hiperrornodevice",
@@ -97,11 +103,17 @@ pub(super) const ENTRIES: &[Entry] = &[
             "could not find a version that satisfies the requirement",
             "no matching distribution found for",
         ],
+        // The most frequent resolution of torch's "(from versions: none)" is a 32-bit Python,
+        // for which no torch wheel exists (pytorch/pytorch#79347, pytorch/pytorch#41005,
+        // pytorch/pytorch#39939, milksense/venus#8; AUTOMATIC1111/stable-diffusion-webui#10592
+        // prints "32 bit (Intel)" above it); the fix names it before the index.
         cause: "pip found no wheel for this version on this index, platform and Python (a +cuXYZ \
-                version needs the CUDA index; new Pythons lag behind releases).",
-        fix: "Check the manifest's index_url serves this `+cuXYZ` build, and that the venv's \
-              Python has wheels for it; `stackpin pin --library NAME==VERSION --os OS` picks a \
-              consistent set.",
+                version needs the CUDA index; new Pythons lag behind releases; a 32-bit Python \
+                has no torch wheels at all).",
+        fix: "Check the venv's Python is 64-bit (`python -c \"import struct; \
+              print(struct.calcsize('P') * 8)\"` prints 64) and has wheels for this release, \
+              then that the manifest's index_url serves this `+cuXYZ` build; `stackpin pin \
+              --library NAME==VERSION --os OS` picks a consistent set.",
         example: "ERROR: Could not find a version that satisfies the requirement \
                   torch==1.12.1+cu113 (from versions: none)",
         source: "https://github.com/runwayml/stable-diffusion/issues/14",
@@ -127,11 +139,18 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "lib-windows-dll-load",
         layer: Library,
         specificity: Specific,
+        // Resolutions: the Visual C++ runtime (pytorch/pytorch#32916: VCRUNTIME140_1.dll, the
+        // redistributable cured it), a 32-bit piece in a 64-bit stack ("cannot run %1":
+        // pytorch/pytorch#4518, 32-bit numpy/Python), a mixed install. All the library's own
+        // install on Windows, so the layer stays; the fix names the 32-bit case.
         patterns: &["winerror 126*error loading", "importerror: dll load failed"],
         cause: "Windows could not load one of the library's DLLs or a dependency of it (missing \
-                Visual C++ runtime, a broken or mixed install).",
+                Visual C++ runtime, a 32-bit Python or package in a 64-bit install, a broken or \
+                mixed install).",
         fix: "Install the current Microsoft Visual C++ Redistributable, then recreate the venv \
-              and reinstall the library from the archive; do not copy DLLs by hand.",
+              with a 64-bit Python (\"cannot run %1\" / \"not a valid Win32 application\" \
+              means a 32-bit piece) and reinstall the library from the archive; do not copy \
+              DLLs by hand.",
         example: "OSError: [WinError 126] The specified module could not be found. Error loading \
                   \"\\.venv\\Lib\\site-packages\\torch\\lib\\fbgemm.dll\" or one of its \
                   dependencies.",
@@ -142,11 +161,21 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "lib-nccl-system-error",
         layer: Library,
         specificity: Specific,
+        // The threads' resolutions are two: the container's shared memory (NVIDIA/nccl#473:
+        // --ipc=host) and the network interface NCCL picked (NVIDIA/nccl#697: NCCL_SOCKET_IFNAME
+        // =bond0 among a dozen docker bridges; ROCm/rccl#328: NCCL_SOCKET_IFNAME=eth0 across
+        // two nodes; NVIDIA/nccl-tests#14: --net host, no usable IP interface in the
+        // container), once a stray NCCL_GRAPH_FILE (NVIDIA/nccl#1240). All NCCL's own
+        // set-up, so the layer stays; the fix names the interface as well as /dev/shm.
         patterns: &["unhandled system error", "ncclsystemerror"],
         cause: "NCCL failed a system call: most often too little shared memory (/dev/shm) in a \
                 container, or a network interface it cannot use.",
         fix: "Run containers with --ipc=host (or a larger --shm-size); rerun with NCCL_DEBUG=INFO \
-              to see the failing call; for one GPU, the example needs no NCCL at all.",
+              to see the failing call: a socket or 'Connection closed' warning is the network \
+              interface, so set NCCL_SOCKET_IFNAME to the one the nodes share (eth0, bond0; \
+              not docker0 or a bridge), or start the container with --net host; unset any \
+              NCCL_GRAPH_FILE or NCCL_TOPO_FILE left in the environment or /etc/nccl.conf. For \
+              one GPU, the example needs no NCCL at all.",
         example: "RuntimeError: NCCL Error 2: unhandled system error",
         source: "https://github.com/NVIDIA/nccl/issues/473",
     },
@@ -208,8 +237,16 @@ pub(super) const ENTRIES: &[Entry] = &[
         cause: "The process crashed in native code; with nothing else in the log the usual cause \
                 is mixed builds (torch, torchvision, torchaudio for different CUDA/ROCm lines, or \
                 a cuDNN that does not match).",
+        // The driver is the second layer: torch.cuda.is_available() and .cuda() crashing
+        // inside libcuda.so.1 under gdb (pytorch/pytorch#33135, pytorch/pytorch#926), and
+        // nvidia-smi's own crash, which prints the same bare line; mixed or badly installed
+        // builds are the rest (vchoutas/torch-mesh-isect#13: torch from the right channel;
+        // yehengchen/Ubuntu-Deep-Learning-Environment-Setup#2: cuDNN reinstalled).
         fix: "Reinstall all library packages from one index with matching +cuXYZ tags (`pip \
-              list | grep -i -e torch -e nvidia`), then prove again.",
+              list | grep -i -e torch -e nvidia`), then prove again. If the command that \
+              crashed is nvidia-smi itself, or a backtrace (`gdb -ex r --args python …`) ends \
+              in libcuda.so, it is the driver: reinstall the pinned driver from the archive \
+              (`stackpin repair MANIFEST`) and reboot.",
         example: ">>> from segmentation_models_pytorch import utils\nSegmentation fault (core \
                   dumped)",
         source: "https://github.com/qubvel-org/segmentation_models.pytorch/issues/904",
@@ -298,9 +335,16 @@ pub(super) const ENTRIES: &[Entry] = &[
         patterns: &["invalid device function", "cudaerrorinvaliddevicefunction"],
         cause: "The library's kernels were not built for this GPU's architecture (the older \
                 wording of \"no kernel image\": CUDA error 8, invalid device function).",
+        // Most threads name a CUDA extension rather than torch itself: built on another
+        // machine's GPU (pytorch/pytorch#1557: compiled on another cluster node, rebuilt in
+        // place), or against a CUDA other than torch's (daerduoCarey/PyTorchEMD#11: the local
+        // CUDA 10.0 under a cudatoolkit 10.2 torch; weiyithu/SurroundOcc#100: mmcv); the fix
+        // names the rebuild.
         fix: "Install the library build whose release notes list this GPU's compute capability \
               (`torch.cuda.get_arch_list()` shows what a build carries); a build for a newer \
-              or older CUDA line may be needed.",
+              or older CUDA line may be needed. If the failing kernel is a CUDA extension's \
+              (mmcv, a project's own .cu files), rebuild it on this machine with the toolkit \
+              of torch's CUDA (`torch.version.cuda`) and this GPU in TORCH_CUDA_ARCH_LIST.",
         example: "RuntimeError: cuda runtime error (8) : invalid device function at \
                   /work/torch/lib/THC/generated/../generic/THCTensorMathPointwise.cu:246",
         source: "https://github.com/pytorch/tutorials/issues/8",
@@ -346,5 +390,30 @@ pub(super) const ENTRIES: &[Entry] = &[
               tree booster (`tree_method=\"hist\", device=\"cuda\"` in xgboost 2.x).",
         example: "Unknown linear updater grow_gpu_hist",
         source: "https://github.com/mdabros/SharpLearning/issues/89",
+    },
+    Entry {
+        id: "lib-torch-cuda-unavailable-at-extension-build",
+        layer: Library,
+        // torch.utils.cpp_extension prints it when CUDA_HOME exists and torch.cuda.is_available()
+        // is false (its _find_cuda_home, quoted in NVIDIA/MinkowskiEngine#223): the toolkit was
+        // found, torch cannot use the GPU. The threads' resolutions: a CPU-only torch
+        // (graphdeco-inria/gaussian-splatting#748, open-mmlab/mmdetection#281), a build on a
+        // node or container without the driver (open-mmlab/mmdetection#281), a host where CUDA
+        // saw no device (open-mmlab/mmdetection#3193). Generic: a later line that names which
+        // (Torch not compiled with CUDA enabled, no CUDA-capable device) decides.
+        specificity: Generic,
+        patterns: &["no cuda runtime is found"],
+        cause: "torch found the CUDA toolkit (CUDA_HOME) but cannot use the GPU: torch is a \
+                CPU-only build, or this machine, container or build node has no working driver.",
+        fix: "Run `python -c \"import torch; print(torch.__version__, torch.version.cuda, \
+              torch.cuda.is_available())\"`. A `+cpu` version or a CUDA of None: install the \
+              torch build for the pinned CUDA from the archive (`stackpin install MANIFEST`). \
+              A CUDA build that answers False: `nvidia-smi` must list the GPU here (a build \
+              container needs --gpus all, a cluster build a GPU node); to build an extension \
+              without a GPU, set TORCH_CUDA_ARCH_LIST (and FORCE_CUDA=1 where the project \
+              reads it).",
+        example: "No CUDA runtime is found, using CUDA_HOME='/usr/local/cuda'",
+        source: "https://github.com/open-mmlab/mmdetection/issues/281 ; \
+                 https://github.com/graphdeco-inria/gaussian-splatting/issues/748",
     },
 ];

@@ -152,9 +152,16 @@ pub(super) const ENTRIES: &[Entry] = &[
             "cudnn version incompatibility",
             "cudnn version mismatch",
         ],
+        // The library is the second layer: torch's wheels bundle their cuDNN, and the older
+        // copy that wins is a system one on LD_LIBRARY_PATH (pytorch/pytorch#80637: the 1.12
+        // wheels' rpath let it win, fixed in the wheels; RaleLee/Co-GAT#2: reinstall torch with
+        // its cuDNN); a toolkit cuDNN installed to match cured the others (gladiaio/gladia#928,
+        // xingyizhou/CenterNet#119).
         cause: "The cuDNN found at run time is older than the one the library was compiled with.",
         fix: "Install the cuDNN version the library's release notes name (equal major, equal or \
-              newer minor) and remove older copies from the library path.",
+              newer minor) and remove older copies from the library path. A torch wheel brings \
+              its own cuDNN: take the other cuDNN folder off LD_LIBRARY_PATH (or reinstall \
+              torch with its nvidia-cudnn wheel) instead of installing another.",
         example: "E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:447] Loaded runtime \
                   CuDNN library: 8.7.0 but source was compiled with: 8.9.4.  CuDNN library needs \
                   to have matching major version and equal or higher minor version.",
@@ -194,12 +201,19 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "tk-nvcc-unsupported-arch",
         layer: Toolkit,
         specificity: Specific,
+        // The library is the second layer: most resolved threads changed the architecture list
+        // the project's build asked for, not the toolkit (lisa-analysis-tools/GBGPU#7 and
+        // PaddlePaddle/FastDeploy#2024: compute_35 removed from setup.py / cuda.cmake under
+        // CUDA 12; pytorch/pytorch#121099: libtorch's CMake default list, fixed in torch;
+        // ggml-org/llama.cpp#13271: CMAKE_CUDA_ARCHITECTURES set by hand).
         patterns: &["unsupported gpu architecture"],
         cause: "nvcc does not know the requested GPU architecture: the toolkit is too old for a \
                 new GPU (compute_120 needs CUDA 12.8+) or too new for an old one (CUDA 12 \
-                dropped sm_35).",
+                dropped sm_35), or the build's own architecture list names one this toolkit \
+                does not have.",
         fix: "Build with the toolkit the library's release notes name for this GPU generation, or \
-              drop the unsupported arch from TORCH_CUDA_ARCH_LIST / CMAKE_CUDA_ARCHITECTURES.",
+              drop the unsupported arch from TORCH_CUDA_ARCH_LIST / CMAKE_CUDA_ARCHITECTURES \
+              (or from the -gencode list in the project's setup.py or CMake files).",
         example: "nvcc fatal   : Unsupported gpu architecture 'compute_120'",
         source: "https://github.com/ggml-org/llama.cpp/issues/13271 ; \
                  https://github.com/lisa-analysis-tools/GBGPU/issues/7",
@@ -235,7 +249,10 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "tk-runtime-library-not-found",
         layer: Toolkit,
         specificity: Specific,
-        patterns: &["cuda runtime library not found", "no cuda runtime is found"],
+        // torch's "No CUDA runtime is found, using CUDA_HOME=…" is no longer here: it is
+        // printed when CUDA_HOME was found, so the toolkit is there (lib-torch-cuda-unavailable-
+        // at-extension-build).
+        patterns: &["cuda runtime library not found"],
         cause: "The library found no CUDA runtime: the toolkit is not installed, or its lib \
                 folder is not on the library path (CUDA_HOME / LD_LIBRARY_PATH).",
         fix: INSTALL_NAMED_TOOLKIT,
@@ -246,13 +263,22 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "tk-cusolver-failed",
         layer: Toolkit,
         specificity: Specific,
+        // The toolkit in most resolved threads: CUDA 11 dropped the GPU (AlTarFramework/
+        // altar#33), a cuSOLVER bug fixed in a later CUDA (pytorch/pytorch#75391: CUDA 11.6's
+        // syevd, fixed in 11.7; pytorch/pytorch#70122: gone with a newer CUDA and driver). But
+        // Paddle's INTERNAL_ERROR was GPU memory short (PaddlePaddle/PaddleX#740,
+        // PaddlePaddle/PaddleFormers#1049: a smaller batch or input size cured it), so memory
+        // is the second layer and the fix says when it is memory.
         patterns: &["cusolver error", "cusolver_status_internal_error"],
         cause: "cuSOLVER (a CUDA toolkit library) failed inside its own call: most often this \
-                toolkit no longer supports the GPU (CUDA 11 dropped compute capability 3.0) or \
-                the toolkit and the library disagree.",
+                toolkit no longer supports the GPU (CUDA 11 dropped compute capability 3.0), \
+                has a cuSOLVER bug a later release fixed, or the toolkit and the library \
+                disagree; an INTERNAL_ERROR with the GPU's memory nearly full is memory.",
         fix: "Check the GPU's compute capability against the toolkit's release notes and pin the \
               newest toolkit that still lists it (with a library build for that toolkit); \
-              `stackpin check MANIFEST` tests the pins.",
+              `stackpin check MANIFEST` tests the pins. If `nvidia-smi` shows the GPU's memory \
+              nearly full when it fails (CUSOLVER_STATUS_INTERNAL_ERROR, or creating its \
+              handle), lower the batch or input size first.",
         example: "CUSOLVER Error 7 at /home/ti/tools/src/pyre/extensions/cuda/cusolver.cc:39",
         source: "https://github.com/AlTarFramework/altar/issues/33",
     },
