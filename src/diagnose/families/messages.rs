@@ -182,7 +182,8 @@ const RULES: &[Rule] = &[
         id: "tk-cuda-home-unset",
         patterns: &[
             "cuda_home environment variable is not set",
-            "no cuda runtime is found, using cuda_home",
+            // torch's "No CUDA runtime is found, using CUDA_HOME=…" found CUDA_HOME: the
+            // catalogue's lib-torch-cuda-unavailable-at-extension-build (mmdetection#281).
             "cuda_home is not set",
         ],
         layer: Toolkit,
