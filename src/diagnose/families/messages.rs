@@ -42,6 +42,21 @@ const RULES: &[Rule] = &[
         mechanism: Mechanism::Plain,
         decisive: false,
     },
+    // TensorFlow's own module lacking an attribute the code calls: the code and the installed
+    // release disagree on the API (TF 1's tf.ConfigProto / tf.Session under TF 2, a tf.config
+    // call newer or older than the release), whatever the driver and toolkit are.
+    // tensorflow/tensorflow#33504, pnshiralkar/text-to-handwriting#3, fizyr/keras-retinanet#1492,
+    // kerlomz/captcha_trainer#83 (the v1 module's config).
+    Rule {
+        id: "lib-tensorflow-api-missing",
+        patterns: &["module 'tensorflow*has no attribute"],
+        layer: Library,
+        second: None,
+        cause: "The code calls a TensorFlow API the installed TensorFlow does not have: it was written for another release (TF 1's tf.ConfigProto or tf.Session under TF 2, a tf.config function added or removed in a later 2.x).",
+        fix: "Check `tf.__version__` against the release the code was written for and install that one (e.g. 1.15 for TF 1 code; the manifest's library pin), or port the call (tf.compat.v1.ConfigProto, tf.config.experimental.* on 2.0). The driver and toolkit need no change for this error.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
     // Installer log lines.
     Rule {
         id: "drv-installer-kernel-too-new",
