@@ -958,8 +958,8 @@ fn holdout_round25_keeps_its_tuned_accuracy_and_names_no_other_wrong_layer() {
     // decided before diagnose ran, 204666c), a representative round of new-workstation symptoms,
     // and measured once, untuned: 9/15 acceptable, 5 unknown, 1 wrong (r25-15: pycuda's "cuInit
     // failed: unknown error" in a VM with no GPU, read as the driver), fix right 6/9 (README.md).
-    // Tuned on since, by family (TensorFlow's own module lacking an API the code calls): 11/15,
-    // r25-15 still wrong. Fewer right answers, or a wrong layer beyond the measured one, fails.
+    // Tuned on since, by family (TensorFlow's own module lacking an API the code calls, make
+    // failing inside the NVIDIA installer's kernel tree): 12/15, r25-15 still wrong. Fewer right answers, or a wrong layer beyond the measured one, fails.
     let (right, total, wrong) = score_acceptable("holdout-round25.yaml");
     assert_eq!(total, 15);
     assert!(
@@ -972,9 +972,9 @@ fn holdout_round25_keeps_its_tuned_accuracy_and_names_no_other_wrong_layer() {
     );
 }
 
-/// Round 25 after the changes made for its misses (tuned on): 11/15. Its first and only unseen
+/// Round 25 after the changes made for its misses (tuned on): 12/15. Its first and only unseen
 /// measurement was 9/15 (60%) with one wrong layer (r25-15).
-const ROUND25_FLOOR: usize = 11;
+const ROUND25_FLOOR: usize = 12;
 /// Round 23 after the changes made for its misses (tuned on): 17/18. Its first and only unseen
 /// measurement was 9/18 (50%) with one wrong layer (r23-02).
 const ROUND23_FLOOR: usize = 17;

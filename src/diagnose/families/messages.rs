@@ -130,6 +130,21 @@ const RULES: &[Rule] = &[
         mechanism: Mechanism::Plain,
         decisive: false,
     },
+    // make's own failure line for a target inside the NVIDIA .run installer's kernel tree
+    // (NVIDIA-Linux-<arch>-<version>/kernel): the driver's kernel module did not compile, when
+    // the log holds neither the installer's own ERROR line nor the compiler's. Not decisive: a
+    // modpost or compiler line naming why outranks it. microsoft/pai#2040 (384.111's nvidia-uvm),
+    // NixOS/nixpkgs#332350 (550.78 against kernel 6.10).
+    Rule {
+        id: "drv-installer-module-make-failed",
+        patterns: &["make*nvidia-linux-*/kernel*] error "],
+        layer: Driver,
+        second: None,
+        cause: "The NVIDIA driver's kernel module failed to compile (make stopped inside the installer's kernel folder): most often the kernel is newer than this driver release supports, or its headers or compiler do not match the running kernel.",
+        fix: "Read the first compiler error above make's lines (or /var/log/nvidia-installer.log); install the headers of the running kernel (`uname -r`); if the kernel is newer than the release supports, pin a newer driver release (`stackpin pin --library NAME==VERSION --os linux --driver VERSION`) or boot the kernel the driver supports. Reinstalling the same driver fails the same way.",
+        mechanism: Mechanism::DriverBuild,
+        decisive: false,
+    },
     Rule {
         id: "tk-nvcc-fatal",
         patterns: &["nvcc fatal"],
