@@ -352,11 +352,23 @@ mod tests {
     #[test]
     fn the_windows_snapshot_sees_a_real_child_of_this_test() {
         let mut child = std::process::Command::new("cmd")
-            .args(["/c", "ping", "-n", "5", "127.0.0.1"])
+            .args(["/c", "ping", "-n", "30", "127.0.0.1"])
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("cmd runs");
-        let found = is_in_tree(&WindowsSnapshot::new(), std::process::id(), child.id());
+        // The sampler snapshots again on every tick; under a loaded machine (Wine running the
+        // whole suite in parallel) the first snapshot can come before the process list shows
+        // the child, so the test gives it the few ticks the sampler would.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        let found = loop {
+            if is_in_tree(&WindowsSnapshot::new(), std::process::id(), child.id()) {
+                break true;
+            }
+            if std::time::Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        };
         let _ = child.kill();
         let _ = child.wait();
         assert!(found);
