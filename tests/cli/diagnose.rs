@@ -512,6 +512,21 @@ fn score_acceptable(name: &str) -> (usize, usize, Vec<String>) {
     (right, all.len(), wrong)
 }
 
+/// A hold-out round keeps its case count, names no wrong layer beyond the ones it measured and
+/// still names (`known_wrong`), and stays at or above its floor of acceptable answers.
+fn assert_holdout_round(name: &str, total: usize, floor: usize, known_wrong: &[&str]) {
+    let (right, cases, wrong) = score_acceptable(name);
+    assert_eq!(cases, total, "{name}: case count");
+    assert!(
+        wrong.iter().all(|id| known_wrong.contains(&id.as_str())),
+        "wrong layers named for {wrong:?}"
+    );
+    assert!(
+        right >= floor,
+        "only {right}/{cases} on an acceptable layer"
+    );
+}
+
 #[test]
 fn holdout_round5_is_a_regression_set_after_its_families_were_added() {
     // Measured once before any rule saw it (fixture header, README): 10/23 acceptable,
@@ -527,13 +542,7 @@ fn holdout_round5_is_a_regression_set_after_its_families_were_added() {
 fn holdout_round6_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 5's extension (3da3cd4) by the rule in the fixture's header and
     // measured once with no rule change after: 14/20 acceptable, 6 unknown, 0 wrong (README).
-    let (right, total, wrong) = score_acceptable("holdout-round6.yaml");
-    assert_eq!(total, 20);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND6_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round6.yaml", 20, ROUND6_FLOOR, &[]);
 }
 
 /// Round 6's first and only measurement: 14/20 (70%) on an acceptable layer.
@@ -566,13 +575,7 @@ fn holdout_round8_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // and measured once: 17/23 acceptable, 6 unknown, 0 wrong (README.md). The families were
     // then extended for its kinds of miss (29317bc), so it is tuned on now: 22/23, only the bare
     // title r8-03 unknown.
-    let (right, total, wrong) = score_acceptable("holdout-round8.yaml");
-    assert_eq!(total, 23);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND8_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round8.yaml", 23, ROUND8_FLOOR, &[]);
 }
 
 /// Round 8 after the families were extended for its misses (tuned on): 22/23. Its first and
@@ -650,13 +653,7 @@ fn holdout_round11_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // make in the driver's DKMS folder, torch.distributed's process-group misuse, TensorRT
     // rejecting an exported model, TensorRT's `Cuda Error in <call>: N`, torch's "CUDA unknown
     // error" start-up wording): 20/20. Fewer right answers, or any wrong layer, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round11.yaml");
-    assert_eq!(total, 20);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND11_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round11.yaml", 20, ROUND11_FLOOR, &[]);
 }
 
 /// Round 11 after the changes made for its misses (tuned on): 20/20. Its first and only unseen
@@ -670,13 +667,7 @@ fn holdout_round12_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // once, untuned: 19/20 acceptable, 1 unknown (r12-11), 0 wrong, fix right 18/19 (README.md).
     // Tuned on since, by family (the container runtime asked for a GPU the host lacks; WSL named
     // by the log itself): 20/20. Fewer right answers, or any wrong layer, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round12.yaml");
-    assert_eq!(total, 20);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND12_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round12.yaml", 20, ROUND12_FLOOR, &[]);
 }
 
 /// Round 12 after the changes made for its miss (tuned on): 20/20. Its first and only unseen
@@ -691,13 +682,7 @@ fn holdout_round13_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // since, by family (CMake's toolkit not found whole, xformers built for another torch, the
     // kernel refusing the module; "no CUDA device" asks whether nvidia-smi sees the GPU): 20/20.
     // Fewer right answers, or any wrong layer, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round13.yaml");
-    assert_eq!(total, 20);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND13_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round13.yaml", 20, ROUND13_FLOOR, &[]);
 }
 
 /// Round 13 after the changes made for its misses (tuned on): 20/20. Its first and only unseen
@@ -712,13 +697,7 @@ fn holdout_round14_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // since, by family (TensorFlow's missing CUDA runtime symbols, TensorRT's error about one
     // layer, ONNX Runtime's TensorRT provider, out of memory while counting GPUs): 20/20. Fewer
     // right answers, or any wrong layer, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round14.yaml");
-    assert_eq!(total, 20);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND14_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round14.yaml", 20, ROUND14_FLOOR, &[]);
 }
 
 /// Round 14 after the changes made for its misses (tuned on): 20/20. Its first and only unseen
@@ -733,13 +712,7 @@ fn holdout_round15_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // segfault read as the library), fix right 17/18 (README.md). Tuned on since, by family
     // (nvidia-smi's own crash is the driver; the word dxgkrnl alone is no WSL): 20/20, no wrong
     // layer. Fewer right answers, or any wrong layer, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round15.yaml");
-    assert_eq!(total, 20);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND15_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round15.yaml", 20, ROUND15_FLOOR, &[]);
 }
 
 /// Round 15 after the changes made for its wrong answers (tuned on): 20/20. Its first and only
@@ -755,13 +728,7 @@ fn holdout_round16_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // missing), then nvcc's and NVRTC's compile errors by where they are (the toolkit's own
     // headers, a kernel the library generated): 19/20, r16-09 (an undefined name in NCCL's own
     // source) still unknown. Fewer right answers, or any wrong layer, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round16.yaml");
-    assert_eq!(total, 20);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND16_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round16.yaml", 20, ROUND16_FLOOR, &[]);
 }
 
 /// Round 16 after the changes made for its misses (tuned on): 19/20. Its first and only unseen
@@ -778,13 +745,7 @@ fn holdout_round17_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // driver module's own folders failing to compile, TensorFlow's "DNN library is not found",
     // an Xid of a desktop program): 20/20, no wrong layer. Fewer right answers, or any wrong
     // layer, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round17.yaml");
-    assert_eq!(total, 20);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND17_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round17.yaml", 20, ROUND17_FLOOR, &[]);
 }
 
 /// Round 17 after the changes made for its misses (tuned on): 20/20. Its first and only unseen
@@ -802,16 +763,7 @@ fn holdout_round18_keeps_its_tuned_accuracy_and_names_no_other_wrong_layer() {
     // nvcuda.dll not found): 18/22, r18-17 still wrong (its title alone, "Could not load library
     // libcudnn_cnn_infer.so.8", is also cuDNN missing in AILab-CVC/Make-Your-Video#4). Fewer right
     // answers, or another wrong layer, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round18.yaml");
-    assert_eq!(total, 22);
-    assert!(
-        wrong.iter().all(|id| id == "r18-17"),
-        "wrong layers named for {wrong:?}"
-    );
-    assert!(
-        right >= ROUND18_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round18.yaml", 22, ROUND18_FLOOR, &["r18-17"]);
 }
 
 /// Round 18 after the changes made for its misses (tuned on): 18/22. Its first and only unseen
@@ -830,13 +782,7 @@ fn holdout_round19_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // the paging file, JAX's plugin check, the MIG monitor capability, the persistence daemon,
     // the runfile's missing kernel source): 20/20. Fewer right answers, or any wrong layer,
     // fails.
-    let (right, total, wrong) = score_acceptable("holdout-round19.yaml");
-    assert_eq!(total, 20);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND19_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round19.yaml", 20, ROUND19_FLOOR, &[]);
 }
 
 #[test]
@@ -848,13 +794,7 @@ fn holdout_round20_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // an unresolvable NVIDIA CDI device, a CUDA IPC handle, a failed ggml CUDA op, CUDA's
     // peer-mapping limit, NVRM's API mismatch): 20/20, no wrong layer. Fewer right answers, or
     // any wrong layer, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round20.yaml");
-    assert_eq!(total, 20);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND20_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round20.yaml", 20, ROUND20_FLOOR, &[]);
 }
 
 /// Round 19 after the changes made for its misses (tuned on): 20/20. Its first and only unseen
@@ -875,13 +815,7 @@ fn holdout_round21_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // since, by family (torch's import preload of its CUDA wheels, Paddle's cuBLAS handle at GPU
     // setup, collect_env's CPU-only build, dpkg failing on an NVIDIA package): 20/20, no wrong
     // layer. Fewer right answers, or any wrong layer, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round21.yaml");
-    assert_eq!(total, 20);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND21_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round21.yaml", 20, ROUND21_FLOOR, &[]);
 }
 
 #[test]
@@ -893,13 +827,7 @@ fn holdout_round22_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // shared memory, bf16 on a card older than Ampere, Code 43 without Device Manager's
     // sentence, "Failed to dlopen libcuda.so", nvcc refusing a second cl.exe): 15/20, no wrong
     // layer. Fewer right answers, or any wrong layer, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round22.yaml");
-    assert_eq!(total, 20);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND22_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round22.yaml", 20, ROUND22_FLOOR, &[]);
 }
 
 /// Round 22 after the changes made for its misses (tuned on): 15/20. Its first and only unseen
@@ -920,13 +848,7 @@ fn holdout_round23_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // handle, TensorRT's serialization version tag, vLLM's memory budget, inductor without
     // Triton, Triton's ptxas older than the card, Triton's run-time -lcuda): 17/18, no wrong
     // layer. Fewer right answers, or any wrong layer, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round23.yaml");
-    assert_eq!(total, 18);
-    assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
-    assert!(
-        right >= ROUND23_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round23.yaml", 18, ROUND23_FLOOR, &[]);
 }
 
 #[test]
@@ -939,16 +861,7 @@ fn holdout_round24_keeps_its_tuned_accuracy_and_names_no_other_wrong_layer() {
     // (README.md, 825e3f0). Tuned on since, by family (CUDA Python's 'Function "cuInit" not
     // found', conda's CPU-only PyTorch builds): 15/18, r24-17 still wrong. Fewer right answers,
     // or a wrong layer beyond the measured one, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round24.yaml");
-    assert_eq!(total, 18);
-    assert!(
-        wrong.iter().all(|id| id == "r24-17"),
-        "wrong layers named for {wrong:?}"
-    );
-    assert!(
-        right >= ROUND24_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round24.yaml", 18, ROUND24_FLOOR, &["r24-17"]);
 }
 
 #[test]
@@ -960,16 +873,7 @@ fn holdout_round25_keeps_its_tuned_accuracy_and_names_no_other_wrong_layer() {
     // failed: unknown error" in a VM with no GPU, read as the driver), fix right 6/9 (README.md).
     // Tuned on since, by family (TensorFlow's own module lacking an API the code calls, make
     // failing inside the NVIDIA installer's kernel tree): 12/15, r25-15 still wrong. Fewer right answers, or a wrong layer beyond the measured one, fails.
-    let (right, total, wrong) = score_acceptable("holdout-round25.yaml");
-    assert_eq!(total, 15);
-    assert!(
-        wrong.iter().all(|id| id == "r25-15"),
-        "wrong layers named for {wrong:?}"
-    );
-    assert!(
-        right >= ROUND25_FLOOR,
-        "only {right}/{total} on an acceptable layer"
-    );
+    assert_holdout_round("holdout-round25.yaml", 15, ROUND25_FLOOR, &["r25-15"]);
 }
 
 /// Round 25 after the changes made for its misses (tuned on): 12/15. Its first and only unseen
