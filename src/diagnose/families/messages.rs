@@ -18,6 +18,8 @@ struct Rule {
     fix: &'static str,
     mechanism: Mechanism,
     decisive: bool,
+    /// A matcher for what a pattern cannot say (a list judged by what it holds and lacks).
+    judge: Option<fn(&str) -> bool>,
 }
 
 const RULES: &[Rule] = &[
@@ -41,6 +43,7 @@ const RULES: &[Rule] = &[
         fix: "Upgrade bitsandbytes (`pip install --upgrade bitsandbytes`: current releases ship builds for every supported CUDA and for Windows) and run `python -m bitsandbytes` to see which binary and CUDA it picks. If it still cannot find the CUDA runtime, point it at the installed one: BNB_CUDA_VERSION=XYZ (the CUDA the library uses) and the toolkit's lib64 on LD_LIBRARY_PATH.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // TensorFlow's own module lacking an attribute the code calls: the code and the installed
     // release disagree on the API (TF 1's tf.ConfigProto / tf.Session under TF 2, a tf.config
@@ -56,6 +59,7 @@ const RULES: &[Rule] = &[
         fix: "Check `tf.__version__` against the release the code was written for and install that one (e.g. 1.15 for TF 1 code; the manifest's library pin), or port the call (tf.compat.v1.ConfigProto, tf.config.experimental.* on 2.0). The driver and toolkit need no change for this error.",
         mechanism: Mechanism::Plain,
         decisive: true,
+        judge: None,
     },
     // Installer log lines.
     Rule {
@@ -71,6 +75,7 @@ const RULES: &[Rule] = &[
         fix: "Pin a newer driver release whose notes support this kernel (`stackpin pin --library NAME==VERSION --os linux --driver VERSION`), fetch and install it; or boot the older kernel the driver was built for. Reinstalling the same driver will fail the same way.",
         mechanism: Mechanism::DriverBuild,
         decisive: true,
+        judge: None,
     },
     Rule {
         id: "drv-installer-compile-error",
@@ -101,6 +106,7 @@ const RULES: &[Rule] = &[
         fix: "Pin a newer driver release that supports this kernel (`stackpin pin --library NAME==VERSION --os linux --driver VERSION`), or boot the older kernel; reinstalling the same driver will fail the same way.",
         mechanism: Mechanism::DriverBuild,
         decisive: true,
+        judge: None,
     },
     Rule {
         id: "drv-installer-module-build-failed",
@@ -116,6 +122,7 @@ const RULES: &[Rule] = &[
         fix: "Install the headers of the kernel named in the log (linux-headers-$(uname -r), kernel-devel or kernel-headers) and build again; if it still fails, pin a newer driver release that supports this kernel (`stackpin pin --library NAME==VERSION --os linux --driver VERSION`), or boot the previous kernel.",
         mechanism: Mechanism::DriverBuild,
         decisive: true,
+        judge: None,
     },
     // nvcc on Windows refusing a cl.exe on PATH other than the one -ccbin names (the x86 tools
     // of a developer prompt, another Visual Studio, another program's cl.exe wrapper). Before the
@@ -129,6 +136,7 @@ const RULES: &[Rule] = &[
         fix: "Use one host compiler: build from the x64 Native Tools prompt of the Visual Studio that -ccbin names (its HostX64\\x64 folder first on PATH), or take the other cl.exe's folder off PATH; then build again.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // make's own failure line for a target inside the NVIDIA .run installer's kernel tree
     // (NVIDIA-Linux-<arch>-<version>/kernel): the driver's kernel module did not compile, when
@@ -144,6 +152,7 @@ const RULES: &[Rule] = &[
         fix: "Read the first compiler error above make's lines (or /var/log/nvidia-installer.log); install the headers of the running kernel (`uname -r`); if the kernel is newer than the release supports, pin a newer driver release (`stackpin pin --library NAME==VERSION --os linux --driver VERSION`) or boot the kernel the driver supports. Reinstalling the same driver fails the same way.",
         mechanism: Mechanism::DriverBuild,
         decisive: false,
+        judge: None,
     },
     Rule {
         id: "tk-nvcc-fatal",
@@ -154,6 +163,7 @@ const RULES: &[Rule] = &[
         fix: "Run the build verbosely (VERBOSE=1 make, or ninja -v) to see the nvcc command; with CMake's FindCUDA quote the flag list (`set(nvcc_flags \"@nvcc_flags@\")` in run_nvcc.cmake) or move to enable_language(CUDA) / FindCUDAToolkit; check that the toolkit version supports the flags and architectures used.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     Rule {
         id: "drv-smi-cuda-version-err",
@@ -164,6 +174,7 @@ const RULES: &[Rule] = &[
         fix: "Make the driver's own libcuda the one that loads: reinstall the pinned driver so its libraries match the kernel module (`stackpin repair MANIFEST`); under WSL remove any Linux NVIDIA driver package and keep /usr/lib/wsl/lib first on the loader path.",
         mechanism: Mechanism::DriverAccess,
         decisive: false,
+        judge: None,
     },
     Rule {
         id: "tk-installer-no-host-compiler",
@@ -179,6 +190,7 @@ const RULES: &[Rule] = &[
         fix: "Install Visual Studio (or its Build Tools) with \"Desktop development with C++\", then build from the \"x64 Native Tools Command Prompt\" or add the folder holding cl.exe (VC\\Tools\\MSVC\\<ver>\\bin\\Hostx64\\x64) to PATH. The CUDA toolkit itself needs no reinstall.",
         mechanism: Mechanism::Plain,
         decisive: true,
+        judge: None,
     },
     Rule {
         id: "tk-installer-no-cuda-toolset",
@@ -193,6 +205,7 @@ const RULES: &[Rule] = &[
         fix: "Copy the files of CUDA\\vX.Y\\extras\\visual_studio_integration\\MSBuildExtensions into Visual Studio's MSBuild\\Microsoft\\VC\\<ver>\\BuildCustomizations (or rerun the toolkit installer with its Visual Studio Integration component); or configure CMake with -T cuda=<toolkit folder>, or use the Ninja generator.",
         mechanism: Mechanism::Plain,
         decisive: true,
+        judge: None,
     },
     Rule {
         id: "tk-installer-host-compiler-too-new",
@@ -207,6 +220,7 @@ const RULES: &[Rule] = &[
         fix: "Install a host compiler the toolkit supports and pass it to nvcc (`-ccbin g++-12`, CUDAHOSTCXX, or CMAKE_CUDA_HOST_COMPILER), or pin a newer CUDA toolkit that supports this compiler.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     Rule {
         id: "tk-cuda-home-unset",
@@ -222,6 +236,7 @@ const RULES: &[Rule] = &[
         fix: "Set CUDA_HOME to the toolkit's own folder (e.g. /usr/local/cuda-12.4, the manifest's toolkit.root) and put its bin on PATH; if no toolkit is there, install the pinned one (`stackpin install MANIFEST`).",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     Rule {
         id: "tk-cmake-no-cuda-compiler",
@@ -237,6 +252,7 @@ const RULES: &[Rule] = &[
         fix: "Install the pinned CUDA toolkit and point the build at it (CUDACXX=/usr/local/cuda-X.Y/bin/nvcc or CMAKE_CUDA_COMPILER, and its bin on PATH).",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // CMake's own report of a CUDA toolkit it cannot find whole (FindCUDA, FindCUDAToolkit,
     // the CUDA language's library root): nvcc may be there, the headers or cudart are not where
@@ -260,6 +276,7 @@ const RULES: &[Rule] = &[
         fix: "Point CMake at one working toolkit: `-DCMAKE_CUDA_COMPILER=/usr/local/cuda-X.Y/bin/nvcc` (or CUDACXX) with that toolkit's bin on PATH and CUDA_HOME set to it, delete the build folder's CMakeCache.txt, and configure again; if nvcc itself runs, give the GPU's architecture (`-DCMAKE_CUDA_ARCHITECTURES=86`) or use a CMake release that knows this CUDA.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     Rule {
         id: "tk-cmake-cuda-not-found",
@@ -274,6 +291,7 @@ const RULES: &[Rule] = &[
         fix: "Install the toolkit's development parts (the runfile, or the cuda-toolkit-X-Y package, not only the runtime), then point CMake at that root: -DCUDA_TOOLKIT_ROOT_DIR=/usr/local/cuda-X.Y (FindCUDA) or -DCUDAToolkit_ROOT=/usr/local/cuda-X.Y with CUDACXX=/usr/local/cuda-X.Y/bin/nvcc; one library it names can be given directly (-DCUDA_CUDART_LIBRARY=/usr/local/cuda-X.Y/lib64/libcudart.so). Delete CMakeCache.txt before configuring again.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // xformers' compiled operators that will not load: a build for another torch (its own
     // "built for … (you have …)" pair) or one without CUDA. yangjianxin1/Firefly#258,
@@ -292,6 +310,7 @@ const RULES: &[Rule] = &[
         fix: "Install the xformers release built for the installed torch, from the same CUDA wheel index as torch (`pip install -U xformers` with torch's --index-url), or the torch version xformers names under \"built for\"; `python -m xformers.info` must list the memory_efficient_attention operators as available. Without a fitting build, turn xformers off (diffusers: skip enable_xformers_memory_efficient_attention) and use torch's scaled_dot_product_attention.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // The kernel refusing the NVIDIA module (modprobe's and insmod's words, Xorg's): the reason is
     // in the kernel log. MrMEEE/bumblebee-Old-and-abbandoned#318 and #196 ("No such device"),
@@ -312,6 +331,7 @@ const RULES: &[Rule] = &[
         fix: "Read why in the kernel log (`sudo dmesg | grep -iE 'nvidia|nvrm' | tail`): \"Key was rejected\" or \"Required key not available\" is Secure Boot (sign the module or enroll its key with mokutil); \"Unknown symbol\" or \"disagrees about version of symbol\" means it was built for another kernel (install the headers of `uname -r` and rebuild it with DKMS); \"No such device\" or NVRM naming the GPU as unsupported means this release does not support the card (pin one that does: `stackpin pin --library NAME==VERSION --os linux --driver VERSION`); nouveau bound to the card needs blacklisting and a rebuilt initramfs.",
         mechanism: Mechanism::DriverBuild,
         decisive: false,
+        judge: None,
     },
     // TensorFlow resolving CUDA runtime functions in the cudart it loaded and not finding them:
     // that cudart is another CUDA than the release was built for, or the driver is older than it.
@@ -325,6 +345,7 @@ const RULES: &[Rule] = &[
         fix: "Install the CUDA (and cuDNN) version this TensorFlow release lists in its tested build configurations and put its bin folder first on PATH (Windows) / its lib64 on LD_LIBRARY_PATH, with a driver at least that CUDA's minimum; or install the TensorFlow release built for the CUDA you have (TensorFlow 2.15+ on Linux: `tensorflow[and-cuda]` brings its own).",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // CUDA failing while it only counts the GPUs, with "out of memory": nothing is allocated yet,
     // so the card is not full; under WSL it is the GPU path (pytorch/pytorch#150048,
@@ -338,6 +359,7 @@ const RULES: &[Rule] = &[
         fix: "Under WSL: keep /usr/lib/wsl/lib first on the loader path (remove Linux NVIDIA driver packages and any libcuda symlinks made by hand, run `sudo ldconfig`), update the Windows NVIDIA driver, then `wsl --update` and `wsl --shutdown`; never install a Linux driver there. On a Linux host: check `nvidia-smi` for a process holding the GPU or an exclusive compute mode, then reboot.",
         mechanism: Mechanism::DriverAccess,
         decisive: true,
+        judge: None,
     },
     // nvidia-smi itself crashing: it is the driver's own tool, so the process that crashed names
     // the layer (the generic "segmentation fault" entry is the library's wheels). Under WSL it is
@@ -355,6 +377,7 @@ const RULES: &[Rule] = &[
         fix: "Under WSL: update (or roll back) the Windows NVIDIA driver, run `wsl --update` and `wsl --shutdown`, and never install a Linux NVIDIA driver inside WSL. On Linux: reinstall the pinned driver so its libraries match the kernel module (`stackpin repair MANIFEST`) and reboot. The training library needs no reinstall for this.",
         mechanism: Mechanism::DriverAccess,
         decisive: true,
+        judge: None,
     },
     // The container runtime mounting the host's (or WSL's) driver libraries into the container
     // and finding one already there: the image or the WSL distro carries NVIDIA driver libraries of
@@ -373,6 +396,7 @@ const RULES: &[Rule] = &[
         fix: "Install the NVIDIA container toolkit, register its runtime (`sudo nvidia-ctk runtime configure --runtime=docker`, which writes /etc/docker/daemon.json) and restart Docker (`sudo systemctl restart docker`); or drop `--runtime=nvidia` and run with `--gpus all`. The host driver needs no reinstall when `nvidia-smi` works on the host.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     Rule {
         id: "drv-container-mount-exists",
@@ -386,6 +410,7 @@ const RULES: &[Rule] = &[
         fix: "Take the driver libraries out of what the runtime mounts into: build the image without NVIDIA driver packages (no libnvidia-*, cuda-drivers or nvidia-utils in the Dockerfile; the CUDA base images leave them out), and under WSL remove every Linux NVIDIA driver package from the distro (`dpkg -l | grep -i nvidia`), keeping /usr/lib/wsl/lib. Then start the container again with `--gpus all`.",
         mechanism: Mechanism::Plain,
         decisive: true,
+        judge: None,
     },
     // The container runtime not finding the driver library it mounts: under WSL the Windows
     // driver's /usr/lib/wsl/lib/libcuda.so.1. NVIDIA/nvidia-docker#1225.
@@ -398,6 +423,7 @@ const RULES: &[Rule] = &[
         fix: "Under WSL: install a Windows NVIDIA driver with WSL support, run `wsl --update` and `wsl --shutdown`, and check that /usr/lib/wsl/lib/libcuda.so.1 exists; never install a Linux driver inside WSL. On a Linux host: `nvidia-smi` must work there; reinstall the pinned driver on the host (`stackpin repair MANIFEST`) so its libraries are in place, then restart Docker.",
         mechanism: Mechanism::Plain,
         decisive: true,
+        judge: None,
     },
     // Windows out of commit while a library maps its DLLs ("The paging file is too small",
     // WinError 1455): every process importing torch commits the CUDA DLLs' memory up front, so
@@ -416,6 +442,7 @@ const RULES: &[Rule] = &[
         fix: "Let Windows grow the paging file: System Properties > Advanced > Performance > Settings > Advanced > Virtual memory, \"System managed size\" (or a larger custom size) on a drive with free space, then reboot. Start fewer processes at once (a smaller DataLoader num_workers, fewer parallel environments); reinstalling the library does not help.",
         mechanism: Mechanism::Plain,
         decisive: true,
+        judge: None,
     },
     // The linker (not the loader) missing a CUDA library it was told to link: the toolkit's
     // library folder is not on its search path (-L, LIBRARY_PATH; LD_LIBRARY_PATH is for running),
@@ -441,6 +468,7 @@ const RULES: &[Rule] = &[
         fix: "Give the linker the toolkit's library folder: -L/usr/local/cuda/lib64 (or LIBRARY_PATH=/usr/local/cuda/lib64, CUDA_HOME for a setup.py build, the project's --with-cuda / CUDA path option); install the toolkit's development package (the runfile, or cuda-toolkit-X-Y / cuda-cudart-dev-X-Y) if lib64 has no libcudart.so; with a conda compiler install the CUDA runtime into that environment or point -L at the system toolkit. -lcuda links the stub in lib64/stubs.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // The persistence daemon failing to start: it opens every GPU through the driver, so the
     // reason is the driver's module or a permission the daemon lacks. NVIDIA/nvidia-persistenced#11
@@ -459,6 +487,7 @@ const RULES: &[Rule] = &[
         fix: "Read the daemon's own reason (`journalctl -u nvidia-persistenced -b`, or `sudo nvidia-persistenced --verbose`). Check the driver first: `nvidia-smi` and `lsmod | grep nvidia`; a module that does not load for this kernel needs rebuilding for it (DKMS, the kernel's headers) or a driver that supports it. On GH200/Grace systems run the daemon as root (no --user in its unit). Then `sudo systemctl restart nvidia-persistenced`.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // NVML refusing memory or MIG-profile queries for lack of the MIG monitor capability: on a
     // MIG-enabled GPU a container (the device plugin, GFD, a pod) reads MIG state only with
@@ -478,6 +507,7 @@ const RULES: &[Rule] = &[
         fix: "Give the container the MIG monitor capability: set NVIDIA_MIG_MONITOR_DEVICES=all in the device plugin's (and GPU feature discovery's) deployment — the NVIDIA helm chart and GPU operator do — or run it privileged; outside a container run the tool as root or grant /proc/driver/nvidia/capabilities/mig/monitor. Off MIG, an NVML call that changes settings (clocks, power limits) needs root. The driver itself needs no reinstall.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // Execution providers and device lists.
     Rule {
@@ -496,6 +526,7 @@ const RULES: &[Rule] = &[
         fix: "Uninstall both and install only the GPU build for this CUDA: `pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu` (the variant for the toolkit's CUDA major); check with `onnxruntime.get_available_providers()`.",
         mechanism: Mechanism::Plain,
         decisive: true,
+        judge: Some(lists_only_cpu_providers),
     },
     Rule {
         id: "lib-provider-cuda-failed",
@@ -506,6 +537,7 @@ const RULES: &[Rule] = &[
         fix: "Check `pip list | grep onnxruntime`: keep only onnxruntime-gpu. Then match its build to the machine: the ONNX Runtime CUDA requirements table names the CUDA and cuDNN major each release needs; install that build (or that CUDA / cuDNN) and make its libraries loadable.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // Version pairs.
     Rule {
@@ -524,6 +556,7 @@ const RULES: &[Rule] = &[
         fix: "Reinstall torch and torchvision as the matching pair from the same index (the manifest's `library.pip.requirements`, e.g. torch 2.5.1 with torchvision 0.20.1, both +cu124), in a clean venv.",
         mechanism: Mechanism::Plain,
         decisive: true,
+        judge: None,
     },
     Rule {
         id: "tk-version-cudnn-compiled-vs-loaded",
@@ -538,6 +571,7 @@ const RULES: &[Rule] = &[
         fix: "Install the cuDNN version the library was built with (its release notes, or the version the message names) and remove the other copy from LD_LIBRARY_PATH / PATH (`ldconfig -p | grep cudnn` shows which loads); pip-installed libraries should load their own nvidia-cudnn wheel.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // Allocator failures in each library's words.
     Rule {
@@ -558,6 +592,7 @@ const RULES: &[Rule] = &[
         fix: "Lower what runs at once (batch size, execution threads or parallel sessions, max memory setting) and run with the card otherwise idle (`nvidia-smi` lists other programs); `stackpin vram --peak PEAK --batch N --vram SIZE` names the largest batch that fits.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // The driver's state as NVML reports it.
     Rule {
@@ -574,6 +609,7 @@ const RULES: &[Rule] = &[
         fix: "Check `lsmod | grep nvidia` and `dmesg | grep -i nvidia`; install the headers of the running kernel and reinstall the pinned driver with --dkms (`stackpin repair MANIFEST`) so it rebuilds for new kernels, then reboot.",
         mechanism: Mechanism::DriverAccess,
         decisive: false,
+        judge: None,
     },
     Rule {
         id: "drv-nvml-unknown-error",
@@ -589,6 +625,7 @@ const RULES: &[Rule] = &[
         fix: "If this ran in a container: the host driver is fine — restart the container, and stop it from recurring by giving the runtime the device nodes (`--device /dev/nvidia*`, or the NVIDIA Container Toolkit's cgroup setting / `nvidia-ctk` CDI). On a host: reboot, then reinstall the pinned driver (`stackpin repair MANIFEST`) if it stays.",
         mechanism: Mechanism::DriverAccess,
         decisive: false,
+        judge: None,
     },
     Rule {
         id: "drv-container-no-gpu-runtime",
@@ -602,6 +639,7 @@ const RULES: &[Rule] = &[
         fix: "On the host (not in the container): `nvidia-smi` must work; install the NVIDIA Container Toolkit (nvidia-container-toolkit), run `sudo nvidia-ctk runtime configure --runtime=docker` and restart Docker; a Docker installed as a snap cannot use it.",
         mechanism: Mechanism::Plain,
         decisive: true,
+        judge: None,
     },
     Rule {
         id: "drv-wsl-gpu-blocked",
@@ -616,6 +654,7 @@ const RULES: &[Rule] = &[
         fix: "Update the NVIDIA driver on the Windows side and WSL itself (`wsl --update`, then `wsl --shutdown`); never install a Linux NVIDIA driver inside WSL (it breaks /usr/lib/wsl/lib/libcuda.so).",
         mechanism: Mechanism::Plain,
         decisive: true,
+        judge: None,
     },
     // The container runtime was asked for a GPU it cannot find among the host's: an index past
     // the GPUs there are (`--gpus 2` asks for two; `device=2` is the third), a UUID of a card that
@@ -630,6 +669,7 @@ const RULES: &[Rule] = &[
         fix: "Run `nvidia-smi -L` on the host and request only the GPUs it lists (`--gpus all`, `--gpus 1`, `--gpus '\"device=0\"'`, or their UUIDs); recreate a container that keeps an old UUID. Under Kubernetes, make the device plugin's device-list strategy match the toolkit's (`accept-nvidia-visible-devices-as-volume-mounts`). If `nvidia-smi -L` lists fewer GPUs than the machine has, one dropped off: read `dmesg` for Xid lines. The driver needs no reinstall.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // PyTorch's CUDA *driver* API calls (C10_CUDA_DRIVER_CHECK: the expandable_segments allocator's
     // cuMemCreate / cuMemMap / cuMemSetAccess, symmetric memory) refused: a full card, or a driver
@@ -650,6 +690,7 @@ const RULES: &[Rule] = &[
         fix: "If PYTORCH_CUDA_ALLOC_CONF (or PYTORCH_ALLOC_CONF) sets expandable_segments:True, set expandable_segments:False and run again: under WSL and on Jetson those calls fail with memory free. Otherwise the card is really full: close other GPU programs (`nvidia-smi` lists them), lower the batch or the framework's memory budget (vLLM: --gpu-memory-utilization), and size it with `stackpin vram --peak PEAK --batch N --vram SIZE`; under WSL the usable memory sits below what `nvidia-smi` shows free.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // WSL's dxg bridge refusing to make an allocation resident (ENOMEM): the program asks for more
     // than WSL's GPU paravirtualisation gives, below what nvidia-smi shows free.
@@ -664,6 +705,7 @@ const RULES: &[Rule] = &[
         fix: "Lower the memory the program asks for (batch, context length; vLLM: --gpu-memory-utilization) and set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False; keep the Windows NVIDIA driver and WSL current (`wsl --update`, then `wsl --shutdown`). Never install a Linux NVIDIA driver inside WSL.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // flash-attn's own check of the GPU's architecture (2.x: compute capability 8.0 or newer;
     // 1.x said Turing): a V100 or T4 cannot run it, and an Ampere card that says so has a
@@ -684,6 +726,7 @@ const RULES: &[Rule] = &[
         fix: "Install the cuDNN version TensorFlow's release was built with (its tested build configurations; with pip, `pip install tensorflow[and-cuda]` brings its own) and remove older copies from LD_LIBRARY_PATH / PATH; if the versions match, let TensorFlow grow its memory (TF_FORCE_GPU_ALLOW_GROWTH=true) and stop other GPU programs.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     Rule {
         id: "lib-flash-attn-gpu-too-old",
@@ -694,6 +737,7 @@ const RULES: &[Rule] = &[
         fix: "On an older GPU turn flash-attn off and use another attention implementation: transformers `attn_implementation=\"sdpa\"` (or \"eager\"), the tool's own flash-attention switch off, vLLM another backend (VLLM_ATTENTION_BACKEND=XFORMERS); or run on an Ampere or newer GPU. On an Ampere or newer GPU, reinstall flash-attn built for the installed torch and CUDA (`pip install flash-attn --no-build-isolation`).",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // PyTorch's DataLoader workers (torch.multiprocessing) hand batches over in shared memory
     // (/dev/shm), 64 MB by default in a Docker container: the worker dies of SIGBUS, or the
@@ -714,6 +758,7 @@ const RULES: &[Rule] = &[
         fix: "Give the container more shared memory: `docker run --shm-size=16g` (or `--ipc=host`; Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm) and check it with `df -h /dev/shm`; or lower the DataLoader's num_workers (0 loads in the main process) or the batch size. Outside a container, free or enlarge /dev/shm itself.",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
     // bfloat16 asked of a GPU older than Ampere (compute capability below 8.0), refused by the
     // library that checks it: transformers' TrainingArguments, accelerate, vLLM.
@@ -732,6 +777,7 @@ const RULES: &[Rule] = &[
         fix: "Ask for float16 or float32 instead of bf16: transformers `fp16=True` (not `bf16=True`) or `--fp16`, accelerate `--mixed_precision fp16`, vLLM `--dtype half` (or `--dtype float`), the tool's own precision setting; or run on an Ampere or newer GPU. On an Ampere or newer GPU, check that torch is 1.10 or newer with CUDA (`torch.cuda.is_bf16_supported()`).",
         mechanism: Mechanism::Plain,
         decisive: false,
+        judge: None,
     },
 ];
 
@@ -761,7 +807,7 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     for rule in RULES {
         let hit = segments.iter().find(|seg| {
             rule.patterns.iter().any(|p| pattern_matches(p, &seg.lower))
-                || (rule.id == "lib-provider-cpu-package" && lists_only_cpu_providers(&seg.lower))
+                || rule.judge.is_some_and(|judge| judge(&seg.lower))
         });
         if let Some(seg) = hit {
             found.push(at(
