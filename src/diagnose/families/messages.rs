@@ -779,7 +779,77 @@ const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // A DataLoader worker ended by SIGKILL ("signal: Killed") is the kernel's out-of-memory
+    // killer or a scheduler's memory limit taking host RAM back: open-mmlab/mmrotate#501 (16 to
+    // 24 GB cured it), gemcollector/RL-ViGen#17 (memory growing over the episodes),
+    // thangvubk/SoftGroup#18, pytorch/pytorch#8976 (SLURM's --mem-per-cpu). Bus error is the
+    // shared-memory rule's; a segmentation fault or "Terminated" says nothing of memory.
+    Rule {
+        id: "mem-dataloader-worker-oom-killed",
+        patterns: &["dataloader worker*killed by signal: killed"],
+        layer: Memory,
+        second: None,
+        cause: "A DataLoader worker was ended with SIGKILL (\"signal: Killed\"): the kernel's out-of-memory killer, or a job scheduler's or container's memory limit, took it when host RAM ran out. The GPU and its driver are not involved; shared memory running out shows as \"signal: Bus error\" instead.",
+        fix: "Confirm it with `dmesg | grep -i -E 'killed process|out of memory'` (or the scheduler's job record) and watch `free -h` while it runs; then use fewer DataLoader workers (num_workers=0-2), a smaller batch or prefetch_factor, and load samples in __getitem__ instead of holding the dataset in every worker; or give the job more RAM (SLURM --mem, docker --memory) or swap.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // torch refusing an op on two floating-point precisions (half or bfloat16 against float32):
+    // the model, an adapter or the input was cast and another part was not, or a half model runs
+    // outside autocast. robometer/robometer#38 (autocast cured it), clovaai/donut#141 (the
+    // transformers release the code was written for), axolotl-ai-cloud/axolotl#473 (a peft
+    // patch), OpenGVLab/DCNv4#24 (an extension's backward without bf16). Integer dtypes (a loss
+    // given float targets) are the user's data, not this family.
+    Rule {
+        id: "lib-mixed-precision-dtype-mismatch",
+        patterns: &[],
+        layer: Library,
+        second: None,
+        cause: "A torch op got tensors of two floating-point precisions (half or bfloat16 against float32): the model, an adapter (LoRA, peft) or the input was cast to one precision and another part was not, or a half-precision model runs outside autocast; the code and the library release it calls disagree on the dtype. The driver, toolkit and GPU are not involved.",
+        fix: "Run the forward pass under autocast (`with torch.autocast(\"cuda\", dtype=torch.float16)`, or bfloat16) or cast the model and its inputs to one dtype (`model.to(dtype)`, `inputs.to(model.dtype)`); check the project's precision flags (fp16/bf16, 8-bit loading) against its scripts, and install the transformers/peft releases it pins (newer ones often fix the cast).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: Some(mixes_float_precisions),
+    },
+    // torch's GradScaler (AMP loss scaling) refusing how it is used: float16 gradients it will
+    // not unscale (trainable weights loaded in half), or stepped without scaler.scale(loss) or
+    // with no gradients recorded (a second scaler beside accelerate's own).
+    // ShivamShrirao/diffusers#131, pytorch/pytorch#74739 (fp16 weights), huggingface/accelerate#357
+    // (accelerate drives the scaler itself), Haochen-Wang409/HPM#10.
+    Rule {
+        id: "lib-grad-scaler-misuse",
+        patterns: &[
+            "attempting to unscale fp16 gradients",
+            "but _scale is none",
+            "no inf checks were recorded",
+        ],
+        layer: Library,
+        second: None,
+        cause: "torch's GradScaler (mixed precision's loss scaling) refused how the training code uses it: it unscales float32 gradients only, so trainable weights loaded in float16 give gradients it refuses; or the loop stepped it without scaler.scale(loss) first, or stepped an optimizer it recorded no gradients for (a scaler of its own beside accelerate's or Lightning's). The driver, toolkit and GPU are not involved.",
+        fix: "Keep the trainable weights in float32 under fp16 mixed precision (no `.half()` or torch_dtype=float16 for the trained part; LoRA/peft adapters in float32, or the peft release the project pins), or train in bf16 without a scaler; call scaler.scale(loss).backward(), scaler.step(optimizer), scaler.update() in that order, and under accelerate or Lightning let them drive the scaler (or use the project's fp16 code path).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
 ];
+
+/// torch's "expected scalar type X but found Y" where both are floating-point precisions.
+fn mixes_float_precisions(lower: &str) -> bool {
+    const FLOATS: &[&str] = &["half", "float", "bfloat16", "double"];
+    let Some(at) = lower.find("expected scalar type ") else {
+        return false;
+    };
+    let rest = &lower[at + "expected scalar type ".len()..];
+    let mut words = rest.split_whitespace();
+    let (Some(expected), Some("but"), Some("found"), Some(found)) =
+        (words.next(), words.next(), words.next(), words.next())
+    else {
+        return false;
+    };
+    let found = found.trim_end_matches(|c: char| !c.is_ascii_alphanumeric());
+    expected != found && FLOATS.contains(&expected) && FLOATS.contains(&found)
+}
 
 /// ONNX Runtime's own print of the providers its build carries, judged by what is in it: a list
 /// with the CPU provider and no GPU one is the CPU-only package, whatever else it names (the
