@@ -389,11 +389,26 @@ const CUDNN_STATUS: &[Code] = &[
         mechanism: Mechanism::Plain,
     },
     Code {
+        // A cuDNN kernel that launched and failed on the card: the threads resolve it as the
+        // library build older than the GPU (an RTX 20/30 under a torch built for CUDA 9/10:
+        // yanx27/Pointnet_Pointnet2_pytorch#229, zzhang1987/Factor-Graph-Neural-Network#4,
+        // uci-cbcl/UFold#20), the toolkit where the library uses the system's CUDA
+        // (traveller59/second.pytorch#43), or the model's own arguments; not a cuDNN version
+        // mismatch first, as the other statuses are.
+        id: "lib-cudnn-execution-failed",
+        numbers: &[],
+        words: &["cudnn_status_execution_failed"],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "A cuDNN kernel launched and failed on the GPU (CUDNN_STATUS_EXECUTION_FAILED): most often the library build is older than the card (a torch or TensorFlow built for a CUDA before the GPU's architecture, e.g. an RTX 30 under CUDA 9/10), otherwise the system CUDA and cuDNN the library uses, or the model's own convolution arguments.",
+        fix: "Install the library build for a CUDA that supports this GPU (torch's +cu11x/+cu12x wheel brings its own cuDNN; `torch.cuda.get_arch_list()` must list the card's sm_XY), or the CUDA and cuDNN the library release names where it uses the system's. If the versions fit, rerun with CUDA_LAUNCH_BLOCKING=1 to find the op and check its arguments (shapes, groups, dtypes); `torch.backends.cudnn.enabled = False` tells cuDNN apart from the rest.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
         id: "tk-cudnn-status-mismatch",
         numbers: &[],
         words: &[
             "cudnn_status_bad_param",
-            "cudnn_status_execution_failed",
             "cudnn_status_arch_mismatch",
             "cudnn_status_internal_error",
             "cudnn_status_mapping_error",
