@@ -914,7 +914,10 @@ fn conda_cpu_build(seg: &Segment<'_>) -> Option<Finding> {
     {
         return None;
     }
-    let cpu_build = |build: &str| build.contains("_cpu_") || build.ends_with("_cpu");
+    // conda-forge's CPU builds start with it (`cpu_py37h14e09b7_1`).
+    let cpu_build = |build: &str| {
+        build.contains("_cpu_") || build.ends_with("_cpu") || build.starts_with("cpu_")
+    };
     // A plan's `channel/subdir::name-version-build`.
     let in_plan = lower.split_whitespace().any(|token| {
         token.split_once("::").is_some_and(|(_, spec)| {
@@ -928,8 +931,12 @@ fn conda_cpu_build(seg: &Segment<'_>) -> Option<Finding> {
                 })
         })
     });
-    // A list's `name  version  build  channel` row.
-    let columns: Vec<&str> = lower.split_whitespace().collect();
+    // A list's `name  version  build  channel` row (mamba's plan puts a `+` first).
+    let columns: Vec<&str> = lower
+        .strip_prefix("+ ")
+        .unwrap_or(lower)
+        .split_whitespace()
+        .collect();
     let in_list = match columns.as_slice() {
         [name, version, build, ..] if version.starts_with(|c: char| c.is_ascii_digit()) => {
             (TORCH_PACKAGES.contains(name) && cpu_build(build))
@@ -938,7 +945,22 @@ fn conda_cpu_build(seg: &Segment<'_>) -> Option<Finding> {
         }
         _ => false,
     };
-    if !(in_plan || in_list) {
+    // The "will be downloaded" table's and the download progress's `name-version | build`
+    // row (pytorch/pytorch#30957: `cpuonly-1.0 | 2 KB | ###`).
+    let in_table = lower.split_once('|').is_some_and(|(package, rest)| {
+        let package = package.trim();
+        let build = rest.split_whitespace().next().unwrap_or("");
+        let versioned = |name: &str| {
+            package
+                .strip_prefix(name)
+                .and_then(|r| r.strip_prefix('-'))
+                .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+        };
+        PINS.iter().any(|p| versioned(p))
+            || (versioned("pytorch-mutex") && build == "cpu")
+            || (TORCH_PACKAGES.iter().any(|n| versioned(n)) && cpu_build(build))
+    });
+    if !(in_plan || in_list || in_table) {
         return None;
     }
     Some(at(
