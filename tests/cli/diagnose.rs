@@ -887,25 +887,23 @@ const ROUND23_FLOOR: usize = 17;
 const ROUND24_FLOOR: usize = 15;
 
 #[test]
-fn holdout_round26_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() {
+fn holdout_round26_keeps_its_tuned_accuracy_and_names_no_other_wrong_layer() {
     // Drawn after rounds 19-25 were tuned on and merged (main 991092c), by the rule in the
     // fixture's header (committed before the first search, d98510f; cases decided before diagnose
     // ran, 14d3db9), a representative round of first-week training symptoms, and measured once,
     // untuned: 7/18 acceptable, 9 unknown, 2 wrong (r26-08: MatConvNet's unspecified launch
     // failure fixed by a library release, read as the card; r26-12: CNTK's cuDNN execution
     // failure from the user's own convolution, read as a cuDNN/CUDA mismatch), fix right 6/7
-    // (README.md). Fewer right answers, or a wrong layer beyond the measured ones, fails.
-    assert_holdout_round(
-        "holdout-round26.yaml",
-        18,
-        ROUND26_FLOOR,
-        &["r26-08", "r26-12"],
-    );
+    // (README.md). Tuned on since, by family (a DataLoader worker killed by SIGKILL, two
+    // floating-point precisions in one op, GradScaler's refusals, cuDNN's execution failure as
+    // the library build, conda's CPU build in its download table and mamba's plan): 17/18,
+    // r26-08 still wrong. Fewer right answers, or a wrong layer beyond it, fails.
+    assert_holdout_round("holdout-round26.yaml", 18, ROUND26_FLOOR, &["r26-08"]);
 }
 
-/// Round 26's first and only unseen measurement: 7/18 (39%) with two wrong layers (r26-08,
-/// r26-12).
-const ROUND26_FLOOR: usize = 7;
+/// Round 26 after the changes made for its misses (tuned on): 17/18. Its first and only unseen
+/// measurement was 7/18 (39%) with two wrong layers (r26-08, r26-12).
+const ROUND26_FLOOR: usize = 17;
 
 #[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {
