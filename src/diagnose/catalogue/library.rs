@@ -183,7 +183,9 @@ pub(super) const ENTRIES: &[Entry] = &[
     // with a resolution the NCCL was built for another CUDA than the one installed
     // (NVIDIA/nccl-tests#6, NVIDIA/caffe#492: installing the libnccl2 for that CUDA fixed
     // it); its "Last error: Cuda failure N" line, when printed, names the CUDA error
-    // (NVIDIA/nccl#1410). Generic: the words alone do not say which CUDA call.
+    // (NVIDIA/nccl#1410). Generic: the words alone do not say which CUDA call. Where NCCL and
+    // CUDA matched, a newer NCCL cured it (NVIDIA/nccl-tests#5: NCCL 1.0 to 2; NVIDIA/nccl#1024:
+    // the bug fixed in 2.18.6, round 26's r26-07).
     Entry {
         id: "lib-nccl-unhandled-cuda",
         layer: Library,
@@ -196,8 +198,10 @@ pub(super) const ENTRIES: &[Entry] = &[
               `stackpin diagnose` on it). Check that NCCL and CUDA match: `python -c \"import \
               torch; print(torch.version.cuda, torch.cuda.nccl.version())\"`; a system NCCL must \
               be the libnccl2 build for this CUDA (`libnccl2=<version>+cudaX.Y`), and torch's \
-              wheels bring their own (no system libnccl ahead of it on LD_LIBRARY_PATH). For \
-              one GPU the example needs no NCCL.",
+              wheels bring their own (no system libnccl ahead of it on LD_LIBRARY_PATH). If \
+              they match, update NCCL: releases have fixed bugs that raised it (a torch build \
+              bundling a newer NCCL, or a newer nvidia-nccl wheel). For one GPU the example \
+              needs no NCCL.",
         example: "NCCL failure common.cu:908 'unhandled cuda error'",
         source: "https://github.com/NVIDIA/nccl-tests/issues/6 ; \
                  https://github.com/NVIDIA/caffe/issues/492",

@@ -102,6 +102,16 @@ mod tests {
         assert!(d.fix.contains("--ipc=host"), "{}", d.fix);
     }
 
+    #[test]
+    fn nccls_unhandled_cuda_error_with_nccl_and_cuda_matching_is_told_to_update_nccl() {
+        // NVIDIA/nccl-tests#5: updating NCCL 1.0 settled it (round 26's NVIDIA/nccl#1024, a bug
+        // fixed in NCCL 2.18.6, is the other thread behind the sentence; not a variant here).
+        let log = "NCCL failure all_reduce.cu:95 'unhandled cuda error'";
+        let d = crate::diagnose::diagnose(log).expect("a diagnosis");
+        assert_eq!(d.id, "lib-nccl-unhandled-cuda", "{log}");
+        assert!(d.fix.contains("update NCCL"), "{}", d.fix);
+    }
+
     /// One entry audited against the threads its words occur in: real variants (thread,
     /// verbatim log), the entry each must reach, the second layer the threads showed, and what
     /// the fix must say for the resolutions found.
