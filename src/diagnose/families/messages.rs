@@ -303,11 +303,15 @@ const RULES: &[Rule] = &[
             "xformers was built for:",
             "xformers wasn't build with cuda support",
             "xformers wasn't built with cuda support",
+            // The dispatcher's own line, when the log holds nothing else: most often the same
+            // build (facebookresearch/xformers#1186, #799, yufu-wang/PromptHMR#4); its "is not
+            // supported because" lines name the rest (device=cpu, a dtype, the GPU's capability).
+            "no operator found for `memory_efficient_attention_",
         ],
         layer: Library,
         second: None,
         cause: "xformers' compiled operators do not load: the installed xformers was built for another torch (or CUDA, or Python) than the one installed, or is a build without CUDA, so memory_efficient_attention finds no operator.",
-        fix: "Install the xformers release built for the installed torch, from the same CUDA wheel index as torch (`pip install -U xformers` with torch's --index-url), or the torch version xformers names under \"built for\"; `python -m xformers.info` must list the memory_efficient_attention operators as available. Without a fitting build, turn xformers off (diffusers: skip enable_xformers_memory_efficient_attention) and use torch's scaled_dot_product_attention.",
+        fix: "Install the xformers release built for the installed torch, from the same CUDA wheel index as torch (`pip install -U xformers` with torch's --index-url), or the torch version xformers names under \"built for\"; `python -m xformers.info` must list the memory_efficient_attention operators as available. If they are available, read the \"is not supported because\" lines: device=cpu means the tensors are on the CPU (a torch without CUDA, or the model not moved to the GPU); a dtype or capability reason asks for fp16/bf16 or another attention. Without a fitting build, turn xformers off (diffusers: skip enable_xformers_memory_efficient_attention) and use torch's scaled_dot_product_attention.",
         mechanism: Mechanism::Plain,
         decisive: false,
         judge: None,
@@ -779,7 +783,176 @@ const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // mmcv's compiled operators (mmcv._ext) are not in the installed package: the lite `mmcv`
+    // 1.x package carries none (mmcv-full does), or the wheel or source build has no ops for this
+    // torch and CUDA. chenhang98/BPR#13, open-mmlab/mmdetection#3272,
+    // XLearning-SCU/2022-CVPR-AirNet#5, open-edge-platform/geti#2557 (mim install mmcv-full).
+    Rule {
+        id: "lib-mmcv-ops-missing",
+        patterns: &[
+            "no module named 'mmcv._ext'",
+            "no module named \"mmcv._ext\"",
+        ],
+        layer: Library,
+        second: None,
+        cause: "mmcv's compiled CUDA operators (mmcv._ext) are not installed: the lite `mmcv` 1.x package has none (they are in `mmcv-full`), or the mmcv wheel or source build was made without ops, or for another torch and CUDA than the installed ones.",
+        fix: "Uninstall every mmcv (`pip uninstall -y mmcv mmcv-full`) and install the build with ops for the installed torch and CUDA: `pip install -U openmim && mim install mmcv-full` for OpenMMLab 1.x code (mmdet 2.x), `mim install \"mmcv>=2.0.0\"` for 2.x code, or pip with the wheel index mmcv's installation guide names for your torch and CUDA versions; a source build needs MMCV_WITH_OPS=1 and nvcc of torch's CUDA. `python -c \"import mmcv.ops\"` must then import.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // OpenMMLab codebases (mmdet, mmseg, mmdet3d, ...) check on import that the installed mmcv
+    // is in the range they support. open-mmlab/mmdetection#5803, #4058, #11636,
+    // open-mmlab/mmcv#3096 (mim install mmcv==2.1.0 for mmdet 3.x).
+    Rule {
+        id: "lib-mmcv-version-range",
+        patterns: &["mmcv==* is used but incompatible"],
+        layer: Library,
+        second: None,
+        cause: "The OpenMMLab codebase (mmdet, mmseg, mmdet3d, ...) supports only the mmcv versions in the range it prints, and the installed mmcv is outside it: the two were installed for different OpenMMLab generations (mmdet 2.x wants mmcv-full 1.x, mmdet 3.x wants mmcv 2.0-2.1).",
+        fix: "Install an mmcv inside the printed range, built for the installed torch and CUDA (`pip uninstall -y mmcv mmcv-full`, then `mim install \"mmcv>=X,<Y\"` with the printed bounds), or the release of the codebase that accepts the installed mmcv; keep one mmcv package only. Do not edit the version check: the ops of another mmcv generation fail later.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // NVIDIA apex installed without its C++/CUDA extensions (`--cpp_ext --cuda_ext` lost: the
+    // unrelated `apex` package, a pip that drops --global-option, build isolation hiding torch),
+    // so its fused modules are missing. NVIDIA/apex#499, #633 (fused_adam_cuda), #866 (amp_C),
+    // #1193 and openai/vdvae#11 (FusedAdam requires cuda extensions), NVIDIA/apex#86,
+    // Alpha-VLLM/LLaMA2-Accessory#8.
+    Rule {
+        id: "lib-apex-cuda-ext-missing",
+        patterns: &[
+            "no module named 'fused_layer_norm_cuda'",
+            "no module named 'fused_adam_cuda'",
+            "no module named 'amp_c'",
+            "no module named 'fused_dense_cuda'",
+            "no module named 'syncbn'",
+            "apex.optimizers.fused*requires cuda extensions",
+            "apex was installed without --cuda_ext",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "NVIDIA apex is installed without its C++/CUDA extensions (fused_layer_norm_cuda, amp_C, fused_adam_cuda, ...): it was installed from Python only (`pip install apex` is another package; a newer pip drops --global-option; build isolation hides torch), or the extension build failed quietly, most often because nvcc's CUDA is not torch's.",
+        fix: "Build apex from its repository with the extensions, in the venv that runs it: `pip uninstall -y apex`, then in the apex checkout `pip install -v --no-cache-dir --no-build-isolation --config-settings \"--build-option=--cpp_ext\" --config-settings \"--build-option=--cuda_ext\" ./` with nvcc of the CUDA that `torch.version.cuda` names (CUDA_HOME); the log must show the CUDA extensions compiling. Or drop apex for torch's own LayerNorm, torch.optim.AdamW(fused=True) and torch.amp.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // detectron2's compiled operators (detectron2._C) are not built in the environment that runs
+    // it (run from the source folder before building, a build that failed). The maintainer's
+    // answer in facebookresearch/detectron2#444, #157 and #538: build it as INSTALL.md says;
+    // collect_env's own line in #2211 and #2241.
+    Rule {
+        id: "lib-detectron2-ops-not-built",
+        patterns: &[
+            "cannot import name '_c' from 'detectron2",
+            "detectron2._c*failed to import",
+            "detectron2._c*not built correctly",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "detectron2's compiled operators (detectron2._C) are not built for this environment: the source folder is run before it was built, the build failed (look for nvcc or compiler errors in its log), or it was built in another venv.",
+        fix: "Build detectron2 in the venv that runs it: `python -m pip install -e detectron2` from the checkout (or pip from its repository) with torch installed first and CUDA_HOME pointing at the toolkit of `torch.version.cuda`; run your script from outside the source folder, and check with `python -m detectron2.utils.collect_env` that detectron2._C imports. After a torch upgrade delete build/ and **/*.so and build again.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // torchvision's compiled ops without CUDA kernels (only CPU, Meta, ... registered): a CPU
+    // torchvision beside a CUDA torch, or a source build that skipped CUDA.
+    // ltdrdata/ComfyUI-Impact-Pack#915 (reinstall the torch packages as one set),
+    // easybuilders/easybuild-easyblocks#2931 (FORCE_CUDA for a source build).
+    Rule {
+        id: "lib-torchvision-ops-without-cuda",
+        patterns: &["could not run 'torchvision::*with arguments from the 'cuda' backend"],
+        layer: Library,
+        second: None,
+        cause: "torchvision's compiled operators have no CUDA kernels: a CPU-only torchvision (or one from another index or version) is installed beside a CUDA torch, or torchvision was built from source without CUDA.",
+        fix: "Reinstall torch, torchvision and torchaudio together from the same CUDA wheel index with matching versions (`pip install torch==X torchvision==Y torchaudio==Z --index-url <torch's cuXYZ index>`, the manifest's `library.pip.requirements`) and check that `torchvision.__version__` carries the same +cuXYZ as torch; for a source build set FORCE_CUDA=1.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // Triton's check of a compiled kernel's shared memory against the GPU's per-block limit
+    // (triton/compiler/compiler.py raises OutOfResources): the kernel's tile configuration (block
+    // sizes, num_stages) needs more on-chip memory than this card has; GPU memory (VRAM) is not
+    // the limit. OpenSpaceAI/DEST3D#2 and alipay/PainlessInferenceAcceleration#35 (lower
+    // num_stages), Yuliang-Liu/MonkeyOCR#25 (a patch), FlashML-org/FreeToken#246 (RTX 20 series
+    // not supported), state-spaces/mamba#387.
+    Rule {
+        id: "lib-triton-shared-memory-limit",
+        patterns: &["out of resource: shared memory"],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "A Triton kernel of the library is configured for more on-chip shared memory per block than this GPU has (Required above the Hardware limit: about 100 KB on consumer and older cards against 164-228 KB on A100/H100): the library's tile sizes or num_stages were tuned for a bigger GPU. It is not GPU memory: a smaller batch does not help.",
+        fix: "Update the library (newer releases tune their Triton kernels per GPU) or use its setting for smaller tiles or fewer stages (num_stages, block sizes; the project's patch for this GPU); otherwise switch the library to its non-Triton path or run on a GPU it supports. Freeing GPU memory changes nothing.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // torch.utils.cpp_extension builds C++/CUDA extensions with ninja and cannot run it: not
+    // installed in the venv, or not on the PATH of the process (a Jupyter kernel, an IDE,
+    // Windows). NX-AI/xlstm#76, zhanghang1989/PyTorch-Encoding#89, #167 (ninja.exe on PATH).
+    Rule {
+        id: "tk-build-ninja-missing",
+        patterns: &["ninja is required to load c++ extension"],
+        layer: Toolkit,
+        second: None,
+        cause: "PyTorch's extension builder (torch.utils.cpp_extension) compiles C++/CUDA extensions with ninja, and ninja is not installed in this environment or not on the PATH of the process that builds (a Jupyter kernel or IDE started with another PATH; on Windows, ninja.exe's folder missing from PATH).",
+        fix: "Install ninja in the same venv (`pip install ninja`) and check that `ninja --version` runs from the same shell or kernel (on Windows put ninja.exe's folder on PATH); then build again. The build also needs the CUDA toolkit of torch's CUDA (CUDA_HOME) and a host compiler.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // torch.utils.cpp_extension's own table of architectures: an arch in TORCH_CUDA_ARCH_LIST,
+    // or the visible GPU's, that the installed torch does not know (a torch older than the
+    // card, an arch newer than its CUDA). OpenBMB/BMTrain#83 (9.0+PTX taken off the list),
+    // tianzhi0549/FCOS#385 (CUDA 11.1 or newer for 8.6), NVIDIA/apex#615.
+    Rule {
+        id: "lib-torch-extension-arch-unknown",
+        patterns: &["unknown cuda arch (*) or gpu not supported"],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "Building a CUDA extension, torch's cpp_extension met a GPU architecture it does not know: TORCH_CUDA_ARCH_LIST names an arch newer than this torch and its CUDA support, or the GPU itself is newer than the installed torch (8.6 needs a torch for CUDA 11.1+, 8.9 and 9.0 CUDA 11.8+, Blackwell CUDA 12.8+).",
+        fix: "Set TORCH_CUDA_ARCH_LIST to the archs this torch knows and the GPU needs (e.g. \"8.0;8.6+PTX\"; unset it to build for the visible GPU), or install a torch (and a matching CUDA toolkit for nvcc) new enough for the GPU, then rebuild the extension from a clean build folder.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // JAX's backend start-up failing for CUDA without a reason another rule reads (the CUDA
+    // components check, the plugin check, a driver status): jax, jaxlib and its CUDA wheels are
+    // not one install for this machine. magenta/mt3#145 (jax[cuda12_pip] instead of
+    // cuda11_local), google-deepmind/clrs#98 (jaxlib's version), jax-ml/jax#20722.
+    Rule {
+        id: "lib-jax-cuda-backend-init",
+        patterns: &[],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "JAX could not start its CUDA backend and fell back to the CPU: the installed jaxlib has no working CUDA plugin for this machine (a CPU-only jaxlib, a jaxlib or jax-cuda plugin of another release than jax, a `cuda11_local`/`cuda12_local` install whose CUDA is not on the loader path).",
+        fix: "Reinstall JAX as one set with its own CUDA wheels in the venv: `pip uninstall -y jax jaxlib jax-cuda12-plugin jax-cuda12-pjrt`, then `pip install -U \"jax[cuda12]\"` (or a pinned `jax[cuda12]==X`); take other CUDA copies off LD_LIBRARY_PATH, and run with TF_CPP_MIN_LOG_LEVEL=0 to read the underlying reason. `python -c \"import jax; print(jax.devices())\"` must list the GPU.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: Some(jax_cuda_backend_init),
+    },
 ];
+
+/// JAX's own words for a CUDA backend that did not start (jax/_src/xla_bridge.py), unless the
+/// same line names a driver status, which the codes family reads.
+fn jax_cuda_backend_init(lower: &str) -> bool {
+    const STARTS: &[&str] = &[
+        "cuda backend failed to initialize",
+        "unable to initialize backend 'cuda'",
+        "backend 'cuda' failed to initialize",
+    ];
+    const DRIVER_NAMED: &[&str] = &[
+        "cuda_error_no_device",
+        "cuda_error_insufficient_driver",
+        "cuda_error_system_driver_mismatch",
+        "no cuda-capable device",
+        "driver version is insufficient",
+    ];
+    STARTS.iter().any(|w| lower.contains(w)) && !DRIVER_NAMED.iter().any(|w| lower.contains(w))
+}
 
 /// ONNX Runtime's own print of the providers its build carries, judged by what is in it: a list
 /// with the CPU provider and no GPU one is the CPU-only package, whatever else it names (the
