@@ -934,6 +934,68 @@ const RULES: &[Rule] = &[
         decisive: false,
         judge: Some(jax_cuda_backend_init),
     },
+    // The C++ runtime that loads (libstdc++) older than the one a package was built against:
+    // the system's /usr/lib copy found before a conda env's newer one, or an env whose own copy
+    // is old. pytorch/pytorch#157709 (the env's libstdc++.so.6 link missing),
+    // VKCOM/YouTokenToMe#113 (conda's libgcc and the env's lib on LD_LIBRARY_PATH),
+    // kvcache-ai/ktransformers#524, FFTAI/Wiki-GRx-Gym#6 (the env's libstdcxx-ng outdated).
+    Rule {
+        id: "lib-libstdcxx-too-old",
+        patterns: &[
+            "version `glibcxx_3.4.*' not found",
+            "version 'glibcxx_3.4.*' not found",
+        ],
+        layer: Library,
+        second: None,
+        cause: "The C++ runtime that loads (libstdc++.so.6) is older than the one this package was built against: usually the system's copy is found before the newer one in the conda env (or the env's own libstdc++ is outdated, or its libstdc++.so.6 link is missing). The GPU stack is not involved.",
+        fix: "Give the process a libstdc++ with that GLIBCXX version: in a conda env `conda install -c conda-forge libstdcxx-ng` (or `libgcc`) and put $CONDA_PREFIX/lib first on LD_LIBRARY_PATH (restore its libstdc++.so.6 link if it is missing); outside conda update the system's libstdc++6 (the GCC runtime) or install a build of the package for this OS. Check with `strings <the libstdc++.so.6 it names> | grep GLIBCXX`.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // TensorRT's builder finding no tactic for a layer within the memory it may use (its
+    // workspace / memory-pool limit), or none this release has for the layer's type and
+    // precision. dusty-nv/jetson-inference#1499 and NVIDIA/TensorRT#1766 (a larger workspace),
+    // tensorflow/tensorrt#120 (a newer TF-TRT for conv2d_transpose), tensorflow/tensorflow#32518.
+    Rule {
+        id: "mem-tensorrt-no-tactic",
+        patterns: &["could not find any implementation for node"],
+        layer: Memory,
+        second: Some(Library),
+        cause: "TensorRT's builder found no implementation (tactic) for a layer that fits the memory it may use: the workspace / memory-pool limit is too small for the layer's kernels (or the GPU has too little free memory); otherwise this TensorRT release has no kernel for that layer's type, shape or precision.",
+        fix: "Build again with a larger workspace: trtexec --memPoolSize=workspace:4096 (--workspace=4096 before TensorRT 8.4), in Python config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 4 << 30), with other GPU programs stopped; if it still fails, the layer is not supported as built: upgrade TensorRT (or TF-TRT / the exporter), or export the layer another way or in another precision (fp16/fp32 instead of int8).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // A C/C++ compile that cannot find the CUDA toolkit's headers (cuda_runtime.h and the math
+    // libraries'): no toolkit with its development part, or one the build does not look in.
+    // NVIDIA/nccl#131 (conda's cuda-toolkit), open-mmlab/mmdetection#71 (a newer CUDA),
+    // CharlesShang/DCNv2#20 and HawkAaron/warp-transducer#70 (the toolkit's include folder
+    // added), Yuliang-Liu/Box_Discretization_Network#41.
+    Rule {
+        id: "tk-cuda-headers-missing",
+        patterns: &[
+            "fatal error: cuda_runtime.h:",
+            "fatal error: cuda_runtime_api.h:",
+            "fatal error: cuda.h:",
+            "fatal error: cublas_v2.h:",
+            "fatal error: cusparse.h:",
+            "fatal error: cuda_fp16.h:",
+            "fatal error: curand.h:",
+            "fatal error: cufft.h:",
+            "fatal error: cusolverdn.h:",
+            "cannot open include file: 'cuda_runtime",
+            "cannot open include file: 'cuda.h'",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "The compiler cannot find the CUDA toolkit's headers (cuda_runtime.h and those of cuBLAS, cuSPARSE, ...): no CUDA toolkit with its development part is installed (a driver or runtime-only install, pip's CUDA wheels without the compiler), or the build looks in another folder than the toolkit's include/.",
+        fix: "Install the full CUDA toolkit of torch's CUDA version (the runfile or the cuda-toolkit-X-Y package; in conda `conda install -c nvidia cuda-toolkit=X.Y`) and point the build at it: CUDA_HOME=/usr/local/cuda-X.Y with its bin on PATH (CPATH=$CUDA_HOME/include for a setup.py that does not add it); `ls $CUDA_HOME/include/cuda_runtime.h` must find the file. Then build again from a clean build folder.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
 ];
 
 /// JAX's own words for a CUDA backend that did not start (jax/_src/xla_bridge.py), unless the
