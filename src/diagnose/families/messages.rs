@@ -996,6 +996,54 @@ const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // torch refusing CUDA in a process forked after the parent had started it (a DataLoader
+    // worker, a multiprocessing pool, a server's workers): the program's start method, not the
+    // GPU stack. pytorch/pytorch#40403 (set_start_method('spawn') under __main__),
+    // traveller59/spconv#408 (no CUDA inside DataLoader workers), BBC-Esq/VectorDB-Plugin#112,
+    // IDEA-CCNL/Fengshenbang-LM#259.
+    Rule {
+        id: "lib-cuda-in-forked-process",
+        patterns: &["cannot re-initialize cuda in forked subprocess"],
+        layer: Library,
+        second: None,
+        cause: "CUDA was already started in the parent process, and a child made with fork (multiprocessing's default on Linux: DataLoader workers, a process pool, a server's workers) tried to use it; CUDA cannot be used again in a forked child. The driver and toolkit are fine.",
+        fix: "Start the children with spawn: `torch.multiprocessing.set_start_method('spawn', force=True)` at the top of the `if __name__ == '__main__':` block (vLLM: VLLM_WORKER_MULTIPROC_METHOD=spawn), or keep CUDA out of the parent until the workers exist and out of DataLoader workers (move tensors to the GPU in the main loop, not in the Dataset).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // torch.load meeting tensors saved on a GPU while this torch sees no CUDA: a CPU-only torch
+    // (most threads), or no GPU visible to the process. kleinlee/DH_live#22 and
+    // xieKKKi/person_find#3 (a CPU torch; install the CUDA build), hkchengrex/Cutie#37 (no GPU:
+    // map_location), seoungwugoh/STM#16.
+    Rule {
+        id: "lib-torch-load-without-cuda",
+        patterns: &[
+            "attempting to deserialize object on a cuda device but torch.cuda.is_available() is false",
+        ],
+        layer: Library,
+        second: Some(Driver),
+        cause: "The checkpoint holds tensors saved on a GPU, and this torch sees no CUDA: most often a CPU-only torch is installed (`torch.version.cuda` is None), otherwise the process sees no GPU (driver not reachable, CUDA_VISIBLE_DEVICES empty, a machine without one).",
+        fix: "Check `python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\"`: with None for CUDA, reinstall torch from the CUDA wheel index the manifest pins (`+cuXYZ`); with a CUDA build but False, run `nvidia-smi` and check CUDA_VISIBLE_DEVICES. To run on the CPU on purpose, load with `torch.load(path, map_location=\"cpu\")`.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // cuDNN's search for a convolution algorithm finding none that runs: the card's memory in
+    // most resolved threads (a smaller batch or another, free GPU), a torch whose cuDNN does
+    // not fit otherwise. zcablii/LSKNet#67 (the second card, a smaller batch),
+    // TQTQliu/MVSGaussian#18 (insufficient GPU memory: another GPU index worked).
+    Rule {
+        id: "mem-cudnn-no-valid-algorithm",
+        patterns: &["unable to find a valid cudnn algorithm to run convolution"],
+        layer: Memory,
+        second: Some(Library),
+        cause: "cuDNN found no convolution algorithm that can run with the GPU memory left: the card is (nearly) full, from this program's batch or another process; less often the torch build's cuDNN does not support the convolution on this GPU.",
+        fix: "Check `nvidia-smi` for memory held by other processes and pick a free GPU (CUDA_VISIBLE_DEVICES); lower the batch size or input resolution and run again; if it fails with the card free, reinstall torch from its CUDA wheel index so its own cuDNN is used (no older libcudnn on LD_LIBRARY_PATH), or set torch.backends.cudnn.benchmark=False.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
 ];
 
 /// JAX's own words for a CUDA backend that did not start (jax/_src/xla_bridge.py), unless the
