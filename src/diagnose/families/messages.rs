@@ -1044,6 +1044,25 @@ const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // TensorFlow skipping a GPU whose compute capability is below the minimum its build
+    // supports (the prebuilt wheels: 3.5, later releases more; a build's own list): the card
+    // stays unused and TensorFlow runs on the CPU. tensorflow/tensorflow#17445 (3.5 for the
+    // binaries, 3.0 only from source), #23385 (a docker image built for 7.0),
+    // tensorflow/tfjs#1819 (the C library's 6.0), tensorflow/serving#223 (a build's configured list).
+    Rule {
+        id: "lib-tf-gpu-below-build-minimum",
+        patterns: &[
+            "ignoring visible gpu device*the minimum required cuda capability is",
+            "ignoring gpu device*the minimum required cuda capability is",
+        ],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "TensorFlow ignores this GPU: its compute capability is below the minimum the installed TensorFlow build was compiled for (the prebuilt wheels need 3.5 or more, newer releases and some images more), so it runs on the CPU. The driver and toolkit are not the cause.",
+        fix: "Use a TensorFlow build whose compute capabilities include this card: an older release or image built for it, or a build from source with TF_CUDA_COMPUTE_CAPABILITIES set to the card's capability (e.g. 3.0); otherwise run on a newer GPU. A driver or CUDA reinstall does not change this.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
 ];
 
 /// JAX's own words for a CUDA backend that did not start (jax/_src/xla_bridge.py), unless the
