@@ -925,14 +925,19 @@ const RULES: &[Rule] = &[
     // cuda11_local), google-deepmind/clrs#98 (jaxlib's version), jax-ml/jax#20722.
     Rule {
         id: "lib-jax-cuda-backend-init",
-        patterns: &[],
+        // A driver status on the same line is the codes family's, which ranks first.
+        patterns: &[
+            "cuda backend failed to initialize",
+            "unable to initialize backend 'cuda'",
+            "backend 'cuda' failed to initialize",
+        ],
         layer: Library,
         second: Some(Toolkit),
         cause: "JAX could not start its CUDA backend and fell back to the CPU: the installed jaxlib has no working CUDA plugin for this machine (a CPU-only jaxlib, a jaxlib or jax-cuda plugin of another release than jax, a `cuda11_local`/`cuda12_local` install whose CUDA is not on the loader path).",
         fix: "Reinstall JAX as one set with its own CUDA wheels in the venv: `pip uninstall -y jax jaxlib jax-cuda12-plugin jax-cuda12-pjrt`, then `pip install -U \"jax[cuda12]\"` (or a pinned `jax[cuda12]==X`); take other CUDA copies off LD_LIBRARY_PATH, and run with TF_CPP_MIN_LOG_LEVEL=0 to read the underlying reason. `python -c \"import jax; print(jax.devices())\"` must list the GPU.",
         mechanism: Mechanism::Plain,
         decisive: false,
-        judge: Some(jax_cuda_backend_init),
+        judge: None,
     },
     // The C++ runtime that loads (libstdc++) older than the one a package was built against:
     // the system's /usr/lib copy found before a conda env's newer one, or an env whose own copy
@@ -1064,24 +1069,6 @@ const RULES: &[Rule] = &[
         judge: None,
     },
 ];
-
-/// JAX's own words for a CUDA backend that did not start (jax/_src/xla_bridge.py), unless the
-/// same line names a driver status, which the codes family reads.
-fn jax_cuda_backend_init(lower: &str) -> bool {
-    const STARTS: &[&str] = &[
-        "cuda backend failed to initialize",
-        "unable to initialize backend 'cuda'",
-        "backend 'cuda' failed to initialize",
-    ];
-    const DRIVER_NAMED: &[&str] = &[
-        "cuda_error_no_device",
-        "cuda_error_insufficient_driver",
-        "cuda_error_system_driver_mismatch",
-        "no cuda-capable device",
-        "driver version is insufficient",
-    ];
-    STARTS.iter().any(|w| lower.contains(w)) && !DRIVER_NAMED.iter().any(|w| lower.contains(w))
-}
 
 /// ONNX Runtime's own print of the providers its build carries, judged by what is in it: a list
 /// with the CPU provider and no GPU one is the CPU-only package, whatever else it names (the
