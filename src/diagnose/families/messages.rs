@@ -1068,6 +1068,41 @@ const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // flash-attn's backward pass for a head dimension larger than this GPU's on-chip shared
+    // memory allows (1.x: above 64 only on A100/H100; 2.x: above 192), and 1.x's own sm80 check.
+    // Dao-AILab/flash-attention#51 and #69 (the maintainer: backward with head dim 128 needs an
+    // A100; FlashAttention-2 lifts it), Meituan-AutoML/MobileVLM#40, VITA-Group/LLaGA#16,
+    // modelscope/ms-swift#9 (flash attention switched off).
+    Rule {
+        id: "lib-flash-attn-head-dim-backward",
+        patterns: &[
+            "flashattention backward for head dim > * requires a100 or h100",
+            "head dim > * backward requires a100 or h100",
+            "expected is_sm80 to be true, but got false",
+        ],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "Training (the backward pass) through flash-attn with a head dimension this GPU cannot hold in its on-chip shared memory: flash-attn 1.x runs the backward pass for head dim above 64 only on A100/H100 (sm80/sm90), flash-attn 2 up to 192 on any Ampere or newer card and above that only on A100/H100. Inference (the forward pass) still works.",
+        fix: "Upgrade to flash-attn 2 built for the installed torch (`pip install -U flash-attn --no-build-isolation`), which trains head dims up to 192 on RTX 30/40 and A40/A6000; otherwise turn flash attention off for training (transformers `attn_implementation=\"sdpa\"`, the tool's flash-attention switch off) or train on an A100/H100.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // The DataLoader's workers pass tensors as file descriptors of shared memory
+    // (file_descriptor sharing) and the process runs out of open files: the receiving side gets
+    // no descriptor. pytorch/pytorch#973 (the file_system strategy as workaround),
+    // DonsetPG/graph-physics#22 (ulimit 1024; file_system or a larger ulimit), pytorch/pytorch#41465.
+    Rule {
+        id: "mem-dataloader-fd-limit",
+        patterns: &["received 0 items of ancdata"],
+        layer: Memory,
+        second: Some(Library),
+        cause: "PyTorch's DataLoader workers hand tensors over as open file descriptors of shared memory (the file_descriptor sharing strategy), and the process hit its open-file limit (ulimit -n, often 1024), most often because the loop keeps many batches alive; the GPU is not involved.",
+        fix: "Switch the sharing strategy after importing torch: `torch.multiprocessing.set_sharing_strategy('file_system')`, or raise the open-file limit (`ulimit -n 65535`, or the container's nofile limit); keep fewer batches alive (copy or convert what you store, e.g. `.numpy().copy()`), or use fewer workers (num_workers=0 works around it).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
 ];
 
 /// ONNX Runtime's own print of the providers its build carries, judged by what is in it: a list
