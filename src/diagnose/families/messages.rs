@@ -303,11 +303,15 @@ const RULES: &[Rule] = &[
             "xformers was built for:",
             "xformers wasn't build with cuda support",
             "xformers wasn't built with cuda support",
+            // The dispatcher's own line, when the log holds nothing else: most often the same
+            // build (facebookresearch/xformers#1186, #799, yufu-wang/PromptHMR#4); its "is not
+            // supported because" lines name the rest (device=cpu, a dtype, the GPU's capability).
+            "no operator found for `memory_efficient_attention_",
         ],
         layer: Library,
         second: None,
         cause: "xformers' compiled operators do not load: the installed xformers was built for another torch (or CUDA, or Python) than the one installed, or is a build without CUDA, so memory_efficient_attention finds no operator.",
-        fix: "Install the xformers release built for the installed torch, from the same CUDA wheel index as torch (`pip install -U xformers` with torch's --index-url), or the torch version xformers names under \"built for\"; `python -m xformers.info` must list the memory_efficient_attention operators as available. Without a fitting build, turn xformers off (diffusers: skip enable_xformers_memory_efficient_attention) and use torch's scaled_dot_product_attention.",
+        fix: "Install the xformers release built for the installed torch, from the same CUDA wheel index as torch (`pip install -U xformers` with torch's --index-url), or the torch version xformers names under \"built for\"; `python -m xformers.info` must list the memory_efficient_attention operators as available. If they are available, read the \"is not supported because\" lines: device=cpu means the tensors are on the CPU (a torch without CUDA, or the model not moved to the GPU); a dtype or capability reason asks for fp16/bf16 or another attention. Without a fitting build, turn xformers off (diffusers: skip enable_xformers_memory_efficient_attention) and use torch's scaled_dot_product_attention.",
         mechanism: Mechanism::Plain,
         decisive: false,
         judge: None,
@@ -828,6 +832,326 @@ const RULES: &[Rule] = &[
         second: None,
         cause: "torch's GradScaler (mixed precision's loss scaling) refused how the training code uses it: it unscales float32 gradients only, so trainable weights loaded in float16 give gradients it refuses; or the loop stepped it without scaler.scale(loss) first, or stepped an optimizer it recorded no gradients for (a scaler of its own beside accelerate's or Lightning's). The driver, toolkit and GPU are not involved.",
         fix: "Keep the trainable weights in float32 under fp16 mixed precision (no `.half()` or torch_dtype=float16 for the trained part; LoRA/peft adapters in float32, or the peft release the project pins), or train in bf16 without a scaler; call scaler.scale(loss).backward(), scaler.step(optimizer), scaler.update() in that order, and under accelerate or Lightning let them drive the scaler (or use the project's fp16 code path).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // mmcv's compiled operators (mmcv._ext) are not in the installed package: the lite `mmcv`
+    // 1.x package carries none (mmcv-full does), or the wheel or source build has no ops for this
+    // torch and CUDA. chenhang98/BPR#13, open-mmlab/mmdetection#3272,
+    // XLearning-SCU/2022-CVPR-AirNet#5, open-edge-platform/geti#2557 (mim install mmcv-full).
+    Rule {
+        id: "lib-mmcv-ops-missing",
+        patterns: &[
+            "no module named 'mmcv._ext'",
+            "no module named \"mmcv._ext\"",
+        ],
+        layer: Library,
+        second: None,
+        cause: "mmcv's compiled CUDA operators (mmcv._ext) are not installed: the lite `mmcv` 1.x package has none (they are in `mmcv-full`), or the mmcv wheel or source build was made without ops, or for another torch and CUDA than the installed ones.",
+        fix: "Uninstall every mmcv (`pip uninstall -y mmcv mmcv-full`) and install the build with ops for the installed torch and CUDA: `pip install -U openmim && mim install mmcv-full` for OpenMMLab 1.x code (mmdet 2.x), `mim install \"mmcv>=2.0.0\"` for 2.x code, or pip with the wheel index mmcv's installation guide names for your torch and CUDA versions; a source build needs MMCV_WITH_OPS=1 and nvcc of torch's CUDA. `python -c \"import mmcv.ops\"` must then import.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // OpenMMLab codebases (mmdet, mmseg, mmdet3d, ...) check on import that the installed mmcv
+    // is in the range they support. open-mmlab/mmdetection#5803, #4058, #11636,
+    // open-mmlab/mmcv#3096 (mim install mmcv==2.1.0 for mmdet 3.x).
+    Rule {
+        id: "lib-mmcv-version-range",
+        patterns: &["mmcv==* is used but incompatible"],
+        layer: Library,
+        second: None,
+        cause: "The OpenMMLab codebase (mmdet, mmseg, mmdet3d, ...) supports only the mmcv versions in the range it prints, and the installed mmcv is outside it: the two were installed for different OpenMMLab generations (mmdet 2.x wants mmcv-full 1.x, mmdet 3.x wants mmcv 2.0-2.1).",
+        fix: "Install an mmcv inside the printed range, built for the installed torch and CUDA (`pip uninstall -y mmcv mmcv-full`, then `mim install \"mmcv>=X,<Y\"` with the printed bounds), or the release of the codebase that accepts the installed mmcv; keep one mmcv package only. Do not edit the version check: the ops of another mmcv generation fail later.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // NVIDIA apex installed without its C++/CUDA extensions (`--cpp_ext --cuda_ext` lost: the
+    // unrelated `apex` package, a pip that drops --global-option, build isolation hiding torch),
+    // so its fused modules are missing. NVIDIA/apex#499, #633 (fused_adam_cuda), #866 (amp_C),
+    // #1193 and openai/vdvae#11 (FusedAdam requires cuda extensions), NVIDIA/apex#86,
+    // Alpha-VLLM/LLaMA2-Accessory#8.
+    Rule {
+        id: "lib-apex-cuda-ext-missing",
+        patterns: &[
+            "no module named 'fused_layer_norm_cuda'",
+            "no module named 'fused_adam_cuda'",
+            "no module named 'amp_c'",
+            "no module named 'fused_dense_cuda'",
+            "no module named 'syncbn'",
+            "apex.optimizers.fused*requires cuda extensions",
+            "apex was installed without --cuda_ext",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "NVIDIA apex is installed without its C++/CUDA extensions (fused_layer_norm_cuda, amp_C, fused_adam_cuda, ...): it was installed from Python only (`pip install apex` is another package; a newer pip drops --global-option; build isolation hides torch), or the extension build failed quietly, most often because nvcc's CUDA is not torch's.",
+        fix: "Build apex from its repository with the extensions, in the venv that runs it: `pip uninstall -y apex`, then in the apex checkout `pip install -v --no-cache-dir --no-build-isolation --config-settings \"--build-option=--cpp_ext\" --config-settings \"--build-option=--cuda_ext\" ./` with nvcc of the CUDA that `torch.version.cuda` names (CUDA_HOME); the log must show the CUDA extensions compiling. Or drop apex for torch's own LayerNorm, torch.optim.AdamW(fused=True) and torch.amp.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // detectron2's compiled operators (detectron2._C) are not built in the environment that runs
+    // it (run from the source folder before building, a build that failed). The maintainer's
+    // answer in facebookresearch/detectron2#444, #157 and #538: build it as INSTALL.md says;
+    // collect_env's own line in #2211 and #2241.
+    Rule {
+        id: "lib-detectron2-ops-not-built",
+        patterns: &[
+            "cannot import name '_c' from 'detectron2",
+            "detectron2._c*failed to import",
+            "detectron2._c*not built correctly",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "detectron2's compiled operators (detectron2._C) are not built for this environment: the source folder is run before it was built, the build failed (look for nvcc or compiler errors in its log), or it was built in another venv.",
+        fix: "Build detectron2 in the venv that runs it: `python -m pip install -e detectron2` from the checkout (or pip from its repository) with torch installed first and CUDA_HOME pointing at the toolkit of `torch.version.cuda`; run your script from outside the source folder, and check with `python -m detectron2.utils.collect_env` that detectron2._C imports. After a torch upgrade delete build/ and **/*.so and build again.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // torchvision's compiled ops without CUDA kernels (only CPU, Meta, ... registered): a CPU
+    // torchvision beside a CUDA torch, or a source build that skipped CUDA.
+    // ltdrdata/ComfyUI-Impact-Pack#915 (reinstall the torch packages as one set),
+    // easybuilders/easybuild-easyblocks#2931 (FORCE_CUDA for a source build).
+    Rule {
+        id: "lib-torchvision-ops-without-cuda",
+        patterns: &["could not run 'torchvision::*with arguments from the 'cuda' backend"],
+        layer: Library,
+        second: None,
+        cause: "torchvision's compiled operators have no CUDA kernels: a CPU-only torchvision (or one from another index or version) is installed beside a CUDA torch, or torchvision was built from source without CUDA.",
+        fix: "Reinstall torch, torchvision and torchaudio together from the same CUDA wheel index with matching versions (`pip install torch==X torchvision==Y torchaudio==Z --index-url <torch's cuXYZ index>`, the manifest's `library.pip.requirements`) and check that `torchvision.__version__` carries the same +cuXYZ as torch; for a source build set FORCE_CUDA=1.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // Triton's check of a compiled kernel's shared memory against the GPU's per-block limit
+    // (triton/compiler/compiler.py raises OutOfResources): the kernel's tile configuration (block
+    // sizes, num_stages) needs more on-chip memory than this card has; GPU memory (VRAM) is not
+    // the limit. OpenSpaceAI/DEST3D#2 and alipay/PainlessInferenceAcceleration#35 (lower
+    // num_stages), Yuliang-Liu/MonkeyOCR#25 (a patch), FlashML-org/FreeToken#246 (RTX 20 series
+    // not supported), state-spaces/mamba#387.
+    Rule {
+        id: "lib-triton-shared-memory-limit",
+        patterns: &["out of resource: shared memory"],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "A Triton kernel of the library is configured for more on-chip shared memory per block than this GPU has (Required above the Hardware limit: about 100 KB on consumer and older cards against 164-228 KB on A100/H100): the library's tile sizes or num_stages were tuned for a bigger GPU. It is not GPU memory: a smaller batch does not help.",
+        fix: "Update the library (newer releases tune their Triton kernels per GPU) or use its setting for smaller tiles or fewer stages (num_stages, block sizes; the project's patch for this GPU); otherwise switch the library to its non-Triton path or run on a GPU it supports. Freeing GPU memory changes nothing.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // torch.utils.cpp_extension builds C++/CUDA extensions with ninja and cannot run it: not
+    // installed in the venv, or not on the PATH of the process (a Jupyter kernel, an IDE,
+    // Windows). NX-AI/xlstm#76, zhanghang1989/PyTorch-Encoding#89, #167 (ninja.exe on PATH).
+    Rule {
+        id: "tk-build-ninja-missing",
+        patterns: &["ninja is required to load c++ extension"],
+        layer: Toolkit,
+        second: None,
+        cause: "PyTorch's extension builder (torch.utils.cpp_extension) compiles C++/CUDA extensions with ninja, and ninja is not installed in this environment or not on the PATH of the process that builds (a Jupyter kernel or IDE started with another PATH; on Windows, ninja.exe's folder missing from PATH).",
+        fix: "Install ninja in the same venv (`pip install ninja`) and check that `ninja --version` runs from the same shell or kernel (on Windows put ninja.exe's folder on PATH); then build again. The build also needs the CUDA toolkit of torch's CUDA (CUDA_HOME) and a host compiler.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // torch.utils.cpp_extension's own table of architectures: an arch in TORCH_CUDA_ARCH_LIST,
+    // or the visible GPU's, that the installed torch does not know (a torch older than the
+    // card, an arch newer than its CUDA). OpenBMB/BMTrain#83 (9.0+PTX taken off the list),
+    // tianzhi0549/FCOS#385 (CUDA 11.1 or newer for 8.6), NVIDIA/apex#615.
+    Rule {
+        id: "lib-torch-extension-arch-unknown",
+        patterns: &["unknown cuda arch (*) or gpu not supported"],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "Building a CUDA extension, torch's cpp_extension met a GPU architecture it does not know: TORCH_CUDA_ARCH_LIST names an arch newer than this torch and its CUDA support, or the GPU itself is newer than the installed torch (8.6 needs a torch for CUDA 11.1+, 8.9 and 9.0 CUDA 11.8+, Blackwell CUDA 12.8+).",
+        fix: "Set TORCH_CUDA_ARCH_LIST to the archs this torch knows and the GPU needs (e.g. \"8.0;8.6+PTX\"; unset it to build for the visible GPU), or install a torch (and a matching CUDA toolkit for nvcc) new enough for the GPU, then rebuild the extension from a clean build folder.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // JAX's backend start-up failing for CUDA without a reason another rule reads (the CUDA
+    // components check, the plugin check, a driver status): jax, jaxlib and its CUDA wheels are
+    // not one install for this machine. magenta/mt3#145 (jax[cuda12_pip] instead of
+    // cuda11_local), google-deepmind/clrs#98 (jaxlib's version), jax-ml/jax#20722.
+    Rule {
+        id: "lib-jax-cuda-backend-init",
+        // A driver status on the same line is the codes family's, which ranks first.
+        patterns: &[
+            "cuda backend failed to initialize",
+            "unable to initialize backend 'cuda'",
+            "backend 'cuda' failed to initialize",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "JAX could not start its CUDA backend and fell back to the CPU: the installed jaxlib has no working CUDA plugin for this machine (a CPU-only jaxlib, a jaxlib or jax-cuda plugin of another release than jax, a `cuda11_local`/`cuda12_local` install whose CUDA is not on the loader path).",
+        fix: "Reinstall JAX as one set with its own CUDA wheels in the venv: `pip uninstall -y jax jaxlib jax-cuda12-plugin jax-cuda12-pjrt`, then `pip install -U \"jax[cuda12]\"` (or a pinned `jax[cuda12]==X`); take other CUDA copies off LD_LIBRARY_PATH, and run with TF_CPP_MIN_LOG_LEVEL=0 to read the underlying reason. `python -c \"import jax; print(jax.devices())\"` must list the GPU.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // The C++ runtime that loads (libstdc++) older than the one a package was built against:
+    // the system's /usr/lib copy found before a conda env's newer one, or an env whose own copy
+    // is old. pytorch/pytorch#157709 (the env's libstdc++.so.6 link missing),
+    // VKCOM/YouTokenToMe#113 (conda's libgcc and the env's lib on LD_LIBRARY_PATH),
+    // kvcache-ai/ktransformers#524, FFTAI/Wiki-GRx-Gym#6 (the env's libstdcxx-ng outdated).
+    Rule {
+        id: "lib-libstdcxx-too-old",
+        patterns: &[
+            "version `glibcxx_3.4.*' not found",
+            "version 'glibcxx_3.4.*' not found",
+        ],
+        layer: Library,
+        second: None,
+        cause: "The C++ runtime that loads (libstdc++.so.6) is older than the one this package was built against: usually the system's copy is found before the newer one in the conda env (or the env's own libstdc++ is outdated, or its libstdc++.so.6 link is missing). The GPU stack is not involved.",
+        fix: "Give the process a libstdc++ with that GLIBCXX version: in a conda env `conda install -c conda-forge libstdcxx-ng` (or `libgcc`) and put $CONDA_PREFIX/lib first on LD_LIBRARY_PATH (restore its libstdc++.so.6 link if it is missing); outside conda update the system's libstdc++6 (the GCC runtime) or install a build of the package for this OS. Check with `strings <the libstdc++.so.6 it names> | grep GLIBCXX`.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // TensorRT's builder finding no tactic for a layer within the memory it may use (its
+    // workspace / memory-pool limit), or none this release has for the layer's type and
+    // precision. dusty-nv/jetson-inference#1499 and NVIDIA/TensorRT#1766 (a larger workspace),
+    // tensorflow/tensorrt#120 (a newer TF-TRT for conv2d_transpose), tensorflow/tensorflow#32518.
+    Rule {
+        id: "mem-tensorrt-no-tactic",
+        patterns: &["could not find any implementation for node"],
+        layer: Memory,
+        second: Some(Library),
+        cause: "TensorRT's builder found no implementation (tactic) for a layer that fits the memory it may use: the workspace / memory-pool limit is too small for the layer's kernels (or the GPU has too little free memory); otherwise this TensorRT release has no kernel for that layer's type, shape or precision.",
+        fix: "Build again with a larger workspace: trtexec --memPoolSize=workspace:4096 (--workspace=4096 before TensorRT 8.4), in Python config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 4 << 30), with other GPU programs stopped; if it still fails, the layer is not supported as built: upgrade TensorRT (or TF-TRT / the exporter), or export the layer another way or in another precision (fp16/fp32 instead of int8).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // A C/C++ compile that cannot find the CUDA toolkit's headers (cuda_runtime.h and the math
+    // libraries'): no toolkit with its development part, or one the build does not look in.
+    // NVIDIA/nccl#131 (conda's cuda-toolkit), open-mmlab/mmdetection#71 (a newer CUDA),
+    // CharlesShang/DCNv2#20 and HawkAaron/warp-transducer#70 (the toolkit's include folder
+    // added), Yuliang-Liu/Box_Discretization_Network#41.
+    Rule {
+        id: "tk-cuda-headers-missing",
+        patterns: &[
+            "fatal error: cuda_runtime.h:",
+            "fatal error: cuda_runtime_api.h:",
+            "fatal error: cuda.h:",
+            "fatal error: cublas_v2.h:",
+            "fatal error: cusparse.h:",
+            "fatal error: cuda_fp16.h:",
+            "fatal error: curand.h:",
+            "fatal error: cufft.h:",
+            "fatal error: cusolverdn.h:",
+            "cannot open include file: 'cuda_runtime",
+            "cannot open include file: 'cuda.h'",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "The compiler cannot find the CUDA toolkit's headers (cuda_runtime.h and those of cuBLAS, cuSPARSE, ...): no CUDA toolkit with its development part is installed (a driver or runtime-only install, pip's CUDA wheels without the compiler), or the build looks in another folder than the toolkit's include/.",
+        fix: "Install the full CUDA toolkit of torch's CUDA version (the runfile or the cuda-toolkit-X-Y package; in conda `conda install -c nvidia cuda-toolkit=X.Y`) and point the build at it: CUDA_HOME=/usr/local/cuda-X.Y with its bin on PATH (CPATH=$CUDA_HOME/include for a setup.py that does not add it); `ls $CUDA_HOME/include/cuda_runtime.h` must find the file. Then build again from a clean build folder.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // torch refusing CUDA in a process forked after the parent had started it (a DataLoader
+    // worker, a multiprocessing pool, a server's workers): the program's start method, not the
+    // GPU stack. pytorch/pytorch#40403 (set_start_method('spawn') under __main__),
+    // traveller59/spconv#408 (no CUDA inside DataLoader workers), BBC-Esq/VectorDB-Plugin#112,
+    // IDEA-CCNL/Fengshenbang-LM#259.
+    Rule {
+        id: "lib-cuda-in-forked-process",
+        patterns: &["cannot re-initialize cuda in forked subprocess"],
+        layer: Library,
+        second: None,
+        cause: "CUDA was already started in the parent process, and a child made with fork (multiprocessing's default on Linux: DataLoader workers, a process pool, a server's workers) tried to use it; CUDA cannot be used again in a forked child. The driver and toolkit are fine.",
+        fix: "Start the children with spawn: `torch.multiprocessing.set_start_method('spawn', force=True)` at the top of the `if __name__ == '__main__':` block (vLLM: VLLM_WORKER_MULTIPROC_METHOD=spawn), or keep CUDA out of the parent until the workers exist and out of DataLoader workers (move tensors to the GPU in the main loop, not in the Dataset).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // torch.load meeting tensors saved on a GPU while this torch sees no CUDA: a CPU-only torch
+    // (most threads), or no GPU visible to the process. kleinlee/DH_live#22 and
+    // xieKKKi/person_find#3 (a CPU torch; install the CUDA build), hkchengrex/Cutie#37 (no GPU:
+    // map_location), seoungwugoh/STM#16.
+    Rule {
+        id: "lib-torch-load-without-cuda",
+        patterns: &[
+            "attempting to deserialize object on a cuda device but torch.cuda.is_available() is false",
+        ],
+        layer: Library,
+        second: Some(Driver),
+        cause: "The checkpoint holds tensors saved on a GPU, and this torch sees no CUDA: most often a CPU-only torch is installed (`torch.version.cuda` is None), otherwise the process sees no GPU (driver not reachable, CUDA_VISIBLE_DEVICES empty, a machine without one).",
+        fix: "Check `python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\"`: with None for CUDA, reinstall torch from the CUDA wheel index the manifest pins (`+cuXYZ`); with a CUDA build but False, run `nvidia-smi` and check CUDA_VISIBLE_DEVICES. To run on the CPU on purpose, load with `torch.load(path, map_location=\"cpu\")`.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // cuDNN's search for a convolution algorithm finding none that runs: the card's memory in
+    // most resolved threads (a smaller batch or another, free GPU), a torch whose cuDNN does
+    // not fit otherwise. zcablii/LSKNet#67 (the second card, a smaller batch),
+    // TQTQliu/MVSGaussian#18 (insufficient GPU memory: another GPU index worked).
+    Rule {
+        id: "mem-cudnn-no-valid-algorithm",
+        patterns: &["unable to find a valid cudnn algorithm to run convolution"],
+        layer: Memory,
+        second: Some(Library),
+        cause: "cuDNN found no convolution algorithm that can run with the GPU memory left: the card is (nearly) full, from this program's batch or another process; less often the torch build's cuDNN does not support the convolution on this GPU.",
+        fix: "Check `nvidia-smi` for memory held by other processes and pick a free GPU (CUDA_VISIBLE_DEVICES); lower the batch size or input resolution and run again; if it fails with the card free, reinstall torch from its CUDA wheel index so its own cuDNN is used (no older libcudnn on LD_LIBRARY_PATH), or set torch.backends.cudnn.benchmark=False.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // TensorFlow skipping a GPU whose compute capability is below the minimum its build
+    // supports (the prebuilt wheels: 3.5, later releases more; a build's own list): the card
+    // stays unused and TensorFlow runs on the CPU. tensorflow/tensorflow#17445 (3.5 for the
+    // binaries, 3.0 only from source), #23385 (a docker image built for 7.0),
+    // tensorflow/tfjs#1819 (the C library's 6.0), tensorflow/serving#223 (a build's configured list).
+    Rule {
+        id: "lib-tf-gpu-below-build-minimum",
+        patterns: &[
+            "ignoring visible gpu device*the minimum required cuda capability is",
+            "ignoring gpu device*the minimum required cuda capability is",
+        ],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "TensorFlow ignores this GPU: its compute capability is below the minimum the installed TensorFlow build was compiled for (the prebuilt wheels need 3.5 or more, newer releases and some images more), so it runs on the CPU. The driver and toolkit are not the cause.",
+        fix: "Use a TensorFlow build whose compute capabilities include this card: an older release or image built for it, or a build from source with TF_CUDA_COMPUTE_CAPABILITIES set to the card's capability (e.g. 3.0); otherwise run on a newer GPU. A driver or CUDA reinstall does not change this.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // flash-attn's backward pass for a head dimension larger than this GPU's on-chip shared
+    // memory allows (1.x: above 64 only on A100/H100; 2.x: above 192), and 1.x's own sm80 check.
+    // Dao-AILab/flash-attention#51 and #69 (the maintainer: backward with head dim 128 needs an
+    // A100; FlashAttention-2 lifts it), Meituan-AutoML/MobileVLM#40, VITA-Group/LLaGA#16,
+    // modelscope/ms-swift#9 (flash attention switched off).
+    Rule {
+        id: "lib-flash-attn-head-dim-backward",
+        patterns: &[
+            "flashattention backward for head dim > * requires a100 or h100",
+            "head dim > * backward requires a100 or h100",
+            "expected is_sm80 to be true, but got false",
+        ],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "Training (the backward pass) through flash-attn with a head dimension this GPU cannot hold in its on-chip shared memory: flash-attn 1.x runs the backward pass for head dim above 64 only on A100/H100 (sm80/sm90), flash-attn 2 up to 192 on any Ampere or newer card and above that only on A100/H100. Inference (the forward pass) still works.",
+        fix: "Upgrade to flash-attn 2 built for the installed torch (`pip install -U flash-attn --no-build-isolation`), which trains head dims up to 192 on RTX 30/40 and A40/A6000; otherwise turn flash attention off for training (transformers `attn_implementation=\"sdpa\"`, the tool's flash-attention switch off) or train on an A100/H100.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // The DataLoader's workers pass tensors as file descriptors of shared memory
+    // (file_descriptor sharing) and the process runs out of open files: the receiving side gets
+    // no descriptor. pytorch/pytorch#973 (the file_system strategy as workaround),
+    // DonsetPG/graph-physics#22 (ulimit 1024; file_system or a larger ulimit), pytorch/pytorch#41465.
+    Rule {
+        id: "mem-dataloader-fd-limit",
+        patterns: &["received 0 items of ancdata"],
+        layer: Memory,
+        second: Some(Library),
+        cause: "PyTorch's DataLoader workers hand tensors over as open file descriptors of shared memory (the file_descriptor sharing strategy), and the process hit its open-file limit (ulimit -n, often 1024), most often because the loop keeps many batches alive; the GPU is not involved.",
+        fix: "Switch the sharing strategy after importing torch: `torch.multiprocessing.set_sharing_strategy('file_system')`, or raise the open-file limit (`ulimit -n 65535`, or the container's nofile limit); keep fewer batches alive (copy or convert what you store, e.g. `.numpy().copy()`), or use fewer workers (num_workers=0 works around it).",
         mechanism: Mechanism::Plain,
         decisive: false,
         judge: None,
