@@ -246,6 +246,29 @@ pub(super) const ENTRIES: &[Entry] = &[
         source: "https://github.com/philferriere/dlwin/issues/47",
     },
     Entry {
+        id: "tk-inst-runfile-failed",
+        layer: Toolkit,
+        // Generic: the Linux runfile prints it for any step that failed, the driver's included.
+        specificity: Generic,
+        patterns: &[
+            "see log at /var/log/cuda-installer.log",
+            "[error]: boost::filesystem::*no space left on device",
+        ],
+        cause: "The CUDA toolkit's Linux runfile installer failed; its own log names the step \
+                (most often no room left in /tmp or the install folder, or the bundled driver \
+                step).",
+        fix: "Read /var/log/cuda-installer.log: \"No space left on device\" needs room in /tmp \
+              (the runfile unpacks several GB there: free it or pass `--tmpdir=DIR`) and in the \
+              install folder; a failed driver step is the NVIDIA driver's (run `stackpin \
+              diagnose /var/log/nvidia-installer.log`), or leave the driver out with \
+              `--toolkit --silent` when one is already installed. Then run the archived runfile \
+              again.",
+        example: "An error occurred during extraction. See log at /var/log/cuda-installer.log \
+                  for details.",
+        source: "https://github.com/compiler-explorer/infra/pull/286 ; \
+                 https://github.com/replicate/setup-cog/issues/14",
+    },
+    Entry {
         id: "tk-runtime-library-not-found",
         layer: Toolkit,
         specificity: Specific,

@@ -152,8 +152,36 @@ fn nvcc_stage_died(lower: &str) -> bool {
         .any(|stage| lower.contains(stage))
 }
 
+const NO_MSVC_CAUSE: &str = "nvcc on Windows found no Visual Studio of the versions this CUDA \
+release supports (the message names them): the one installed is older or newer than that range, \
+or its C++ tools are not installed.";
+const NO_MSVC_FIX: &str = "Install a Visual Studio (or its Build Tools) of a version the message \
+names, with \"Desktop development with C++\", and build from its x64 Native Tools prompt; or \
+install the CUDA release that supports the Visual Studio you have. `-allow-unsupported-compiler` \
+only hides the check.";
+
+/// nvcc's own refusal to start without a supported Visual Studio: CERN/TIGRE#414 (VS 2015 under
+/// CUDA 11.8), CERN/TIGRE#86 (VS 2010 under CUDA 6.0), vlfeat/matconvnet#417. Not the generic
+/// `nvcc fatal` rule, whose fix is about the build's flags.
+fn no_supported_msvc(lower: &str) -> bool {
+    lower.contains("cannot find a supported version of microsoft visual studio")
+}
+
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     let mut found = Vec::new();
+    if let Some(seg) = segments.iter().find(|seg| no_supported_msvc(&seg.lower)) {
+        found.push(at(
+            seg,
+            "tk-compile-no-supported-msvc",
+            Toolkit,
+            None,
+            NO_MSVC_CAUSE,
+            NO_MSVC_FIX,
+            Mechanism::Plain,
+            true,
+        ));
+        return found;
+    }
     if let Some(seg) = segments.iter().find(|seg| nvcc_stage_died(&seg.lower)) {
         found.push(at(
             seg,

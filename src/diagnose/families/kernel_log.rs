@@ -11,9 +11,12 @@
 //!   PCIe bus (hardware, the driver second). Each carries a second layer: a kernel log alone
 //!   rarely decides between the driver and the card. An "API mismatch" is the loaded module of
 //!   another release than the user-space driver (the driver alone).
+//! - Around the kernel: another driver (nouveau, nvidiafb) holding the card so NVIDIA's probe is
+//!   never called; the X server's NVIDIA driver failing to bring the card up; Fedora's akmods
+//!   failing to build the module; dnf or yum unable to resolve the NVIDIA packages.
 
 use super::{Finding, Mechanism, at};
-use crate::diagnose::FailureLayer::{Driver, Hardware};
+use crate::diagnose::FailureLayer::{self, Driver, Hardware, Toolkit};
 use crate::diagnose::matcher::Segment;
 
 const NODE_FIX: &str = "The NVIDIA kernel module is not loaded or did not create its device \
@@ -98,12 +101,184 @@ const NODE_FAILED: &[&str] = &[
     "operation not permitted",
 ];
 
+const XORG_FIX: &str = "Read the kernel's reason first: `dmesg | grep -i nvrm` (and run \
+`stackpin diagnose` on it). After a driver or kernel upgrade, reboot, and if it persists reinstall \
+the pinned driver so the kernel module and the X driver are one release (`stackpin repair \
+MANIFEST`); check that the module is loaded (`lsmod | grep nvidia`). On a hybrid laptop (PRIME, \
+Bumblebee/bbswitch) make sure the discrete GPU is powered on and the X configuration's BusID is \
+the one `lspci` lists. If NVRM says the GPU fell off the bus, check it as hardware.";
+
+const PROBE_NOT_CALLED_FIX: &str = "Blacklist the driver that holds the card: `blacklist \
+nouveau` and `options nouveau modeset=0` (and `blacklist nvidiafb`) in /etc/modprobe.d/, rebuild \
+the initramfs (`sudo update-initramfs -u`, `sudo dracut --force`, `sudo mkinitcpio -P`), reboot, \
+then `lsmod | grep nouveau` must print nothing and `nvidia-smi` must list the GPU.";
+
+/// The X server's NVIDIA driver failing on the card (`(EE) NVIDIA(GPU-0): …`).
+const XORG_INIT_FAILED: &[&str] = &[
+    "failed to initialize the nvidia gpu at pci",
+    "failed to initialize the nvidia graphics device",
+];
+
+const AKMODS_FIX: &str = "Read the failed.log akmods names (/var/cache/akmods/nvidia/…failed.log): \
+install what it lacks (a build dependency such as gcc-c++, and `kernel-devel` for the running \
+kernel: `sudo dnf install gcc-c++ kernel-devel-$(uname -r)`), then rebuild with `sudo akmods \
+--force --kernels $(uname -r)` and reboot. If the module's sources do not build against this \
+kernel, update akmod-nvidia from the same repository (a broken package there is fixed in an \
+update) or boot the previous kernel until a release that supports it arrives.";
+
+/// Fedora's akmods failing to build the NVIDIA kmod (`nvidia-kmod`, `nvidia-470xx-kmod`).
+/// negativo17/nvidia-driver#188, roworu/nvidia-fedora-secureboot#2, ublue-os/hwe#116,
+/// Frogging-Family/linux-tkg#375; a build dependency it lacks: negativo17/nvidia-driver#192,
+/// terrapkg/packages#10361 (gcc-c++, fixed by installing it).
+fn akmods_failed(segments: &[Segment<'_>]) -> Option<Finding> {
+    let needed = segments.iter().find_map(|seg| {
+        let lower = seg.lower.trim();
+        let (what, by) = lower.split_once(" is needed by ")?;
+        let by = by.split_whitespace().next()?;
+        ((by.starts_with("nvidia") && by.contains("kmod")) || by.starts_with("kmod-nvidia"))
+            .then(|| (seg, what.rsplit([' ', '\t', ':']).next().unwrap_or(what).to_string()))
+    });
+    if let Some((seg, package)) = needed {
+        return Some(at(
+            seg,
+            "drv-akmods-build-failed",
+            Driver,
+            None,
+            format!(
+                "akmods cannot build the NVIDIA kernel module: its build needs {package}, which is not installed, so no module exists for the running kernel."
+            ),
+            format!(
+                "Install it (`sudo dnf install {package}`, with `kernel-devel-$(uname -r)` if missing), then rebuild with `sudo akmods --force --kernels $(uname -r)` and reboot."
+            ),
+            Mechanism::DriverBuild,
+            true,
+        ));
+    }
+    let seg = segments.iter().find(|seg| {
+        let lower = &seg.lower;
+        (lower.contains("building and installing nvidia") && lower.contains("[failed]"))
+            || (lower.contains("building rpms failed") && lower.contains("akmods/nvidia"))
+            || lower.contains("package has no %description: kmod-nvidia")
+    })?;
+    Some(at(
+        seg,
+        "drv-akmods-build-failed",
+        Driver,
+        None,
+        "akmods could not build the NVIDIA kernel module (kmod-nvidia) for the running kernel: a build dependency or the kernel's headers are missing, the akmod package is broken, or its sources do not build against this kernel.",
+        AKMODS_FIX,
+        Mechanism::DriverBuild,
+        true,
+    ))
+}
+
+/// The layer of an RPM package, by its name (an epoch `3:` and the version after it are
+/// ignored): the driver's packages (`akmod-nvidia`, `kmod-nvidia-*`, `nvidia-driver*`,
+/// `nvidia-kmod-common`, `xorg-x11-drv-nvidia*`, `cuda-drivers`, the `nvidia-driver` module
+/// stream) or the toolkit's (`cuda-*`, cuDNN, NCCL).
+fn rpm_layer(name: &str) -> Option<FailureLayer> {
+    let name = name
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .trim_start_matches(':')
+        .trim_start_matches("module(");
+    if name.starts_with("cuda-drivers") {
+        return Some(Driver);
+    }
+    let driver = [
+        "akmod-nvidia",
+        "kmod-nvidia",
+        "dkms-nvidia",
+        "nvidia-",
+        "libnvidia",
+        "xorg-x11-drv-nvidia",
+    ];
+    let toolkit = ["cuda-", "libcudnn", "cudnn", "libnccl"];
+    if toolkit.iter().any(|p| name.starts_with(p)) {
+        Some(Toolkit)
+    } else if driver.iter().any(|p| name.starts_with(p)) {
+        Some(Driver)
+    } else {
+        None
+    }
+}
+
+/// dnf's (and yum's) dependency problem naming an NVIDIA package: "Problem: package P requires
+/// X, but none of the providers can be installed", "package P … conflicts with Q", "nothing
+/// provides requested module(nvidia-driver:…)", "nothing provides X needed by P", yum's
+/// "Package: P … Requires: X". The layer is the package's.
+/// gridhead/nvidia-auto-installer-for-fedora-linux#283 (akmods unavailable), terrapkg/packages#14008
+/// and #14097 (a repository mid-update), NVIDIA/yum-packaging-precompiled-kmod#50 (two kmod
+/// packages), amazonlinux/amazon-linux-2023#316 (a module stream the repository lacks).
+fn rpm_problem(seg: &Segment<'_>) -> Option<Finding> {
+    let lower = seg.lower.trim();
+    let unresolved = [
+        "but none of the providers can be installed",
+        "but no providers can be installed",
+        " conflicts with ",
+        "nothing provides ",
+    ];
+    if !unresolved.iter().any(|w| lower.contains(w)) {
+        return None;
+    }
+    let named = if let Some(at) = lower.find("needed by ") {
+        lower[at + "needed by ".len()..].split_whitespace().next()
+    } else if let Some(at) = lower.find("requested module(") {
+        lower[at + "requested ".len()..].split_whitespace().next()
+    } else if let Some(at) = lower.find("package ") {
+        lower[at + "package ".len()..].split_whitespace().next()
+    } else {
+        None
+    }?;
+    let layer = rpm_layer(named)?;
+    let fix = "Keep the NVIDIA packages from one repository and one version: do not mix RPM Fusion, negativo17, NVIDIA's CUDA repository or a distribution's own NVIDIA packages; remove the other set (`sudo dnf remove '*nvidia*'`) and install from one, or let dnf replace the conflicting packages (`--allowerasing`). A repository caught mid-update (a package requiring a newer one not yet published) is fixed by `sudo dnf upgrade --refresh` a little later; a missing module stream or a package no enabled repository provides (akmods) needs that repository enabled. Then install the pinned version (`stackpin install MANIFEST`).";
+    Some(if layer == Driver {
+        at(
+            seg,
+            "drv-rpm-dependency-problem",
+            Driver,
+            None,
+            "The package manager (dnf or yum) cannot resolve the NVIDIA driver packages: a package they need is not in the enabled repositories, or packages of two repositories or versions conflict.",
+            fix,
+            Mechanism::Plain,
+            false,
+        )
+    } else {
+        at(
+            seg,
+            "tk-rpm-dependency-problem",
+            layer,
+            Some(Driver),
+            "The package manager (dnf or yum) cannot resolve the CUDA toolkit packages: a package they need is not in the enabled repositories, or packages of two CUDA versions or repositories conflict (the `cuda` meta-package also pulls a driver).",
+            fix,
+            Mechanism::Plain,
+            false,
+        )
+    })
+}
+
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
-    segments.iter().filter_map(on_line).collect()
+    let mut found: Vec<Finding> = segments.iter().filter_map(on_line).collect();
+    found.extend(akmods_failed(segments));
+    found.extend(segments.iter().find_map(rpm_problem));
+    found
 }
 
 fn on_line(seg: &Segment<'_>) -> Option<Finding> {
     let lower = &seg.lower;
+    // The X server's own line, no NVRM prefix: it names no cause, the kernel log does.
+    // Bumblebee-Project/Bumblebee#922 (a driver upgrade), #615, #463; ewagner12/all-ways-egpu#58.
+    if XORG_INIT_FAILED.iter().any(|w| lower.contains(w)) {
+        return Some(at(
+            seg,
+            "drv-xorg-gpu-init-failed",
+            Driver,
+            Some(Hardware),
+            "The X server's NVIDIA driver could not bring the GPU up; the kernel log says why: most often the kernel module and the X driver are not one release (after a driver or kernel upgrade), the module is not loaded, or on a hybrid laptop the discrete GPU is powered off or not the one the X configuration names; otherwise the card left the bus.",
+            XORG_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+    }
     if lower.contains("/dev/nvidia") && NODE_FAILED.iter().any(|w| lower.contains(w)) {
         return Some(at(
             seg,
@@ -172,6 +347,23 @@ fn on_line(seg: &Segment<'_>) -> Option<Finding> {
             MAP_FIX,
             Mechanism::Plain,
             false,
+        ));
+    }
+    // The module loaded, but another driver had already claimed the card, so NVIDIA's probe never
+    // ran: MrMEEE/ironhide#41, mattshma/bigdata#133 (its "No NVIDIA graphics adapter probed!"
+    // follows on a later line).
+    if lower.contains("probe routine was not called") {
+        return Some(at(
+            seg,
+            "drv-nvrm-probe-not-called",
+            Driver,
+            None,
+            "The NVIDIA kernel module loaded but never probed the GPU: another driver (nouveau, nvidiafb, rivafb) had already claimed it.",
+            PROBE_NOT_CALLED_FIX,
+            Mechanism::Plain,
+            // Decisive: the "No NVIDIA graphics adapter probed!" and nvidia-smi's failure that
+            // follow are its consequences, whichever line comes first.
+            true,
         ));
     }
     if NO_ADAPTER.iter().any(|w| lower.contains(w)) {
