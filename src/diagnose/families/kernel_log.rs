@@ -13,7 +13,8 @@
 //!   another release than the user-space driver (the driver alone).
 //! - Around the kernel: another driver (nouveau, nvidiafb) holding the card so NVIDIA's probe is
 //!   never called; the X server's NVIDIA driver failing to bring the card up; Fedora's akmods
-//!   failing to build the module; dnf or yum unable to resolve the NVIDIA packages.
+//!   failing to build the module; dnf or yum unable to resolve the NVIDIA packages; apt finding
+//!   no NVIDIA package of the name asked for.
 
 use super::{Finding, Mechanism, at};
 use crate::diagnose::FailureLayer::{self, Driver, Hardware, Toolkit};
@@ -260,6 +261,7 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     let mut found: Vec<Finding> = segments.iter().filter_map(on_line).collect();
     found.extend(akmods_failed(segments));
     found.extend(segments.iter().find_map(rpm_problem));
+    found.extend(segments.iter().find_map(apt_missing));
     found
 }
 
@@ -435,4 +437,64 @@ mod tests {
             (FailureLayer::Hardware, Some(Driver))
         );
     }
+}
+
+/// The package apt cannot find: "E: Unable to locate package P", "E: Package 'P' has no
+/// installation candidate", "Package P is not available, but is referred to by another package".
+fn apt_missing_package(lower: &str) -> Option<&str> {
+    let name = if let Some(at) = lower.find("unable to locate package ") {
+        lower[at + "unable to locate package ".len()..].split_whitespace().next()
+    } else if let Some(at) = lower.find("e: package '") {
+        let rest = &lower[at + "e: package '".len()..];
+        rest.contains("has no installation candidate")
+            .then(|| rest.split('\'').next())
+            .flatten()
+    } else if let Some(at) = lower.find("package ") {
+        let rest = &lower[at + "package ".len()..];
+        rest.contains(" is not available, but is referred to by another package")
+            .then(|| rest.split_whitespace().next())
+            .flatten()
+    } else {
+        None
+    }?;
+    Some(name.trim_matches(|c: char| c == '\'' || c == '"' || c == '`'))
+}
+
+/// apt finding no NVIDIA package of the name asked for: the repository that carries it is not
+/// enabled or not refreshed, or that name or version does not exist for this release. The layer
+/// is the package's (the container toolkit's packages are the driver's side, as its other
+/// failures are). oddmario/NVIDIA-Ubuntu-Driver-Guide#5 (a branch the PPA does not carry),
+/// Golovin-Andrey/xiaomi-mi-13-ubuntu#11, NVIDIA/nvidia-docker#716 (its repository not added);
+/// the toolkit's: tensorflow/tensorflow#7398, dennishilk/nvidia-driver#1 (`cuda` is only in
+/// NVIDIA's repository), Lancelot39/Causal-Copilot#49.
+fn apt_missing(seg: &Segment<'_>) -> Option<Finding> {
+    let package = apt_missing_package(&seg.lower)?;
+    let layer = super::runtimes::nvidia_package_layer(package)?;
+    Some(if layer == Driver {
+        at(
+            seg,
+            "drv-apt-package-not-found",
+            Driver,
+            None,
+            format!(
+                "apt cannot find the NVIDIA package {package}: the repository that carries it is not enabled or not refreshed, or no package of that name or driver branch exists for this release."
+            ),
+            "Run `sudo apt update`, then list what exists: `apt search nvidia-driver` or `ubuntu-drivers devices`, and install one of those names (a branch the repository does not carry cannot be installed from it). Enable the component that carries the driver (Ubuntu: restricted, or the graphics-drivers PPA for newer branches; Debian: contrib, non-free and non-free-firmware). For the container toolkit (nvidia-container-toolkit, nvidia-docker2) add NVIDIA's container toolkit repository and its key first.",
+            Mechanism::Plain,
+            false,
+        )
+    } else {
+        at(
+            seg,
+            "tk-apt-package-not-found",
+            Toolkit,
+            None,
+            format!(
+                "apt cannot find the CUDA package {package}: the `cuda*` packages come from NVIDIA's CUDA repository, which is not added (or not refreshed) on this machine, or that name does not exist."
+            ),
+            "Add NVIDIA's CUDA repository for this distribution release (install its cuda-keyring package, or the local repository .deb and the key it prints), run `sudo apt update`, and install the versioned name it lists (`apt search cuda-toolkit`); or install the distribution's own toolkit (`nvidia-cuda-toolkit`) if its version is the one the library needs.",
+            Mechanism::Plain,
+            false,
+        )
+    })
 }
