@@ -130,7 +130,9 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "drv-inst-cannot-load-module",
         layer: Driver,
         specificity: Specific,
-        patterns: &["unable to load the kernel module"],
+        // The installer's wording for one module by name: lebensterben/awesome-clear-linux#9,
+        // clearlinux/distribution#1994 (nvidia-drm, fixed by another kernel).
+        patterns: &["unable to load the kernel module", "unable to load the 'nvidia"],
         cause: "The freshly built NVIDIA module would not load: built against other kernel \
                 sources or another gcc, nouveau still owns the GPU, or this driver does not \
                 support the card.",
@@ -141,7 +143,8 @@ pub(super) const ENTRIES: &[Entry] = &[
                   frequently when this kernel module was built against the wrong or improperly \
                   configured kernel sources",
         source: "https://github.com/NVIDIA/nvidia-installer (source string, tag 590.48.01) ; \
-                 https://github.com/NVIDIA/aerial-cuda-accelerated-ran/issues/31",
+                 https://github.com/NVIDIA/aerial-cuda-accelerated-ran/issues/31 ; \
+                 https://github.com/clearlinux/distribution/issues/1994",
     },
     Entry {
         id: "drv-inst-gpu-not-supported",
