@@ -167,8 +167,49 @@ fn no_supported_msvc(lower: &str) -> bool {
     lower.contains("cannot find a supported version of microsoft visual studio")
 }
 
+const MSBUILD_CAUSE: &str = "Visual Studio's CUDA build step (MSBuild's CUDA targets) ran nvcc \
+and nvcc failed: the reason is the first `error` line nvcc printed above this one (a host \
+compiler nvcc refuses, an architecture the toolkit lacks, an error in the code being compiled).";
+const MSBUILD_FIX: &str = "Find nvcc's own first error above MSB3721 (build with detailed \
+output, or run the quoted nvcc command in the x64 Native Tools prompt of the same Visual Studio) \
+and run `stackpin diagnose` on it. Common causes: a cl.exe on PATH other than -ccbin's (build \
+from the x64 prompt), a -gencode/CUDA architecture the toolkit no longer supports (set the \
+project's CUDA C/C++ > Device > Code Generation to your GPU's, e.g. compute_86,sm_86), the \
+project's CUDA build customisation of another toolkit version than the one installed.";
+
+/// MSBuild's wrapper line around a failing nvcc (`error MSB3721: The command "…nvcc.exe …"
+/// exited with code 1`): it never says why, the lines above do. NVlabs/tiny-cuda-nn#26,
+/// NVIDIA/cuda-samples#163 (a cl.exe mismatch behind it), senlinuc/caffe_ocr#62 (compute_20),
+/// happynear/caffe-windows#172. Not the broad "toolkit missing" rule: nvcc was found and ran.
+fn msbuild_nvcc_exited(lower: &str) -> bool {
+    lower.contains("msb3721") && lower.contains("nvcc")
+}
+
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     let mut found = Vec::new();
+    // Only alone: when nvcc's own error is in the log, the rule that reads it names the cause
+    // (and an error in the user's own code stays unknown).
+    let other_error = segments
+        .iter()
+        .any(|seg| {
+            (seg.lower.contains("error") || seg.lower.contains("fatal"))
+                && !seg.lower.contains("msb3721")
+        });
+    if let Some(seg) = segments
+        .iter()
+        .find(|seg| !other_error && msbuild_nvcc_exited(&seg.lower))
+    {
+        found.push(at(
+            seg,
+            "tk-compile-msbuild-nvcc-failed",
+            Toolkit,
+            Some(Library),
+            MSBUILD_CAUSE,
+            MSBUILD_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+    }
     if let Some(seg) = segments.iter().find(|seg| no_supported_msvc(&seg.lower)) {
         found.push(at(
             seg,
