@@ -132,7 +132,10 @@ pub(super) const ENTRIES: &[Entry] = &[
         specificity: Specific,
         // The installer's wording for one module by name: lebensterben/awesome-clear-linux#9,
         // clearlinux/distribution#1994 (nvidia-drm, fixed by another kernel).
-        patterns: &["unable to load the kernel module", "unable to load the 'nvidia"],
+        patterns: &[
+            "unable to load the kernel module",
+            "unable to load the 'nvidia",
+        ],
         cause: "The freshly built NVIDIA module would not load: built against other kernel \
                 sources or another gcc, nouveau still owns the GPU, or this driver does not \
                 support the card.",

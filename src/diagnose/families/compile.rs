@@ -189,12 +189,10 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     let mut found = Vec::new();
     // Only alone: when nvcc's own error is in the log, the rule that reads it names the cause
     // (and an error in the user's own code stays unknown).
-    let other_error = segments
-        .iter()
-        .any(|seg| {
-            (seg.lower.contains("error") || seg.lower.contains("fatal"))
-                && !seg.lower.contains("msb3721")
-        });
+    let other_error = segments.iter().any(|seg| {
+        (seg.lower.contains("error") || seg.lower.contains("fatal"))
+            && !seg.lower.contains("msb3721")
+    });
     if let Some(seg) = segments
         .iter()
         .find(|seg| !other_error && msbuild_nvcc_exited(&seg.lower))

@@ -109,6 +109,12 @@ MANIFEST`); check that the module is loaded (`lsmod | grep nvidia`). On a hybrid
 Bumblebee/bbswitch) make sure the discrete GPU is powered on and the X configuration's BusID is \
 the one `lspci` lists. If NVRM says the GPU fell off the bus, check it as hardware.";
 
+const WSL_NO_ADAPTER_FIX: &str = "Run `nvidia-smi` inside WSL first. If it fails: check that the \
+distribution runs under WSL 2 (`wsl -l -v`; `wsl --set-version DISTRO 2`), update WSL (`wsl \
+--update`, then `wsl --shutdown`) and install the current Windows NVIDIA driver (it carries the \
+WSL support; never a Linux driver inside WSL), and use Docker Desktop's WSL 2 backend. If the \
+machine has no NVIDIA GPU, run the container without `--gpus` (or the project's CPU image).";
+
 const PROBE_NOT_CALLED_FIX: &str = "Blacklist the driver that holds the card: `blacklist \
 nouveau` and `options nouveau modeset=0` (and `blacklist nvidiafb`) in /etc/modprobe.d/, rebuild \
 the initramfs (`sudo update-initramfs -u`, `sudo dracut --force`, `sudo mkinitcpio -P`), reboot, \
@@ -136,8 +142,17 @@ fn akmods_failed(segments: &[Segment<'_>]) -> Option<Finding> {
         let lower = seg.lower.trim();
         let (what, by) = lower.split_once(" is needed by ")?;
         let by = by.split_whitespace().next()?;
-        ((by.starts_with("nvidia") && by.contains("kmod")) || by.starts_with("kmod-nvidia"))
-            .then(|| (seg, what.rsplit([' ', '\t', ':']).next().unwrap_or(what).to_string()))
+        ((by.starts_with("nvidia") && by.contains("kmod")) || by.starts_with("kmod-nvidia")).then(
+            || {
+                (
+                    seg,
+                    what.rsplit([' ', '\t', ':'])
+                        .next()
+                        .unwrap_or(what)
+                        .to_string(),
+                )
+            },
+        )
     });
     if let Some((seg, package)) = needed {
         return Some(at(
@@ -267,6 +282,23 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
 
 fn on_line(seg: &Segment<'_>) -> Option<Finding> {
     let lower = &seg.lower;
+    // The container toolkit under WSL finding no GPU adapter (dxcore): WSL 1, a Windows driver
+    // without WSL support, WSL not updated, or no NVIDIA GPU at all. Plain: the container fix
+    // ("the host driver is fine") would be wrong here. OpenBMB/UltraRAG#12 (wsl --update and the
+    // WSL driver), AbdBarho/stable-diffusion-webui-docker#117 (WSL 1),
+    // IDEA-Research/Grounded-Segment-Anything#506 and xencon/aixcl#142 (no NVIDIA GPU).
+    if lower.contains("wsl environment detected but no adapters were found") {
+        return Some(at(
+            seg,
+            "drv-container-wsl-no-adapter",
+            Driver,
+            Some(Hardware),
+            "The NVIDIA container toolkit detected WSL but no GPU adapter through it: the distribution runs under WSL 1, the Windows NVIDIA driver or WSL itself lacks GPU support (too old), or the machine has no NVIDIA GPU.",
+            WSL_NO_ADAPTER_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+    }
     // The X server's own line, no NVRM prefix: it names no cause, the kernel log does.
     // Bumblebee-Project/Bumblebee#922 (a driver upgrade), #615, #463; ewagner12/all-ways-egpu#58.
     if XORG_INIT_FAILED.iter().any(|w| lower.contains(w)) {
@@ -412,38 +444,13 @@ fn on_line(seg: &Segment<'_>) -> Option<Finding> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::diagnose::FailureLayer;
-    use crate::diagnose::matcher;
-
-    // The variants of each rule are data: tests/fixtures/diagnose/variants/kernel_log.yaml.
-
-    #[test]
-    fn the_mapping_line_after_rminitadapter_names_the_card_off_the_bus_on_each_line() {
-        let dropped = "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:894)\n\
-                       NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0\n\
-                       NVRM: osInitNvMapping: *** Cannot attach gpu\n\
-                       NVRM: RmInitAdapter: osInitNvMapping failed, bailing out of RmInitAdapter";
-        let segments: Vec<_> = matcher::segments(dropped).collect();
-        let hw: Vec<_> = find(&segments)
-            .into_iter()
-            .filter(|f| f.id == "hw-nvrm-cannot-map")
-            .collect();
-        assert_eq!(hw.len(), 2, "{hw:?}");
-        assert_eq!(
-            (hw[0].layer, hw[0].second),
-            (FailureLayer::Hardware, Some(Driver))
-        );
-    }
-}
-
 /// The package apt cannot find: "E: Unable to locate package P", "E: Package 'P' has no
 /// installation candidate", "Package P is not available, but is referred to by another package".
 fn apt_missing_package(lower: &str) -> Option<&str> {
     let name = if let Some(at) = lower.find("unable to locate package ") {
-        lower[at + "unable to locate package ".len()..].split_whitespace().next()
+        lower[at + "unable to locate package ".len()..]
+            .split_whitespace()
+            .next()
     } else if let Some(at) = lower.find("e: package '") {
         let rest = &lower[at + "e: package '".len()..];
         rest.contains("has no installation candidate")
@@ -497,4 +504,31 @@ fn apt_missing(seg: &Segment<'_>) -> Option<Finding> {
             false,
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::FailureLayer;
+    use crate::diagnose::matcher;
+
+    // The variants of each rule are data: tests/fixtures/diagnose/variants/kernel_log.yaml.
+
+    #[test]
+    fn the_mapping_line_after_rminitadapter_names_the_card_off_the_bus_on_each_line() {
+        let dropped = "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:894)\n\
+                       NVRM: GPU 0000:01:00.0: rm_init_adapter failed, device minor number 0\n\
+                       NVRM: osInitNvMapping: *** Cannot attach gpu\n\
+                       NVRM: RmInitAdapter: osInitNvMapping failed, bailing out of RmInitAdapter";
+        let segments: Vec<_> = matcher::segments(dropped).collect();
+        let hw: Vec<_> = find(&segments)
+            .into_iter()
+            .filter(|f| f.id == "hw-nvrm-cannot-map")
+            .collect();
+        assert_eq!(hw.len(), 2, "{hw:?}");
+        assert_eq!(
+            (hw[0].layer, hw[0].second),
+            (FailureLayer::Hardware, Some(Driver))
+        );
+    }
 }
