@@ -105,7 +105,7 @@ const NODE_FAILED: &[&str] = &[
 const XORG_FIX: &str = "Read the kernel's reason first: `dmesg | grep -i nvrm` (and run \
 `stackpin diagnose` on it). After a driver or kernel upgrade, reboot, and if it persists reinstall \
 the pinned driver so the kernel module and the X driver are one release (`stackpin repair \
-MANIFEST`); check that the module is loaded (`lsmod | grep nvidia`). On a hybrid laptop (PRIME, \
+MANIFEST`), or roll back to the release that worked if the upgrade broke the card; check that the module is loaded (`lsmod | grep nvidia`). On a hybrid laptop (PRIME, \
 Bumblebee/bbswitch) make sure the discrete GPU is powered on and the X configuration's BusID is \
 the one `lspci` lists. If NVRM says the GPU fell off the bus, check it as hardware.";
 
@@ -114,6 +114,13 @@ distribution runs under WSL 2 (`wsl -l -v`; `wsl --set-version DISTRO 2`), updat
 --update`, then `wsl --shutdown`) and install the current Windows NVIDIA driver (it carries the \
 WSL support; never a Linux driver inside WSL), and use Docker Desktop's WSL 2 backend. If the \
 machine has no NVIDIA GPU, run the container without `--gpus` (or the project's CPU image).";
+
+const CGROUP_FIX: &str = "Upgrade the NVIDIA container toolkit from NVIDIA's repository \
+(nvidia-container-toolkit and libnvidia-container1 1.8 or newer support cgroup v2), run `sudo \
+nvidia-ctk runtime configure --runtime=docker` and restart Docker. Where the toolkit cannot manage \
+cgroups (rootless Docker, some Kubernetes set-ups), set `no-cgroups = true` in \
+/etc/nvidia-container-runtime/config.toml and pass the /dev/nvidia* devices explicitly. The host \
+driver needs no change.";
 
 const PROBE_NOT_CALLED_FIX: &str = "Blacklist the driver that holds the card: `blacklist \
 nouveau` and `options nouveau modeset=0` (and `blacklist nvidiafb`) in /etc/modprobe.d/, rebuild \
@@ -295,6 +302,21 @@ fn on_line(seg: &Segment<'_>) -> Option<Finding> {
             Some(Hardware),
             "The NVIDIA container toolkit detected WSL but no GPU adapter through it: the distribution runs under WSL 1, the Windows NVIDIA driver or WSL itself lacks GPU support (too old), or the machine has no NVIDIA GPU.",
             WSL_NO_ADAPTER_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+    }
+    // libnvidia-container looking for the cgroup v1 devices controller on a cgroup v2 host: a
+    // container toolkit older than 1.8, or one told to manage cgroups where it cannot.
+    // NVIDIA/nvidia-docker#1447, #1486, #1660 (#1643's answer: upgrade), saharmor/dalle-playground#105.
+    if lower.contains("cgroup subsystem devices not found") {
+        return Some(at(
+            seg,
+            "drv-container-cgroup-devices",
+            Driver,
+            None,
+            "The NVIDIA container toolkit looked for the cgroup v1 devices controller and the host has none: it runs cgroup v2 (Ubuntu 21.10+, Debian 11+, Fedora 31+, Arch) and the installed libnvidia-container is older than 1.8 or configured to manage cgroups itself.",
+            CGROUP_FIX,
             Mechanism::Plain,
             false,
         ));
