@@ -167,6 +167,23 @@ fn no_supported_msvc(lower: &str) -> bool {
     lower.contains("cannot find a supported version of microsoft visual studio")
 }
 
+const STDLIB_CAUSE: &str = "nvcc's front end cannot parse the host compiler's own C++ standard \
+library headers (an error inside /usr/include/c++/N/): this CUDA release is older than the gcc \
+it runs with (Ubuntu 22.04's packaged CUDA 11.5 with gcc 11 is the common pair).";
+const STDLIB_FIX: &str = "Install a CUDA release that supports this gcc (11.6 or newer for \
+gcc 11, from NVIDIA's repository rather than the distribution's nvidia-cuda-toolkit) and put its \
+nvcc first on PATH, or build with an older host compiler the toolkit supports (`-ccbin g++-10`, \
+CUDAHOSTCXX=g++-10, or CMAKE_CUDA_HOST_COMPILER); then rebuild from a clean build folder.";
+
+/// An error nvcc reports inside libstdc++'s own headers (`/usr/include/c++/11/bits/
+/// std_function.h: error: parameter packs not expanded`): the toolkit's front end and the host
+/// compiler's headers are of incompatible releases. NVIDIA/nccl#650, NVIDIA/VisRTX#71,
+/// JiyaSu/CapelliniSpTRSV#2, WebODM/OpenSplat#61, brucefan1983/GPUMD#738 (CUDA 11.5 with gcc 11);
+/// NVIDIA/nccl#102 (CUDA 8 with gcc 6's <tuple>).
+fn host_stdlib_rejected(lower: &str) -> bool {
+    lower.contains("parameter packs not expanded") && lower.contains("/c++/")
+}
+
 const MSBUILD_CAUSE: &str = "Visual Studio's CUDA build step (MSBuild's CUDA targets) ran nvcc \
 and nvcc failed: the reason is the first `error` line nvcc printed above this one (a host \
 compiler nvcc refuses, an architecture the toolkit lacks, an error in the code being compiled).";
@@ -207,6 +224,19 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             Mechanism::Plain,
             false,
         ));
+    }
+    if let Some(seg) = segments.iter().find(|seg| host_stdlib_rejected(&seg.lower)) {
+        found.push(at(
+            seg,
+            "tk-compile-host-stdlib-rejected",
+            Toolkit,
+            None,
+            STDLIB_CAUSE,
+            STDLIB_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+        return found;
     }
     if let Some(seg) = segments.iter().find(|seg| no_supported_msvc(&seg.lower)) {
         found.push(at(
