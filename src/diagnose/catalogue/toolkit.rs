@@ -206,7 +206,12 @@ pub(super) const ENTRIES: &[Entry] = &[
         // PaddlePaddle/FastDeploy#2024: compute_35 removed from setup.py / cuda.cmake under
         // CUDA 12; pytorch/pytorch#121099: libtorch's CMake default list, fixed in torch;
         // ggml-org/llama.cpp#13271: CMAKE_CUDA_ARCHITECTURES set by hand).
-        patterns: &["unsupported gpu architecture"],
+        // nvcc's wording for a -arch value it has no code for (inducer/pycuda#437: sm_89 under
+        // CUDA 11.6; HazyResearch/butterfly#23: sm_30 under CUDA 11.2).
+        patterns: &[
+            "unsupported gpu architecture",
+            "is not defined for option 'gpu-architecture'",
+        ],
         cause: "nvcc does not know the requested GPU architecture: the toolkit is too old for a \
                 new GPU (compute_120 needs CUDA 12.8+) or too new for an old one (CUDA 12 \
                 dropped sm_35), or the build's own architecture list names one this toolkit \
@@ -216,7 +221,9 @@ pub(super) const ENTRIES: &[Entry] = &[
               (or from the -gencode list in the project's setup.py or CMake files).",
         example: "nvcc fatal   : Unsupported gpu architecture 'compute_120'",
         source: "https://github.com/ggml-org/llama.cpp/issues/13271 ; \
-                 https://github.com/lisa-analysis-tools/GBGPU/issues/7",
+                 https://github.com/lisa-analysis-tools/GBGPU/issues/7 ; \
+                 https://github.com/inducer/pycuda/issues/437 ; \
+                 https://github.com/HazyResearch/butterfly/issues/23",
     },
     Entry {
         id: "tk-gcc-unsupported",
