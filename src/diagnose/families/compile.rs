@@ -184,6 +184,23 @@ fn host_stdlib_rejected(lower: &str) -> bool {
     lower.contains("parameter packs not expanded") && lower.contains("/c++/")
 }
 
+const HOST_CLANG_CAUSE: &str = "nvcc refuses the host compiler's version (clang, Apple clang, \
+or gcc on macOS): the compiler is newer (or older) than the range this CUDA release accepts.";
+const HOST_CLANG_FIX: &str = "Point nvcc at a host compiler this CUDA release supports (`-ccbin` \
+to that clang or gcc, CUDAHOSTCXX, or CMAKE_CUDA_HOST_COMPILER; on macOS select an older Xcode's \
+command-line tools with `xcode-select`), or install the CUDA release that supports this \
+compiler. `-allow-unsupported-compiler` only hides the check.";
+
+/// nvcc's refusal of a clang host compiler by version, in its two wordings: host_config.h's
+/// `-- unsupported clang version!` (NVIDIA/cccl#7, STEllAR-GROUP/octotiger#384) and nvcc's own
+/// `The version ('N') of the host compiler ('clang') is not supported` (cholla-hydro/cholla#12,
+/// BVLC/caffe#2776, espressomd/espresso#2645). Not the generic `nvcc fatal` rule (flags).
+fn host_compiler_version_refused(lower: &str) -> bool {
+    lower.contains("unsupported clang version")
+        || (lower.contains("of the host compiler (") && lower.contains("is not supported"))
+        || lower.contains("is no longer supported as a host compiler")
+}
+
 const MSBUILD_CAUSE: &str = "Visual Studio's CUDA build step (MSBuild's CUDA targets) ran nvcc \
 and nvcc failed: the reason is the first `error` line nvcc printed above this one (a host \
 compiler nvcc refuses, an architecture the toolkit lacks, an error in the code being compiled).";
@@ -224,6 +241,22 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             Mechanism::Plain,
             false,
         ));
+    }
+    if let Some(seg) = segments
+        .iter()
+        .find(|seg| host_compiler_version_refused(&seg.lower))
+    {
+        found.push(at(
+            seg,
+            "tk-compile-host-compiler-refused",
+            Toolkit,
+            None,
+            HOST_CLANG_CAUSE,
+            HOST_CLANG_FIX,
+            Mechanism::Plain,
+            true,
+        ));
+        return found;
     }
     if let Some(seg) = segments.iter().find(|seg| host_stdlib_rejected(&seg.lower)) {
         found.push(at(
