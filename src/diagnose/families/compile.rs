@@ -18,6 +18,10 @@
 //! signal 9, the machine ran out of host memory under too many parallel jobs. The generic
 //! "segmentation fault" entry (the library's mixed wheels) must not answer for them.
 //!
+//! nvcc refusing its host compiler (no supported Visual Studio, a clang version out of range),
+//! an error inside libstdc++'s own headers (a CUDA older than the host gcc), and MSBuild's
+//! MSB3721 around a failing nvcc when nothing else in the log says why are the toolkit too.
+//!
 //! An undefined name of any other kind in a project's own file stays unknown.
 
 use super::{Finding, Mechanism, at};

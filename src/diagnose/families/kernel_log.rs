@@ -105,7 +105,8 @@ const NODE_FAILED: &[&str] = &[
 const XORG_FIX: &str = "Read the kernel's reason first: `dmesg | grep -i nvrm` (and run \
 `stackpin diagnose` on it). After a driver or kernel upgrade, reboot, and if it persists reinstall \
 the pinned driver so the kernel module and the X driver are one release (`stackpin repair \
-MANIFEST`), or roll back to the release that worked if the upgrade broke the card; check that the module is loaded (`lsmod | grep nvidia`). On a hybrid laptop (PRIME, \
+MANIFEST`), or roll back to the release that worked if the upgrade broke the card; check that \
+the module is loaded (`lsmod | grep nvidia`). On a hybrid laptop (PRIME, \
 Bumblebee/bbswitch) make sure the discrete GPU is powered on and the X configuration's BusID is \
 the one `lspci` lists. If NVRM says the GPU fell off the bus, check it as hardware.";
 
@@ -227,8 +228,8 @@ fn rpm_layer(name: &str) -> Option<FailureLayer> {
 
 /// dnf's (and yum's) dependency problem naming an NVIDIA package: "Problem: package P requires
 /// X, but none of the providers can be installed", "package P … conflicts with Q", "nothing
-/// provides requested module(nvidia-driver:…)", "nothing provides X needed by P", yum's
-/// "Package: P … Requires: X". The layer is the package's.
+/// provides requested module(nvidia-driver:…)", "nothing provides X needed by P". The layer is
+/// the package's.
 /// gridhead/nvidia-auto-installer-for-fedora-linux#283 (akmods unavailable), terrapkg/packages#14008
 /// and #14097 (a repository mid-update), NVIDIA/yum-packaging-precompiled-kmod#50 (two kmod
 /// packages), amazonlinux/amazon-linux-2023#316 (a module stream the repository lacks).
