@@ -219,6 +219,8 @@ fn second_layer_of_entry(id: &str) -> Option<FailureLayer> {
         "tk-nvcc-unsupported-arch" => Some(FailureLayer::Library),
         "tk-cudnn-version-mismatch" => Some(FailureLayer::Library),
         "drv-no-cuda-device" => Some(FailureLayer::Library),
+        // The CUDA runfile bundles a driver: its failed step may be the driver's.
+        "tk-inst-runfile-failed" => Some(FailureLayer::Driver),
         _ => None,
     }
 }

@@ -130,7 +130,12 @@ pub(super) const ENTRIES: &[Entry] = &[
         id: "drv-inst-cannot-load-module",
         layer: Driver,
         specificity: Specific,
-        patterns: &["unable to load the kernel module"],
+        // The installer's wording for one module by name: lebensterben/awesome-clear-linux#9,
+        // clearlinux/distribution#1994 (nvidia-drm, fixed by another kernel).
+        patterns: &[
+            "unable to load the kernel module",
+            "unable to load the 'nvidia",
+        ],
         cause: "The freshly built NVIDIA module would not load: built against other kernel \
                 sources or another gcc, nouveau still owns the GPU, or this driver does not \
                 support the card.",
@@ -141,7 +146,8 @@ pub(super) const ENTRIES: &[Entry] = &[
                   frequently when this kernel module was built against the wrong or improperly \
                   configured kernel sources",
         source: "https://github.com/NVIDIA/nvidia-installer (source string, tag 590.48.01) ; \
-                 https://github.com/NVIDIA/aerial-cuda-accelerated-ran/issues/31",
+                 https://github.com/NVIDIA/aerial-cuda-accelerated-ran/issues/31 ; \
+                 https://github.com/clearlinux/distribution/issues/1994",
     },
     Entry {
         id: "drv-inst-gpu-not-supported",
@@ -365,15 +371,25 @@ pub(super) const ENTRIES: &[Entry] = &[
         patterns: &[
             "modprobe: fatal: module nvidia",
             "could not find module by name 'nvidia",
+            // modprobe naming the module without "Module" (Witko/nvidia-xrun#144), and
+            // mkinitcpio not finding the modules it was told to put in the initramfs
+            // (NVIDIA/open-gpu-kernel-modules#352, korvahannu/arch-nvidia-drivers-installation-guide#9).
+            "modprobe: fatal: nvidia*not found in directory",
+            "error: module not found: `nvidia",
+            "error: module not found: 'nvidia",
         ],
         cause: "The running kernel has no NVIDIA module: the kernel was updated and DKMS did not \
-                rebuild the driver for it.",
+                rebuild the driver for it, or the driver package installed is built for another \
+                kernel.",
         fix: "Install the headers for the running kernel and rebuild (`dkms autoinstall`), or \
               reinstall the archived driver with --dkms (`stackpin repair MANIFEST`); reboot and \
-              prove again.",
+              prove again. On Arch the package must match the kernel: nvidia for linux, \
+              nvidia-lts for linux-lts, nvidia-dkms with the kernel's headers for any other.",
         example: "modprobe: FATAL: Module nvidia not found.",
         source: "https://github.com/NVIDIA/nvidia-docker/issues/365 ; \
-                 https://github.com/Witko/nvidia-xrun/issues/144",
+                 https://github.com/Witko/nvidia-xrun/issues/144 ; \
+                 https://github.com/NVIDIA/open-gpu-kernel-modules/issues/352 ; \
+                 https://github.com/korvahannu/arch-nvidia-drivers-installation-guide/issues/9",
     },
     Entry {
         id: "drv-dkms-build-failed",

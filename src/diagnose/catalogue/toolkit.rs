@@ -206,7 +206,12 @@ pub(super) const ENTRIES: &[Entry] = &[
         // PaddlePaddle/FastDeploy#2024: compute_35 removed from setup.py / cuda.cmake under
         // CUDA 12; pytorch/pytorch#121099: libtorch's CMake default list, fixed in torch;
         // ggml-org/llama.cpp#13271: CMAKE_CUDA_ARCHITECTURES set by hand).
-        patterns: &["unsupported gpu architecture"],
+        // nvcc's wording for a -arch value it has no code for (inducer/pycuda#437: sm_89 under
+        // CUDA 11.6; HazyResearch/butterfly#23: sm_30 under CUDA 11.2).
+        patterns: &[
+            "unsupported gpu architecture",
+            "is not defined for option 'gpu-architecture'",
+        ],
         cause: "nvcc does not know the requested GPU architecture: the toolkit is too old for a \
                 new GPU (compute_120 needs CUDA 12.8+) or too new for an old one (CUDA 12 \
                 dropped sm_35), or the build's own architecture list names one this toolkit \
@@ -216,7 +221,9 @@ pub(super) const ENTRIES: &[Entry] = &[
               (or from the -gencode list in the project's setup.py or CMake files).",
         example: "nvcc fatal   : Unsupported gpu architecture 'compute_120'",
         source: "https://github.com/ggml-org/llama.cpp/issues/13271 ; \
-                 https://github.com/lisa-analysis-tools/GBGPU/issues/7",
+                 https://github.com/lisa-analysis-tools/GBGPU/issues/7 ; \
+                 https://github.com/inducer/pycuda/issues/437 ; \
+                 https://github.com/HazyResearch/butterfly/issues/23",
     },
     Entry {
         id: "tk-gcc-unsupported",
@@ -244,6 +251,29 @@ pub(super) const ENTRIES: &[Entry] = &[
               --version` in the toolkit's folder.",
         example: "CUDA Installer Failed",
         source: "https://github.com/philferriere/dlwin/issues/47",
+    },
+    Entry {
+        id: "tk-inst-runfile-failed",
+        layer: Toolkit,
+        // Generic: the Linux runfile prints it for any step that failed, the driver's included.
+        specificity: Generic,
+        patterns: &[
+            "see log at /var/log/cuda-installer.log",
+            "[error]: boost::filesystem::*no space left on device",
+        ],
+        cause: "The CUDA toolkit's Linux runfile installer failed; its own log names the step \
+                (most often no room left in /tmp or the install folder, or the bundled driver \
+                step).",
+        fix: "Read /var/log/cuda-installer.log: \"No space left on device\" needs room in /tmp \
+              (the runfile unpacks several GB there: free it or pass `--tmpdir=DIR`) and in the \
+              install folder; a failed driver step is the NVIDIA driver's (run `stackpin \
+              diagnose /var/log/nvidia-installer.log`), or leave the driver out with \
+              `--toolkit --silent` when one is already installed. Then run the archived runfile \
+              again.",
+        example: "An error occurred during extraction. See log at /var/log/cuda-installer.log \
+                  for details.",
+        source: "https://github.com/compiler-explorer/infra/pull/286 ; \
+                 https://github.com/replicate/setup-cog/issues/14",
     },
     Entry {
         id: "tk-runtime-library-not-found",

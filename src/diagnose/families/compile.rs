@@ -18,6 +18,10 @@
 //! signal 9, the machine ran out of host memory under too many parallel jobs. The generic
 //! "segmentation fault" entry (the library's mixed wheels) must not answer for them.
 //!
+//! nvcc refusing its host compiler (no supported Visual Studio, a clang version out of range),
+//! an error inside libstdc++'s own headers (a CUDA older than the host gcc), and MSBuild's
+//! MSB3721 around a failing nvcc when nothing else in the log says why are the toolkit too.
+//!
 //! An undefined name of any other kind in a project's own file stays unknown.
 
 use super::{Finding, Mechanism, at};
@@ -152,8 +156,138 @@ fn nvcc_stage_died(lower: &str) -> bool {
         .any(|stage| lower.contains(stage))
 }
 
+const NO_MSVC_CAUSE: &str = "nvcc on Windows found no Visual Studio of the versions this CUDA \
+release supports (the message names them): the one installed is older or newer than that range, \
+or its C++ tools are not installed.";
+const NO_MSVC_FIX: &str = "Install a Visual Studio (or its Build Tools) of a version the message \
+names, with \"Desktop development with C++\", and build from its x64 Native Tools prompt; or \
+install the CUDA release that supports the Visual Studio you have. `-allow-unsupported-compiler` \
+only hides the check.";
+
+/// nvcc's own refusal to start without a supported Visual Studio: CERN/TIGRE#414 (VS 2015 under
+/// CUDA 11.8), CERN/TIGRE#86 (VS 2010 under CUDA 6.0), vlfeat/matconvnet#417. Not the generic
+/// `nvcc fatal` rule, whose fix is about the build's flags.
+fn no_supported_msvc(lower: &str) -> bool {
+    lower.contains("cannot find a supported version of microsoft visual studio")
+}
+
+const STDLIB_CAUSE: &str = "nvcc's front end cannot parse the host compiler's own C++ standard \
+library headers (an error inside /usr/include/c++/N/): this CUDA release is older than the gcc \
+it runs with (Ubuntu 22.04's packaged CUDA 11.5 with gcc 11 is the common pair).";
+const STDLIB_FIX: &str = "Install a CUDA release that supports this gcc (11.6 or newer for \
+gcc 11, from NVIDIA's repository rather than the distribution's nvidia-cuda-toolkit) and put its \
+nvcc first on PATH, or build with an older host compiler the toolkit supports (`-ccbin g++-10`, \
+CUDAHOSTCXX=g++-10, or CMAKE_CUDA_HOST_COMPILER); then rebuild from a clean build folder.";
+
+/// An error nvcc reports inside libstdc++'s own headers (`/usr/include/c++/11/bits/
+/// std_function.h: error: parameter packs not expanded`): the toolkit's front end and the host
+/// compiler's headers are of incompatible releases. NVIDIA/nccl#650, NVIDIA/VisRTX#71,
+/// JiyaSu/CapelliniSpTRSV#2, WebODM/OpenSplat#61, brucefan1983/GPUMD#738 (CUDA 11.5 with gcc 11);
+/// NVIDIA/nccl#102 (CUDA 8 with gcc 6's <tuple>).
+fn host_stdlib_rejected(lower: &str) -> bool {
+    lower.contains("parameter packs not expanded") && lower.contains("/c++/")
+}
+
+const HOST_CLANG_CAUSE: &str = "nvcc refuses the host compiler's version (clang, Apple clang, \
+or gcc on macOS): the compiler is newer (or older) than the range this CUDA release accepts.";
+const HOST_CLANG_FIX: &str = "Point nvcc at a host compiler this CUDA release supports (`-ccbin` \
+to that clang or gcc, CUDAHOSTCXX, or CMAKE_CUDA_HOST_COMPILER; on macOS select an older Xcode's \
+command-line tools with `xcode-select`), or install the CUDA release that supports this \
+compiler. `-allow-unsupported-compiler` only hides the check.";
+
+/// nvcc's refusal of a clang host compiler by version, in its two wordings: host_config.h's
+/// `-- unsupported clang version!` (NVIDIA/cccl#7, STEllAR-GROUP/octotiger#384) and nvcc's own
+/// `The version ('N') of the host compiler ('clang') is not supported` (cholla-hydro/cholla#12,
+/// BVLC/caffe#2776, espressomd/espresso#2645). Not the generic `nvcc fatal` rule (flags).
+fn host_compiler_version_refused(lower: &str) -> bool {
+    lower.contains("unsupported clang version")
+        || (lower.contains("of the host compiler (") && lower.contains("is not supported"))
+        || lower.contains("is no longer supported as a host compiler")
+}
+
+const MSBUILD_CAUSE: &str = "Visual Studio's CUDA build step (MSBuild's CUDA targets) ran nvcc \
+and nvcc failed: the reason is the first `error` line nvcc printed above this one (a host \
+compiler nvcc refuses, an architecture the toolkit lacks, an error in the code being compiled).";
+const MSBUILD_FIX: &str = "Find nvcc's own first error above MSB3721 (build with detailed \
+output, or run the quoted nvcc command in the x64 Native Tools prompt of the same Visual Studio) \
+and run `stackpin diagnose` on it. Common causes: a cl.exe on PATH other than -ccbin's (build \
+from the x64 prompt), a -gencode/CUDA architecture the toolkit no longer supports (set the \
+project's CUDA C/C++ > Device > Code Generation to your GPU's, e.g. compute_86,sm_86), the \
+project's CUDA build customisation of another toolkit version than the one installed.";
+
+/// MSBuild's wrapper line around a failing nvcc (`error MSB3721: The command "…nvcc.exe …"
+/// exited with code 1`): it never says why, the lines above do. NVlabs/tiny-cuda-nn#26,
+/// NVIDIA/cuda-samples#163 (a cl.exe mismatch behind it), senlinuc/caffe_ocr#62 (compute_20),
+/// happynear/caffe-windows#172. Not the broad "toolkit missing" rule: nvcc was found and ran.
+fn msbuild_nvcc_exited(lower: &str) -> bool {
+    lower.contains("msb3721") && lower.contains("nvcc")
+}
+
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     let mut found = Vec::new();
+    // Only alone: when nvcc's own error is in the log, the rule that reads it names the cause
+    // (and an error in the user's own code stays unknown).
+    let other_error = segments.iter().any(|seg| {
+        (seg.lower.contains("error") || seg.lower.contains("fatal"))
+            && !seg.lower.contains("msb3721")
+    });
+    if let Some(seg) = segments
+        .iter()
+        .find(|seg| !other_error && msbuild_nvcc_exited(&seg.lower))
+    {
+        found.push(at(
+            seg,
+            "tk-compile-msbuild-nvcc-failed",
+            Toolkit,
+            Some(Library),
+            MSBUILD_CAUSE,
+            MSBUILD_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+    }
+    if let Some(seg) = segments
+        .iter()
+        .find(|seg| host_compiler_version_refused(&seg.lower))
+    {
+        found.push(at(
+            seg,
+            "tk-compile-host-compiler-refused",
+            Toolkit,
+            None,
+            HOST_CLANG_CAUSE,
+            HOST_CLANG_FIX,
+            Mechanism::Plain,
+            true,
+        ));
+        return found;
+    }
+    if let Some(seg) = segments.iter().find(|seg| host_stdlib_rejected(&seg.lower)) {
+        found.push(at(
+            seg,
+            "tk-compile-host-stdlib-rejected",
+            Toolkit,
+            None,
+            STDLIB_CAUSE,
+            STDLIB_FIX,
+            Mechanism::Plain,
+            false,
+        ));
+        return found;
+    }
+    if let Some(seg) = segments.iter().find(|seg| no_supported_msvc(&seg.lower)) {
+        found.push(at(
+            seg,
+            "tk-compile-no-supported-msvc",
+            Toolkit,
+            None,
+            NO_MSVC_CAUSE,
+            NO_MSVC_FIX,
+            Mechanism::Plain,
+            true,
+        ));
+        return found;
+    }
     if let Some(seg) = segments.iter().find(|seg| nvcc_stage_died(&seg.lower)) {
         found.push(at(
             seg,

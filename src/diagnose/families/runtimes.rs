@@ -484,7 +484,7 @@ fn apt_unmet(seg: &Segment<'_>, lower: &str) -> Option<Finding> {
 /// `libnvidia-*`, `cuda-drivers`, the X driver) or the toolkit's (`cuda-*`, `cuda`, cuDNN, NCCL,
 /// and the distributions' `nvidia-cuda-*` / `nvidia-cudnn` packages of the toolkit); another
 /// package names no GPU layer.
-fn nvidia_package_layer(package: &str) -> Option<crate::diagnose::FailureLayer> {
+pub(super) fn nvidia_package_layer(package: &str) -> Option<crate::diagnose::FailureLayer> {
     // `cuda-drivers` is the driver's meta-package in NVIDIA's CUDA repository.
     if package.starts_with("cuda-drivers") {
         return Some(Driver);
