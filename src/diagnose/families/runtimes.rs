@@ -11,7 +11,9 @@
 //! spec), a CUDA IPC handle opened outside its GPU or namespace, and a ggml CUDA op that failed
 //! (llama.cpp's backend); from round 23 vLLM's own memory-budget checks, inductor without a
 //! working Triton, the ptxas Triton runs refusing the GPU's sm name, and Triton's run-time link
-//! against the driver's libcuda.so.
+//! against the driver's libcuda.so; from breadth pass brD torch.distributed's rendezvous port in
+//! use, DDP's checks of unused parameters and of one model across ranks, a process ended by
+//! SIGKILL (the out-of-memory killer) and torch's CPU allocator out of host RAM.
 //!
 //! Each is placed by what its mechanism says about the stack, with a second layer where the
 //! threads split, and never decisive: a catalogue entry with a source, or a line that names the
@@ -48,6 +50,13 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     // ggml's op failure is read as the library only on NVIDIA and when the log does not say the
     // card was full (that is memory, and the memory rules read it).
     let other_backend_or_memory = any(&["rocm error", "hip error", "out of memory"]);
+    // A log that launches torch.distributed: its port errors are the rendezvous store's.
+    let dist_launch = any(&[
+        "torch.distributed",
+        "torchrun",
+        "master_port",
+        "init_process_group",
+    ]);
     // XLA's trailer says "look at the errors above": a line above that names the cause wins.
     let dnn_cause_named = any(&[
         "cudnn handle",
@@ -349,9 +358,124 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 Mechanism::Plain,
                 false,
             ));
+        } else if is_dist_port_in_use(lower, dist_launch) {
+            // thu-coai/CDial-GPT#103 (--master_port cured it), hao-ai-lab/FastVideo#575,
+            // meta-llama/llama-cookbook#186, meta-pytorch/torchtune#1025 (two runs at once).
+            found.push(at(
+                seg,
+                "lib-dist-port-in-use",
+                Library,
+                None,
+                "torch.distributed's rendezvous store could not listen on its port (errno 98, address already in use): another process holds MASTER_PORT (29500 by default): an earlier run that has not exited (a leftover worker keeps the port) or a second training job on the same machine. The GPU stack is not involved.",
+                "Give this run its own port (`torchrun --master_port 29501 …`, `python -m torch.distributed.launch --master_port …`, or MASTER_PORT=…), or on one machine `torchrun --standalone`, which picks a free one; or find what holds the port (`ss -ltnp | grep 29500`) and stop that leftover run.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if DDP_UNUSED_PARAMETERS.iter().any(|w| lower.contains(w)) {
+            // ImprintLab/MedSegDiff#27 (a layer defined but not used in forward),
+            // aliyun/conditional-lane-detection#29, HamPerdredes/SOOD#33,
+            // open-mmlab/mmdetection3d#488 (find_unused_parameters = True cured them).
+            found.push(at(
+                seg,
+                "lib-ddp-unused-parameters",
+                Library,
+                None,
+                "DistributedDataParallel waited for gradients of parameters the loss never used (a layer built in __init__ but not called in forward, a branch taken on some steps only, an output left out of the loss): the training code against DDP's settings, not the GPU stack.",
+                "Pass find_unused_parameters=True to DistributedDataParallel (mmdet/mmcv configs: `find_unused_parameters = True`; Lightning: strategy=\"ddp_find_unused_parameters_true\"), or remove the unused layers and make every forward output part of the loss; TORCH_DISTRIBUTED_DEBUG=DETAIL names the parameters. Freeze what must not train (requires_grad=False) before wrapping the model.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if lower.contains("ddp expects same model across all ranks") {
+            // yifan123/flow_grpo#245 (the launcher's process count against the config),
+            // ViTAE-Transformer/RSP#5 (the README's launch command), guoqincode/Open-AnimateAnyone#88.
+            found.push(at(
+                seg,
+                "lib-ddp-model-mismatch-across-ranks",
+                Library,
+                None,
+                "DistributedDataParallel's start-up check found that the ranks built different models (another count of trainable parameters, often 0 on one rank): the processes run different configurations or launch commands, or the model is built or frozen differently on some ranks. The GPU stack is not involved.",
+                "Start every rank with the same command and config (the launcher's --nproc_per_node / num_processes equal to the GPUs the config expects, as the project's README launches it), and build, load and freeze the model the same way on every rank before wrapping it in DDP (set adapters and requires_grad first); a one-GPU run shows whether the model itself builds.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if is_sigkilled(lower) {
+            // The kernel's out-of-memory killer (or a container's, WSL's or a scheduler's limit)
+            // ends a process with SIGKILL: tdrussell/diffusion-pipe#9, meta-llama/codellama#118
+            // (torchrun's exitcode -9), PKU-YuanGroup/Video-LLaVA#13, tloen/alpaca-lora#546 and
+            // chatchat-space/Langchain-Chatchat#35 (the shell's "Killed" while loading shards).
+            found.push(at(
+                seg,
+                "mem-host-process-killed",
+                Memory,
+                None,
+                "The process was ended with SIGKILL (torchrun's exitcode -9, the shell's \"Killed\"): the kernel's out-of-memory killer, or a container's, WSL's or a job scheduler's memory limit, took it when host RAM ran out, most often while a model's weights were loaded into RAM (once per process under torchrun). GPU memory running out raises an error instead.",
+                "Confirm it with `dmesg | grep -i -E 'killed process|out of memory'` (or the scheduler's job record) and watch `free -h` while it loads; then load the weights in half precision and straight to the GPU (torch_dtype=torch.float16 / bfloat16, low_cpu_mem_usage=True, device_map), start fewer processes, or give the machine more RAM or swap (WSL: memory= and swap= in .wslconfig; docker --memory; SLURM --mem).",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if is_cpu_allocator_out_of_memory(lower) {
+            // torch's CPU allocator (c10's alloc_cpu.cpp, TH's THGeneral "Buy new RAM!"):
+            // easydiffusion/easydiffusion#289, ymcui/Chinese-LLaMA-Alpaca#18 (the RAM was too
+            // small), lllyasviel/Fooocus#237 (a larger Windows paging file), amdegroot/ssd.pytorch#186.
+            found.push(at(
+                seg,
+                "mem-host-cpu-allocator",
+                Memory,
+                None,
+                "torch's CPU allocator could not get host memory for a tensor (DefaultCPUAllocator, or the old TH \"Buy new RAM!\"): the machine's RAM (and on Windows its paging file) is too small for what the program holds on the CPU, such as a model's weights while they load or a dataset kept in memory. The GPU and its driver are not involved.",
+                "Watch the RAM while it runs (`free -h`, Task Manager): close other programs, load the weights in half precision or straight to the GPU (torch_dtype=torch.float16, low_cpu_mem_usage=True), use smaller inputs or batches on the CPU side; on Windows let the paging file grow (System > Advanced > Virtual memory: system managed, or 30-50 GB); or add RAM.",
+                Mechanism::Plain,
+                false,
+            ));
         }
     }
     found
+}
+
+/// torch.distributed's own words when its rendezvous store cannot take its port (c10d's
+/// socket.cpp, `DistNetworkError`, and torch before 1.11's bare `RuntimeError`), or "address
+/// already in use" in a log that launches torch.distributed.
+fn is_dist_port_in_use(lower: &str, dist_launch: bool) -> bool {
+    if !lower.contains("address already in use") {
+        return false;
+    }
+    [
+        "server socket has failed",
+        "[c10d]",
+        "distnetworkerror",
+        "tcpstore",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+        || lower
+            .trim_start()
+            .starts_with("runtimeerror: address already in use")
+        || dist_launch
+}
+
+/// DDP's reducer words for parameters that got no gradient (torch/csrc/distributed/c10d/reducer.cpp).
+const DDP_UNUSED_PARAMETERS: &[&str] = &[
+    "expected to have finished reduction in the prior iteration",
+    "parameters which did not receive grad for rank",
+];
+
+/// A process ended by SIGKILL: torch elastic's report of a worker (`failed (exitcode: -9)`,
+/// `Signal 9 (SIGKILL) received by PID`) or the shell's bare `Killed`, alone on its line or
+/// ending a progress bar.
+fn is_sigkilled(lower: &str) -> bool {
+    let line = lower.trim();
+    line.contains("failed (exitcode: -9)")
+        || line.contains("signal 9 (sigkill) received by pid")
+        || line == "killed"
+        || (line.ends_with("]killed") && line.contains("it/s"))
+}
+
+/// torch's CPU allocator out of host memory.
+fn is_cpu_allocator_out_of_memory(lower: &str) -> bool {
+    (lower.contains("defaultcpuallocator")
+        && (lower.contains("not enough memory") || lower.contains("can't allocate memory")))
+        || (lower.contains("not enough memory: you tried to allocate")
+            && lower.contains("buy new ram"))
 }
 
 /// JAX's own check of the CUDA components it finds (jax/_src/xla_bridge.py, jaxlib's
