@@ -427,9 +427,54 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 Mechanism::Plain,
                 false,
             ));
+        } else if is_kernel_assert(lower) {
+            // torch's kernels print their failed check before "device-side assert triggered":
+            // a pasted log often keeps only these lines. milesial/Pytorch-UNet#375 (n_classes
+            // against the labels), hszhao/semseg#29, joe-siyuan-qiao/DetectoRS#13.
+            found.push(at(
+                seg,
+                "lib-kernel-assert",
+                Library,
+                None,
+                "A check inside a GPU kernel failed (a torch kernel's `Assertion … failed` for one block and thread, the line before \"device-side assert triggered\"): almost always an index out of range in the data or the model's sizes, such as a label at or past the number of classes (`t >= 0 && t < n_classes`) or an id past an embedding. The driver, toolkit and GPU are fine.",
+                "Check the data against the model's sizes: labels in 0..num_classes-1 (an ignore value such as 255 set as ignore_index, the class count including the background), ids below the embedding size; run the step on the CPU (or with CUDA_LAUNCH_BLOCKING=1) for the exact message.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if is_triton_repository_layout(lower) {
+            // Triton Inference Server finding no model version or file where it looks:
+            // triton-inference-server/server#3687 (no numbered version folder), #4697
+            // (--load-model given a path), #3384, clearml/clearml-serving#3 (model.pt missing).
+            found.push(at(
+                seg,
+                "lib-triton-server-model-repository",
+                Library,
+                None,
+                "Triton Inference Server did not find the model where its repository layout says it must be: no numbered version folder (<model>/1/), no model file under the backend's default name in it (model.onnx, model.plan, model.pt, model.savedmodel), no config.pbtxt where one is required, or --load-model given a path instead of the model's name. The GPU stack is not involved.",
+                "Lay the repository out as Triton reads it: <repository>/<model name>/config.pbtxt and <repository>/<model name>/1/<model file> with the backend's default file name (or default_model_filename in config.pbtxt); pass --load-model the model's name; start with --strict-model-config=false (--disable-auto-complete-config off) where the backend can derive the config; the server log's model table names each model's status.",
+                Mechanism::Plain,
+                false,
+            ));
         }
     }
     found
+}
+
+/// A torch kernel's failed check: `file.cu:N: kernel: block: [x,y,z], thread: [x,y,z] Assertion
+/// `…` failed.`
+fn is_kernel_assert(lower: &str) -> bool {
+    lower.contains("block: [")
+        && lower.contains("thread: [")
+        && lower.contains("assertion `")
+        && lower.contains("failed")
+}
+
+/// Triton Inference Server's own words for a model it cannot find in its repository.
+fn is_triton_repository_layout(lower: &str) -> bool {
+    lower.contains("no model version was found")
+        || lower.contains("no version is available")
+        || lower.contains("model configuration is not provided for model")
+        || (lower.contains("unable to find '") && lower.contains("for model instance"))
 }
 
 /// torch.distributed's own words when its rendezvous store cannot take its port (c10d's
