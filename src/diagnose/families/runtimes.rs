@@ -50,6 +50,15 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     // ggml's op failure is read as the library only on NVIDIA and when the log does not say the
     // card was full (that is memory, and the memory rules read it).
     let other_backend_or_memory = any(&["rocm error", "hip error", "out of memory"]);
+    // vLLM capturing its CUDA graphs: the graphs' memory lies outside gpu_memory_utilization's
+    // share, so an out-of-memory error then has its own cure.
+    let vllm_graph_capture = any(&["vllm", "enforce_eager", "enforce-eager"])
+        && any(&[
+            "capturing cudagraphs",
+            "capturing the model for cuda graphs",
+            "capturing cuda graph",
+            "capture_end",
+        ]);
     // A log that launches torch.distributed: its port errors are the rendezvous store's.
     let dist_launch = any(&[
         "torch.distributed",
@@ -426,6 +435,19 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 "Watch the RAM while it runs (`free -h`, Task Manager): close other programs, load the weights in half precision or straight to the GPU (torch_dtype=torch.float16, low_cpu_mem_usage=True), use smaller inputs or batches on the CPU side; on Windows let the paging file grow (System > Advanced > Virtual memory: system managed, or 30-50 GB); or add RAM.",
                 Mechanism::Plain,
                 false,
+            ));
+        } else if vllm_graph_capture && lower.contains("out of memory") {
+            // vllm-project/vllm#19186 (a lower gpu_memory_utilization cured it), #15598
+            // (--enforce-eager or a smaller --max-num-seqs), QwenLM/Qwen#819.
+            found.push(at(
+                seg,
+                "mem-vllm-cuda-graph-capture",
+                Memory,
+                None,
+                "The GPU ran out of memory while vLLM captured its CUDA graphs: the graphs (about 1-3 GiB per GPU) are allocated outside the gpu_memory_utilization share vLLM sized its KV cache for, so with that share near 1, or other programs on the card, the capture does not fit.",
+                "Lower gpu_memory_utilization (e.g. 0.9 to 0.8) so the graphs fit beside vLLM's share, or run without CUDA graphs (--enforce-eager / enforce_eager=True), or lower --max-num-seqs (fewer graph sizes to capture) and --max-model-len; check with `nvidia-smi` that no other program holds the card.",
+                Mechanism::Plain,
+                true,
             ));
         } else if is_kernel_assert(lower) {
             // torch's kernels print their failed check before "device-side assert triggered":
