@@ -792,6 +792,21 @@ fn nccl(seg: &Segment<'_>, lower: &str, duplicate_gpu: bool) -> Option<Finding> 
     if !lower.contains("nccl") {
         return None;
     }
+    // NCCL's own allocation on the GPU failing: its WARN line, or the last error an unhandled
+    // CUDA error carries (NVIDIA/nccl#1235, openxla/xla#7201). The card's memory, whatever
+    // NCCL's result code; it outranks the catalogue's NCCL entries, which name no layer's cause.
+    if lower.contains("cuda failure") && lower.contains("out of memory") {
+        return Some(at(
+            seg,
+            "mem-nccl-cuda-out-of-memory",
+            Memory,
+            Some(Library),
+            "NCCL could not allocate GPU memory for its buffers (its CUDA call failed with out of memory): the training process had already filled the card, so the communicator's set-up or a collective found no room; NCCL and the network are not at fault.",
+            "Leave NCCL room on every GPU: halve the per-GPU batch (or shard more: FSDP/ZeRO, gradient checkpointing), stop other programs on the cards (`nvidia-smi`), and create the process group before the model fills the GPU; `stackpin vram --peak PEAK --batch N --vram SIZE` names a batch that fits. NCCL_BUFFSIZE lowers NCCL's own share.",
+            Mechanism::Plain,
+            true,
+        ));
+    }
     if lower.contains("invalid usage") || lower.contains("ncclinvalidusage") {
         let (cause, fix) = if duplicate_gpu {
             (
@@ -836,7 +851,10 @@ fn nccl(seg: &Segment<'_>, lower: &str, duplicate_gpu: bool) -> Option<Finding> 
 /// (NVIDIA/TensorRT#2088, #2755). Its warnings about layers are no cause.
 fn is_trt_layer_error(lower: &str) -> bool {
     let erroring = lower.contains("error") || lower.contains("[e]");
+    // A CUDA error while TensorRT times a layer's tactics ("Get cuda error during
+    // getBestTactic") is that CUDA call's (NVIDIA/TensorRT#840: out of memory), not the layer's.
     erroring
+        && !lower.contains("cuda error")
         && ((lower.contains("(unnamed layer*") && lower.contains(") ["))
             || lower.contains("ishufflelayer applied to shape tensor"))
 }
