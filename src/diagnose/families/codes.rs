@@ -319,6 +319,44 @@ const CUDA_CODES: &[Code] = &[
         mechanism: Mechanism::Plain,
     },
     Code {
+        // A kernel launched with more threads, registers or shared memory per block than the GPU
+        // has (701): the kernel's launch settings against the card, fixed in the code that
+        // launches it: laugh12321/TensorRT-YOLO#11 (32x32 blocks to 16x16), sxyu/svox2#6
+        // (launch_bounds), fzi-forschungszentrum-informatik/gpu-voxels#112 (Jetson's build
+        // setting), cuDisc/cuDisc#10 (fewer threads).
+        id: "lib-code-launch-out-of-resources",
+        numbers: &[701],
+        words: &[
+            "cudaerrorlaunchoutofresources",
+            "cuda_error_launch_out_of_resources",
+            "error_launch_out_of_resources",
+            "too many resources requested for launch",
+        ],
+        layer: Library,
+        second: Some(Hardware),
+        cause: "A GPU kernel was launched with more threads, registers or shared memory per block than this GPU provides (too many resources requested for launch, 701): the kernel's launch settings (block size, launch bounds, a build option) do not fit the card, most often a smaller or older one (Jetson, a laptop GPU) than the code was tuned on.",
+        fix: "Lower the kernel's block size or threads per block in the code that launches it (e.g. 32x32 to 16x16 threads, a CUDA_NUM_THREADS or build option, `__launch_bounds__`), or install the library release or build made for this GPU (its compute capability); run with CUDA_LAUNCH_BLOCKING=1 to find the kernel.",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
+        // A launch whose grid or block dimensions are invalid (9): an empty or oversized input,
+        // or a bug in the library's or an extension's launch code: pytorch/pytorch#48573 (a
+        // torch reduction, fixed in torch), Dao-AILab/causal-conv1d#48,
+        // open-mmlab/mmdetection#1830 (the legacy `cuda runtime error (9)` of an mmdet op).
+        id: "lib-code-invalid-launch-configuration",
+        numbers: &[9],
+        words: &[
+            "cudaerrorinvalidconfiguration",
+            "cuda_error_invalid_configuration",
+            "invalid configuration argument",
+        ],
+        layer: Library,
+        second: None,
+        cause: "A GPU kernel was launched with an invalid grid or block shape (invalid configuration argument, 9): the library's or an extension's launch code got an input it does not handle (an empty tensor, a dimension past the grid's limit), or has a bug; the driver and the card are fine.",
+        fix: "Run once with CUDA_LAUNCH_BLOCKING=1 to find the op, check its input for empty or very large dimensions (an empty batch, a huge sequence), and install the newest release of the library or extension that launches it (rebuilt against the installed torch and CUDA).",
+        mechanism: Mechanism::Plain,
+    },
+    Code {
         id: "drv-code-system-not-ready",
         numbers: &[802],
         words: &["cudaerrorsystemnotready", "system not yet initialized"],
@@ -423,6 +461,26 @@ const CUDNN_STATUS: &[Code] = &[
     },
 ];
 
+/// CUDNN_STATUS_BAD_PARAM from cuDNN's recurrent kernels: the threads resolve it as the call the
+/// library made for that input, not as a cuDNN that does not fit: Keras' cuDNN LSTM/GRU with a
+/// mask that is not strictly right-padded (tensorflow/tensorflow#33069, #33148), chainer's
+/// NStepLSTM under cuDNN (himkt/pyner#38: cuDNN off cured it), darknet's RNN layer (AlexeyAB/
+/// darknet#3766, fixed in darknet). The same status without a recurrent layer stays the
+/// version-mismatch row's (twhui/LiteFlowNet3#6: CUDA and cuDNN versions).
+const CUDNN_RNN_BAD_PARAM: Code = Code {
+    id: "lib-cudnn-rnn-bad-param",
+    numbers: &[],
+    words: &[],
+    layer: Library,
+    second: Some(Toolkit),
+    cause: "cuDNN's recurrent kernels (LSTM, GRU, RNN) refused the arguments the library passed for this input (CUDNN_STATUS_BAD_PARAM): a mask or padding that is not strictly right-padded (Keras' cuDNN LSTM/GRU), sequence lengths or sizes outside what cuDNN's RNN accepts, or the library's own bug in setting up the RNN; rarely a cuDNN that does not fit the library.",
+    fix: "Make the input fit cuDNN's RNN path: in Keras pad at the end (padding='post') so masks are strictly right-padded, drop zero-length sequences, or use a layer setting that takes the generic kernel; to confirm, run the RNN without cuDNN (`torch.backends.cudnn.enabled = False`, chainer's use_cudnn='never'), and update the library (darknet fixed its RNN layer). If every cuDNN call fails this way, install the cuDNN and CUDA the library release names.",
+    mechanism: Mechanism::Plain,
+};
+
+/// Words that place a log at a recurrent layer.
+const RECURRENT: &[&str] = &["rnn", "lstm", "gru"];
+
 /// "unknown error" (30 before CUDA 10.1, 999 after), read as a driver fault only at start-up.
 const UNKNOWN_AT_INIT: Code = Code {
     id: "drv-code-unknown-at-init",
@@ -522,6 +580,10 @@ const XIDS: &[Xid] = &[
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     let mut found = Vec::new();
     let driver_fault_logged = segments.iter().any(|s| s.lower.contains("nvrm:"));
+    // A log about a recurrent layer: cuDNN's RNN API or the layer's own name.
+    let recurrent = segments
+        .iter()
+        .any(|s| RECURRENT.iter().any(|w| s.lower.contains(w)));
     for seg in segments {
         if let Some(f) = xid(seg) {
             found.push(f);
@@ -548,6 +610,12 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             if c.id == "drv-code-devices-unavailable" && driver_fault_logged {
                 continue;
             }
+            // ggml's op failure line names the op; the runtimes family reads it.
+            if c.id == "lib-code-invalid-launch-configuration"
+                && lower.contains("ggml_cuda_compute_forward:")
+            {
+                continue;
+            }
             found.push(c.finding(seg));
             continue;
         }
@@ -555,7 +623,11 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             .iter()
             .find(|c| c.words.iter().any(|w| lower.contains(w)))
         {
-            found.push(c.finding(seg));
+            if lower.contains("cudnn_status_bad_param") && recurrent {
+                found.push(CUDNN_RNN_BAD_PARAM.finding(seg));
+            } else {
+                found.push(c.finding(seg));
+            }
             continue;
         }
         let c = &UNKNOWN_AT_INIT;

@@ -11,7 +11,9 @@
 //! spec), a CUDA IPC handle opened outside its GPU or namespace, and a ggml CUDA op that failed
 //! (llama.cpp's backend); from round 23 vLLM's own memory-budget checks, inductor without a
 //! working Triton, the ptxas Triton runs refusing the GPU's sm name, and Triton's run-time link
-//! against the driver's libcuda.so.
+//! against the driver's libcuda.so; from breadth pass brD torch.distributed's rendezvous port in
+//! use, DDP's checks of unused parameters and of one model across ranks, a process ended by
+//! SIGKILL (the out-of-memory killer) and torch's CPU allocator out of host RAM.
 //!
 //! Each is placed by what its mechanism says about the stack, with a second layer where the
 //! threads split, and never decisive: a catalogue entry with a source, or a line that names the
@@ -48,6 +50,22 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     // ggml's op failure is read as the library only on NVIDIA and when the log does not say the
     // card was full (that is memory, and the memory rules read it).
     let other_backend_or_memory = any(&["rocm error", "hip error", "out of memory"]);
+    // vLLM capturing its CUDA graphs: the graphs' memory lies outside gpu_memory_utilization's
+    // share, so an out-of-memory error then has its own cure.
+    let vllm_graph_capture = any(&["vllm", "enforce_eager", "enforce-eager"])
+        && any(&[
+            "capturing cudagraphs",
+            "capturing the model for cuda graphs",
+            "capturing cuda graph",
+            "capture_end",
+        ]);
+    // A log that launches torch.distributed: its port errors are the rendezvous store's.
+    let dist_launch = any(&[
+        "torch.distributed",
+        "torchrun",
+        "master_port",
+        "init_process_group",
+    ]);
     // XLA's trailer says "look at the errors above": a line above that names the cause wins.
     let dnn_cause_named = any(&[
         "cudnn handle",
@@ -349,9 +367,182 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 Mechanism::Plain,
                 false,
             ));
+        } else if is_dist_port_in_use(lower, dist_launch) {
+            // thu-coai/CDial-GPT#103 (--master_port cured it), hao-ai-lab/FastVideo#575,
+            // meta-llama/llama-cookbook#186, meta-pytorch/torchtune#1025 (two runs at once).
+            found.push(at(
+                seg,
+                "lib-dist-port-in-use",
+                Library,
+                None,
+                "torch.distributed's rendezvous store could not listen on its port (errno 98, address already in use): another process holds MASTER_PORT (29500 by default): an earlier run that has not exited (a leftover worker keeps the port) or a second training job on the same machine. The GPU stack is not involved.",
+                "Give this run its own port (`torchrun --master_port 29501 …`, `python -m torch.distributed.launch --master_port …`, or MASTER_PORT=…), or on one machine `torchrun --standalone`, which picks a free one; or find what holds the port (`ss -ltnp | grep 29500`) and stop that leftover run.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if DDP_UNUSED_PARAMETERS.iter().any(|w| lower.contains(w)) {
+            // ImprintLab/MedSegDiff#27 (a layer defined but not used in forward),
+            // aliyun/conditional-lane-detection#29, HamPerdredes/SOOD#33,
+            // open-mmlab/mmdetection3d#488 (find_unused_parameters = True cured them).
+            found.push(at(
+                seg,
+                "lib-ddp-unused-parameters",
+                Library,
+                None,
+                "DistributedDataParallel waited for gradients of parameters the loss never used (a layer built in __init__ but not called in forward, a branch taken on some steps only, an output left out of the loss): the training code against DDP's settings, not the GPU stack.",
+                "Pass find_unused_parameters=True to DistributedDataParallel (mmdet/mmcv configs: `find_unused_parameters = True`; Lightning: strategy=\"ddp_find_unused_parameters_true\"), or remove the unused layers and make every forward output part of the loss; TORCH_DISTRIBUTED_DEBUG=DETAIL names the parameters. Freeze what must not train (requires_grad=False) before wrapping the model.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if lower.contains("ddp expects same model across all ranks") {
+            // yifan123/flow_grpo#245 (the launcher's process count against the config),
+            // ViTAE-Transformer/RSP#5 (the README's launch command), guoqincode/Open-AnimateAnyone#88.
+            found.push(at(
+                seg,
+                "lib-ddp-model-mismatch-across-ranks",
+                Library,
+                None,
+                "DistributedDataParallel's start-up check found that the ranks built different models (another count of trainable parameters, often 0 on one rank): the processes run different configurations or launch commands, or the model is built or frozen differently on some ranks. The GPU stack is not involved.",
+                "Start every rank with the same command and config (the launcher's --nproc_per_node / num_processes equal to the GPUs the config expects, as the project's README launches it), and build, load and freeze the model the same way on every rank before wrapping it in DDP (set adapters and requires_grad first); a one-GPU run shows whether the model itself builds.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if is_sigkilled(lower) {
+            // The kernel's out-of-memory killer (or a container's, WSL's or a scheduler's limit)
+            // ends a process with SIGKILL: tdrussell/diffusion-pipe#9, meta-llama/codellama#118
+            // (torchrun's exitcode -9), PKU-YuanGroup/Video-LLaVA#13, tloen/alpaca-lora#546 and
+            // chatchat-space/Langchain-Chatchat#35 (the shell's "Killed" while loading shards).
+            found.push(at(
+                seg,
+                "mem-host-process-killed",
+                Memory,
+                None,
+                "The process was ended with SIGKILL (torchrun's exitcode -9, the shell's \"Killed\"): the kernel's out-of-memory killer, or a container's, WSL's or a job scheduler's memory limit, took it when host RAM ran out, most often while a model's weights were loaded into RAM (once per process under torchrun). GPU memory running out raises an error instead.",
+                "Confirm it with `dmesg | grep -i -E 'killed process|out of memory'` (or the scheduler's job record) and watch `free -h` while it loads; then load the weights in half precision and straight to the GPU (torch_dtype=torch.float16 / bfloat16, low_cpu_mem_usage=True, device_map), start fewer processes, or give the machine more RAM or swap (WSL: memory= and swap= in .wslconfig; docker --memory; SLURM --mem).",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if is_cpu_allocator_out_of_memory(lower) {
+            // torch's CPU allocator (c10's alloc_cpu.cpp, TH's THGeneral "Buy new RAM!"):
+            // easydiffusion/easydiffusion#289, ymcui/Chinese-LLaMA-Alpaca#18 (the RAM was too
+            // small), lllyasviel/Fooocus#237 (a larger Windows paging file), amdegroot/ssd.pytorch#186.
+            found.push(at(
+                seg,
+                "mem-host-cpu-allocator",
+                Memory,
+                None,
+                "torch's CPU allocator could not get host memory for a tensor (DefaultCPUAllocator, or the old TH \"Buy new RAM!\"): the machine's RAM (and on Windows its paging file) is too small for what the program holds on the CPU, such as a model's weights while they load or a dataset kept in memory. The GPU and its driver are not involved.",
+                "Watch the RAM while it runs (`free -h`, Task Manager): close other programs, load the weights in half precision or straight to the GPU (torch_dtype=torch.float16, low_cpu_mem_usage=True), use smaller inputs or batches on the CPU side; on Windows let the paging file grow (System > Advanced > Virtual memory: system managed, or 30-50 GB); or add RAM.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if vllm_graph_capture && lower.contains("out of memory") {
+            // vllm-project/vllm#19186 (a lower gpu_memory_utilization cured it), #15598
+            // (--enforce-eager or a smaller --max-num-seqs), QwenLM/Qwen#819.
+            found.push(at(
+                seg,
+                "mem-vllm-cuda-graph-capture",
+                Memory,
+                None,
+                "The GPU ran out of memory while vLLM captured its CUDA graphs: the graphs (about 1-3 GiB per GPU) are allocated outside the gpu_memory_utilization share vLLM sized its KV cache for, so with that share near 1, or other programs on the card, the capture does not fit.",
+                "Lower gpu_memory_utilization (e.g. 0.9 to 0.8) so the graphs fit beside vLLM's share, or run without CUDA graphs (--enforce-eager / enforce_eager=True), or lower --max-num-seqs (fewer graph sizes to capture) and --max-model-len; check with `nvidia-smi` that no other program holds the card.",
+                Mechanism::Plain,
+                true,
+            ));
+        } else if is_kernel_assert(lower) {
+            // torch's kernels print their failed check before "device-side assert triggered":
+            // a pasted log often keeps only these lines. milesial/Pytorch-UNet#375 (n_classes
+            // against the labels), hszhao/semseg#29, joe-siyuan-qiao/DetectoRS#13.
+            found.push(at(
+                seg,
+                "lib-kernel-assert",
+                Library,
+                None,
+                "A check inside a GPU kernel failed (a torch kernel's `Assertion … failed` for one block and thread, the line before \"device-side assert triggered\"): almost always an index out of range in the data or the model's sizes, such as a label at or past the number of classes (`t >= 0 && t < n_classes`) or an id past an embedding. The driver, toolkit and GPU are fine.",
+                "Check the data against the model's sizes: labels in 0..num_classes-1 (an ignore value such as 255 set as ignore_index, the class count including the background), ids below the embedding size; run the step on the CPU (or with CUDA_LAUNCH_BLOCKING=1) for the exact message.",
+                Mechanism::Plain,
+                false,
+            ));
+        } else if is_triton_repository_layout(lower) {
+            // Triton Inference Server finding no model version or file where it looks:
+            // triton-inference-server/server#3687 (no numbered version folder), #4697
+            // (--load-model given a path), #3384, clearml/clearml-serving#3 (model.pt missing).
+            found.push(at(
+                seg,
+                "lib-triton-server-model-repository",
+                Library,
+                None,
+                "Triton Inference Server did not find the model where its repository layout says it must be: no numbered version folder (<model>/1/), no model file under the backend's default name in it (model.onnx, model.plan, model.pt, model.savedmodel), no config.pbtxt where one is required, or --load-model given a path instead of the model's name. The GPU stack is not involved.",
+                "Lay the repository out as Triton reads it: <repository>/<model name>/config.pbtxt and <repository>/<model name>/1/<model file> with the backend's default file name (or default_model_filename in config.pbtxt); pass --load-model the model's name; start with --strict-model-config=false (--disable-auto-complete-config off) where the backend can derive the config; the server log's model table names each model's status.",
+                Mechanism::Plain,
+                false,
+            ));
         }
     }
     found
+}
+
+/// A torch kernel's failed check: `file.cu:N: kernel: block: [x,y,z], thread: [x,y,z] Assertion
+/// `…` failed.`
+fn is_kernel_assert(lower: &str) -> bool {
+    lower.contains("block: [")
+        && lower.contains("thread: [")
+        && lower.contains("assertion `")
+        && lower.contains("failed")
+}
+
+/// Triton Inference Server's own words for a model it cannot find in its repository.
+fn is_triton_repository_layout(lower: &str) -> bool {
+    lower.contains("no model version was found")
+        || lower.contains("no version is available")
+        || lower.contains("model configuration is not provided for model")
+        || (lower.contains("unable to find '") && lower.contains("for model instance"))
+}
+
+/// torch.distributed's own words when its rendezvous store cannot take its port (c10d's
+/// socket.cpp, `DistNetworkError`, and torch before 1.11's bare `RuntimeError`), or "address
+/// already in use" in a log that launches torch.distributed.
+fn is_dist_port_in_use(lower: &str, dist_launch: bool) -> bool {
+    if !lower.contains("address already in use") {
+        return false;
+    }
+    [
+        "server socket has failed",
+        "[c10d]",
+        "distnetworkerror",
+        "tcpstore",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+        || lower
+            .trim_start()
+            .starts_with("runtimeerror: address already in use")
+        || dist_launch
+}
+
+/// DDP's reducer words for parameters that got no gradient (torch/csrc/distributed/c10d/reducer.cpp).
+const DDP_UNUSED_PARAMETERS: &[&str] = &[
+    "expected to have finished reduction in the prior iteration",
+    "parameters which did not receive grad for rank",
+];
+
+/// A process ended by SIGKILL: torch elastic's report of a worker (`failed (exitcode: -9)`,
+/// `Signal 9 (SIGKILL) received by PID`) or the shell's bare `Killed`, alone on its line or
+/// ending a progress bar.
+fn is_sigkilled(lower: &str) -> bool {
+    let line = lower.trim();
+    line.contains("failed (exitcode: -9)")
+        || line.contains("signal 9 (sigkill) received by pid")
+        || line == "killed"
+        || (line.ends_with("]killed") && line.contains("it/s"))
+}
+
+/// torch's CPU allocator out of host memory.
+fn is_cpu_allocator_out_of_memory(lower: &str) -> bool {
+    (lower.contains("defaultcpuallocator")
+        && (lower.contains("not enough memory") || lower.contains("can't allocate memory")))
+        || (lower.contains("not enough memory: you tried to allocate")
+            && lower.contains("buy new ram"))
 }
 
 /// JAX's own check of the CUDA components it finds (jax/_src/xla_bridge.py, jaxlib's
@@ -601,6 +792,21 @@ fn nccl(seg: &Segment<'_>, lower: &str, duplicate_gpu: bool) -> Option<Finding> 
     if !lower.contains("nccl") {
         return None;
     }
+    // NCCL's own allocation on the GPU failing: its WARN line, or the last error an unhandled
+    // CUDA error carries (NVIDIA/nccl#1235, openxla/xla#7201). The card's memory, whatever
+    // NCCL's result code; it outranks the catalogue's NCCL entries, which name no layer's cause.
+    if lower.contains("cuda failure") && lower.contains("out of memory") {
+        return Some(at(
+            seg,
+            "mem-nccl-cuda-out-of-memory",
+            Memory,
+            Some(Library),
+            "NCCL could not allocate GPU memory for its buffers (its CUDA call failed with out of memory): the training process had already filled the card, so the communicator's set-up or a collective found no room; NCCL and the network are not at fault.",
+            "Leave NCCL room on every GPU: halve the per-GPU batch (or shard more: FSDP/ZeRO, gradient checkpointing), stop other programs on the cards (`nvidia-smi`), and create the process group before the model fills the GPU; `stackpin vram --peak PEAK --batch N --vram SIZE` names a batch that fits. NCCL_BUFFSIZE lowers NCCL's own share.",
+            Mechanism::Plain,
+            true,
+        ));
+    }
     if lower.contains("invalid usage") || lower.contains("ncclinvalidusage") {
         let (cause, fix) = if duplicate_gpu {
             (
@@ -645,7 +851,10 @@ fn nccl(seg: &Segment<'_>, lower: &str, duplicate_gpu: bool) -> Option<Finding> 
 /// (NVIDIA/TensorRT#2088, #2755). Its warnings about layers are no cause.
 fn is_trt_layer_error(lower: &str) -> bool {
     let erroring = lower.contains("error") || lower.contains("[e]");
+    // A CUDA error while TensorRT times a layer's tactics ("Get cuda error during
+    // getBestTactic") is that CUDA call's (NVIDIA/TensorRT#840: out of memory), not the layer's.
     erroring
+        && !lower.contains("cuda error")
         && ((lower.contains("(unnamed layer*") && lower.contains(") ["))
             || lower.contains("ishufflelayer applied to shape tensor"))
 }
