@@ -1,0 +1,173 @@
+//! Native Windows failures that are neither a loader line with a library's name nor a CUDA code:
+//! pip refusing a path longer than Windows' MAX_PATH, the MSVC build tools or runtime a wheel or
+//! an extension build needs, nvcc failing to set up Visual Studio's environment, and a package
+//! name that no longer installs anything (`tensorflow-gpu`). Each is read from the line the tool
+//! itself prints; the threads behind every rule are cited in
+//! `tests/fixtures/diagnose/variants/windows.yaml`.
+
+use super::{Finding, Mechanism, at};
+use crate::diagnose::FailureLayer::{self, Library, Toolkit};
+use crate::diagnose::matcher::{Segment, pattern_matches};
+
+/// One rule: any pattern (catalogue `*` syntax) on a line, or a judge for what a pattern cannot
+/// say.
+struct Rule {
+    id: &'static str,
+    patterns: &'static [&'static str],
+    judge: Option<fn(&str) -> bool>,
+    layer: FailureLayer,
+    cause: &'static str,
+    fix: &'static str,
+    decisive: bool,
+}
+
+const RULES: &[Rule] = &[
+    // pip on Windows failing to write a file whose full path passes MAX_PATH (260): its own
+    // HINT line, WinError 206, or a bare Errno 2 on a long `C:\…` path. The Microsoft Store
+    // Python's package folder and pip's temp build folder make the path long; the package is
+    // fine. Decisive: the same log often carries later, secondary build errors.
+    Rule {
+        id: "lib-win-long-path",
+        patterns: &[
+            "does not have windows long path support enabled",
+            "[winerror 206] the filename or extension is too long",
+        ],
+        judge: Some(long_path_not_found),
+        layer: Library,
+        cause: "pip could not write one of the package's files because its full path is longer than Windows allows (260 characters) and long path support is off: the Python's package folder (the Microsoft Store Python's is long) or pip's temporary build folder plus the package's own deep file names pass the limit. The package and the GPU stack are fine.",
+        fix: "Enable long paths (as administrator: set HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem LongPathsEnabled to 1, or the group policy \"Enable Win32 long paths\"), open a new shell and install again; or use a Python installed in a short folder (the python.org installer, or a venv such as C:\\venvs\\dl) instead of the Microsoft Store one; for a package built from source set TEMP and TMP to a short folder (C:\\t) before `pip install`.",
+        decisive: true,
+    },
+    // A wheel's or extension's C/C++ build on Windows with no MSVC to run: setuptools' own
+    // message, and torch.utils.cpp_extension's warning that it cannot run `cl` (WinError 2:
+    // not on PATH). The warning alone is not decisive: a later compiler error names more.
+    Rule {
+        id: "tk-win-msvc-build-tools-missing",
+        patterns: &[
+            "microsoft visual c++ 14.0 or greater is required",
+            "microsoft visual c++ 14.0 is required",
+            "error checking compiler version for cl: [winerror 2]",
+        ],
+        judge: None,
+        layer: Toolkit,
+        cause: "The package builds C++ (or CUDA) code on Windows and finds no MSVC compiler (cl.exe): Visual Studio's C++ build tools are not installed, or the shell is not one where cl.exe is on PATH. The Visual C++ Redistributable alone does not compile anything.",
+        fix: "Install Visual Studio or its Build Tools with the \"Desktop development with C++\" workload (MSVC and a Windows SDK), then build from the \"x64 Native Tools Command Prompt\" (or run vcvars64.bat first) so cl.exe is on PATH; for CUDA code pick a Visual Studio release the CUDA toolkit supports. A prebuilt wheel for this Python, if the project ships one, avoids the build.",
+        decisive: false,
+    },
+    // nvcc on Windows runs the vcvars64.bat of the Visual Studio its cl.exe belongs to and
+    // stops when that fails (a 32-bit HostX86 cl.exe found first, a VS install without its C++
+    // workload, a release the toolkit does not support) or when the file is missing. Decisive
+    // over nvcc's generic `nvcc fatal` reading, whose fix is about flags.
+    Rule {
+        id: "tk-win-nvcc-vcvars-failed",
+        patterns: &[
+            "could not set up the environment for microsoft visual studio",
+            "microsoft visual studio configuration file 'vcvars64.bat' could not be found",
+        ],
+        judge: None,
+        layer: Toolkit,
+        cause: "nvcc could not set up Visual Studio's build environment: it runs the vcvars64.bat of the Visual Studio its cl.exe belongs to, and that failed or is missing (a 32-bit HostX86 cl.exe found first on PATH, a Visual Studio without its C++ workload or broken by an update, or a release this CUDA toolkit does not support).",
+        fix: "Build from the \"x64 Native Tools Command Prompt\" of one Visual Studio so its HostX64\\x64 cl.exe is first on PATH (or pass -ccbin with that folder); repair or modify the install so \"Desktop development with C++\" is complete and vcvars64.bat exists under VC\\Auxiliary\\Build; if it still fails, use a Visual Studio release the toolkit's installation guide lists for this CUDA version.",
+        decisive: true,
+    },
+    // The `tensorflow-gpu` name on the package index has, since December 2022, been an empty
+    // package whose setup.py raises this on purpose; `tensorflow` itself carries the GPU build.
+    Rule {
+        id: "lib-tensorflow-gpu-package-removed",
+        patterns: &[
+            "the \"tensorflow-gpu\" package has been removed",
+            "tensorflow-gpu has been removed. please install tensorflow instead",
+        ],
+        judge: None,
+        layer: Library,
+        cause: "The requirement names `tensorflow-gpu`, a package name TensorFlow retired (December 2022): every new release of it is an empty package whose install raises this error. `tensorflow` has carried the GPU support since 2.1.",
+        fix: "Replace tensorflow-gpu with tensorflow in the requirements (on Linux or WSL2 `pip install \"tensorflow[and-cuda]\"` brings the CUDA libraries); on native Windows GPU support ended with 2.10, so pin `tensorflow<2.11` there (with CUDA 11.2 and cuDNN 8.1) or run TensorFlow under WSL2.",
+        decisive: true,
+    },
+    // The Microsoft Visual C++ runtime a library's DLLs link against, missing or older than the
+    // release was built with: torch's own import-time warning, or a library DLL whose start-up
+    // code fails (WinError 1114, DLL initialization routine failed) when loaded from the
+    // library's folder.
+    Rule {
+        id: "lib-win-msvc-runtime",
+        patterns: &[
+            "microsoft visual c++ redistributable is not installed, this may lead to the dll load failure",
+            "winerror 1114*error loading*torch\\lib\\",
+            "winerror 1114*error loading*torch/lib/",
+            "winerror 1114*error loading*\\c10.dll",
+        ],
+        judge: None,
+        layer: Library,
+        cause: "The library's own DLLs (torch\\lib's c10.dll and the rest) need the Microsoft Visual C++ runtime (vcruntime140, msvcp140), and the one Windows finds is missing or older than the release was built with, so a DLL's start-up code fails (WinError 1114) or torch warns that it is not installed.",
+        fix: "Install the latest Microsoft Visual C++ Redistributable for Visual Studio 2015-2022 (x64), reboot, and import again; if a newer release still fails, pin the previous release of the library (e.g. torch 2.8 instead of 2.9) until the runtime is updated. Do not copy DLLs by hand.",
+        decisive: true,
+    },
+];
+
+/// pip's Errno 2 while installing, on a Windows drive path long enough to pass MAX_PATH with
+/// the folder it is written into (older pip prints no HINT line).
+fn long_path_not_found(lower: &str) -> bool {
+    const MARK: &str = "no such file or directory: '";
+    if !lower.contains("could not install packages due to an") {
+        return false;
+    }
+    let Some(at) = lower.find(MARK) else {
+        return false;
+    };
+    let path = &lower[at + MARK.len()..];
+    let path = path.split('\'').next().unwrap_or(path).replace("\\\\", "\\");
+    let drive = path.as_bytes();
+    let on_drive = drive.len() > 3
+        && drive[0].is_ascii_alphabetic()
+        && drive[1] == b':'
+        && (drive[2] == b'\\' || drive[2] == b'/');
+    on_drive && path.len() >= 200
+}
+
+pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
+    RULES
+        .iter()
+        .filter_map(|rule| {
+            let seg = segments.iter().find(|seg| {
+                rule.patterns.iter().any(|p| pattern_matches(p, &seg.lower))
+                    || rule.judge.is_some_and(|judge| judge(&seg.lower))
+            })?;
+            Some(at(
+                seg,
+                rule.id,
+                rule.layer,
+                None,
+                rule.cause,
+                rule.fix,
+                Mechanism::Plain,
+                rule.decisive,
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_patterns_are_lowercase() {
+        for rule in RULES {
+            for p in rule.patterns {
+                assert_eq!(*p, p.to_lowercase(), "{}: {p}", rule.id);
+            }
+        }
+    }
+
+    #[test]
+    fn a_short_missing_path_is_no_long_path() {
+        assert!(!long_path_not_found(
+            "error: could not install packages due to an oserror: [errno 2] no such file or directory: 'c:\\\\users\\\\me\\\\req.txt'"
+        ));
+        let long = format!(
+            "error: could not install packages due to an oserror: [errno 2] no such file or directory: 'c:\\\\users\\\\me\\\\{}.py'",
+            "a".repeat(220)
+        );
+        assert!(long_path_not_found(&long));
+    }
+}
