@@ -207,7 +207,9 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>, torch_preload: bool) -> O
         .map_or(seg.lower.as_str(), |at| &seg.lower[..at]);
     let place = place(&missing.path).or_else(|| place(before_search_path));
     let undefined = seg.lower.contains("undefined symbol")
-        || seg.lower.contains("could not be located in the dynamic link library");
+        || seg
+            .lower
+            .contains("could not be located in the dynamic link library");
     // An undefined symbol that belongs to a CUDA library (`cudnnCreate`, `cublasLt…`) names
     // the library that is missing or of another version, whatever binary asked for it.
     let by_file = owner(&missing.file)

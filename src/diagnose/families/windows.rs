@@ -1,7 +1,8 @@
 //! Native Windows failures that are neither a loader line with a library's name nor a CUDA code:
 //! pip refusing a path longer than Windows' MAX_PATH, the MSVC build tools or runtime a wheel or
-//! an extension build needs, nvcc failing to set up Visual Studio's environment, and a package
-//! name that no longer installs anything (`tensorflow-gpu`). Each is read from the line the tool
+//! an extension build needs, nvcc failing to set up Visual Studio's environment, a package
+//! name that no longer installs anything (`tensorflow-gpu`), and what torch's Windows builds lack
+//! or do differently (no NCCL, no libuv, workers started by spawn). Each is read from the line the tool
 //! itself prints; the threads behind every rule are cited in
 //! `tests/fixtures/diagnose/variants/windows.yaml`.
 
@@ -102,6 +103,41 @@ const RULES: &[Rule] = &[
         fix: "Install the latest Microsoft Visual C++ Redistributable for Visual Studio 2015-2022 (x64), reboot, and import again; if a newer release still fails, pin the previous release of the library (e.g. torch 2.8 instead of 2.9) until the runtime is updated. Do not copy DLLs by hand.",
         decisive: true,
     },
+    // torch's Windows (and macOS) builds carry no NCCL: a script or launcher that asks for the
+    // nccl backend (DDP, torchrun, Lightning's default on GPUs) fails at init_process_group,
+    // even on one GPU.
+    Rule {
+        id: "lib-win-torch-no-nccl",
+        patterns: &["distributed package doesn't have nccl built in"],
+        judge: None,
+        layer: Library,
+        cause: "The script asks torch.distributed for the NCCL backend, and torch's Windows (and macOS) builds have no NCCL: init_process_group(\"nccl\") fails however the GPU, driver and CUDA are.",
+        fix: "On native Windows use the gloo backend (init_process_group(backend=\"gloo\"), or the project's option for it; Lightning: a strategy with process_group_backend=\"gloo\"), or run on one GPU without torchrun/DDP; for NCCL's multi-GPU speed run the project under WSL2 or Linux.",
+        decisive: true,
+    },
+    // torch 2.4+ defaults its TCPStore (torchrun's rendezvous) to libuv, which its Windows
+    // wheels are built without.
+    Rule {
+        id: "lib-win-torch-no-libuv",
+        patterns: &["use_libuv was requested but pytorch was build without libuv support"],
+        judge: None,
+        layer: Library,
+        cause: "torch.distributed's TCPStore (torchrun's rendezvous, init_process_group with env:// or tcp://) defaults to libuv since torch 2.4, and torch's Windows wheels are built without it.",
+        fix: "Turn libuv off for the store: set the environment variable USE_LIBUV=0 before torchrun or the script (PowerShell: $env:USE_LIBUV=\"0\"), or add ?use_libuv=0 to a tcp:// init_method; on one GPU run the script without torchrun; multi-GPU training is better run under WSL2 or Linux (Windows torch has no NCCL).",
+        decisive: true,
+    },
+    // Windows starts DataLoader workers (and any multiprocessing child) by spawning a new
+    // interpreter that re-imports the main script; without an `if __name__ == "__main__":`
+    // guard the child starts workers again and Python stops it with this message.
+    Rule {
+        id: "lib-win-spawn-without-main-guard",
+        patterns: &["an attempt has been made to start a new process before the"],
+        judge: None,
+        layer: Library,
+        cause: "On Windows, DataLoader workers (num_workers > 0) and other multiprocessing children start by spawning a new Python that re-imports the main script; the script builds its loaders and trains at module level, with no `if __name__ == \"__main__\":` guard, so each child tries to start workers again and Python stops it.",
+        fix: "Put the training code of the main script under `if __name__ == \"__main__\":` (call main() there), keeping the dataset and collate functions at module level so the workers can import them; or set num_workers=0 in the DataLoader (slower, no worker processes). In a notebook, define the dataset in an importable .py file.",
+        decisive: true,
+    },
 ];
 
 /// pip's Errno 2 while installing, on a Windows drive path long enough to pass MAX_PATH with
@@ -115,7 +151,11 @@ fn long_path_not_found(lower: &str) -> bool {
         return false;
     };
     let path = &lower[at + MARK.len()..];
-    let path = path.split('\'').next().unwrap_or(path).replace("\\\\", "\\");
+    let path = path
+        .split('\'')
+        .next()
+        .unwrap_or(path)
+        .replace("\\\\", "\\");
     let drive = path.as_bytes();
     let on_drive = drive.len() > 3
         && drive[0].is_ascii_alphabetic()
