@@ -138,6 +138,17 @@ const RULES: &[Rule] = &[
         fix: "Put the training code of the main script under `if __name__ == \"__main__\":` (call main() there), keeping the dataset and collate functions at module level so the workers can import them; or set num_workers=0 in the DataLoader (slower, no worker processes). In a notebook, define the dataset in an importable .py file.",
         decisive: true,
     },
+    // torch 2.0-2.3 refused torch.compile on Windows outright (torch/_dynamo/eval_frame.py's
+    // check_if_dynamo_supported, pytorch/pytorch#94940); the model runs without it.
+    Rule {
+        id: "lib-win-torch-compile-unsupported",
+        patterns: &["windows not yet supported for torch.compile"],
+        judge: None,
+        layer: Library,
+        cause: "The code calls torch.compile, and this torch release does not support it on Windows (2.0 to 2.3 raise this on purpose); the GPU stack is fine and the model runs without compiling.",
+        fix: "Run without torch.compile: the project's switch for it (e.g. --compile=False), or remove the torch.compile(...) call, at some speed cost; or run the project under WSL2 or Linux, where the compiler works; newer torch releases bring Windows support step by step (CPU first), so upgrading is an option only where their notes say the GPU path works.",
+        decisive: true,
+    },
 ];
 
 /// pip's Errno 2 while installing, on a Windows drive path long enough to pass MAX_PATH with
