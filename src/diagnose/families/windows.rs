@@ -149,6 +149,32 @@ const RULES: &[Rule] = &[
         fix: "Run without torch.compile: the project's switch for it (e.g. --compile=False), or remove the torch.compile(...) call, at some speed cost; or run the project under WSL2 or Linux, where the compiler works; newer torch releases bring Windows support step by step (CPU first), so upgrading is an option only where their notes say the GPU path works.",
         decisive: true,
     },
+    // nvcc refusing a host compiler whose target it does not know: on Windows a 32-bit cl.exe
+    // (HostX86\x86) or MinGW's gcc from `make`; elsewhere a clang the release does not support.
+    // Decisive over nvcc's generic reading, whose fix is about flags.
+    Rule {
+        id: "tk-nvcc-host-compiler-target",
+        patterns: &[
+            "nvcc fatal   : host compiler targets unsupported os",
+            "nvcc fatal : host compiler targets unsupported os",
+        ],
+        judge: None,
+        layer: Toolkit,
+        cause: "nvcc does not accept the host compiler it was given: on Windows it must be the 64-bit MSVC cl.exe (a 32-bit HostX86\\x86 cl.exe, or MinGW's gcc when the project is built with make, targets an OS nvcc does not support); on Linux a clang this CUDA release does not support.",
+        fix: "On Windows build with the 64-bit MSVC: from the \"x64 Native Tools Command Prompt\", with CMake's Visual Studio generator for x64 (-A x64) or Ninja from that prompt, not MinGW make; on Linux point nvcc at a gcc the toolkit supports (-ccbin g++-N, CMAKE_CUDA_HOST_COMPILER).",
+        decisive: true,
+    },
+    // The MSVC standard library's own version check of nvcc (yvals_core.h): a Visual Studio
+    // update brought an STL that needs a newer CUDA than the toolkit in use.
+    Rule {
+        id: "tk-win-msvc-stl-needs-newer-cuda",
+        patterns: &["stl1002: unexpected compiler version, expected cuda"],
+        judge: None,
+        layer: Toolkit,
+        cause: "Visual Studio's C++ standard library (yvals_core.h) checks the CUDA compiler and needs a newer CUDA than the toolkit in use: a Visual Studio update (2022 17.10+ needs CUDA 12.4) moved past this toolkit.",
+        fix: "Install the CUDA toolkit release the error names or newer and build with it; or build with an older MSVC toolset that this CUDA supports (Visual Studio Installer: the matching MSVC v14.x build tools, selected with -vcvars_ver or CMake's -T version=14.x). Defining _ALLOW_COMPILER_AND_STL_VERSION_MISMATCH only hides the check.",
+        decisive: true,
+    },
 ];
 
 /// pip's Errno 2 while installing, on a Windows drive path long enough to pass MAX_PATH with
