@@ -175,6 +175,22 @@ const RULES: &[Rule] = &[
         fix: "Install the CUDA toolkit release the error names or newer and build with it; or build with an older MSVC toolset that this CUDA supports (Visual Studio Installer: the matching MSVC v14.x build tools, selected with -vcvars_ver or CMake's -T version=14.x). Defining _ALLOW_COMPILER_AND_STL_VERSION_MISMATCH only hides the check.",
         decisive: true,
     },
+    // pip on Windows unable to replace or write a package's file: the file is open in a running
+    // Python (a DLL in use cannot be replaced), or the environment lives in a folder the user may
+    // not write (Program Files, the Microsoft Store Python's WindowsApps, an application's own
+    // Python); antivirus scanning the new files is the third.
+    Rule {
+        id: "lib-win-pip-file-locked",
+        patterns: &[
+            "could not install packages due to an oserror: [winerror 5] access is denied",
+            "could not install packages due to an oserror: [winerror 32] the process cannot access the file",
+        ],
+        judge: None,
+        layer: Library,
+        cause: "pip could not write or replace one of the package's files: another process has it open (a Python, Jupyter kernel or IDE still running from this environment holds torch's DLLs; antivirus scanning the new files), or the environment is in a folder this user may not write (Program Files, the Microsoft Store Python's WindowsApps, an application's bundled Python).",
+        fix: "Close every Python, notebook kernel and IDE using this environment (Task Manager: python.exe) and install again; delete any half-removed `~orch`-style folders pip left in site-packages; install into a venv in a folder you own (python -m venv C:\\venvs\\dl) rather than Program Files or the Store Python, or add --user; if it persists, exclude the venv from real-time antivirus scanning while installing.",
+        decisive: true,
+    },
 ];
 
 /// pip's Errno 2 while installing, on a Windows drive path long enough to pass MAX_PATH with
