@@ -46,6 +46,13 @@ const LOAD_FAILED: &[&str] = &[
     ".dll not found",
     ".dll was not found",
     "tensorflow requires that this dll be installed",
+    // Python's ctypes on Windows (3.8+): "Could not find module 'X.dll' (or one of its
+    // dependencies)" (pytorch/pytorch#39734, spyder-ide/spyder#13322).
+    "could not find module",
+    // Windows' own dialog for a symbol a DLL lacks: "The procedure entry point X could not be
+    // located in the dynamic link library Y.dll" (NVIDIA/Stable-Diffusion-WebUI-TensorRT#143,
+    // gpufit/Gpufit#104); read like an undefined symbol.
+    "could not be located in the dynamic link library",
 ];
 
 /// Who ships a library file.
@@ -199,7 +206,10 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>, torch_preload: bool) -> O
         .find("ld_library_path")
         .map_or(seg.lower.as_str(), |at| &seg.lower[..at]);
     let place = place(&missing.path).or_else(|| place(before_search_path));
-    let undefined = seg.lower.contains("undefined symbol");
+    let undefined = seg.lower.contains("undefined symbol")
+        || seg
+            .lower
+            .contains("could not be located in the dynamic link library");
     // An undefined symbol that belongs to a CUDA library (`cudnnCreate`, `cublasLt…`) names
     // the library that is missing or of another version, whatever binary asked for it.
     let by_file = owner(&missing.file)

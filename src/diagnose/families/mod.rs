@@ -24,6 +24,9 @@
 //!   own headers, a CUDA intrinsic, a kernel the library generated); the user's own code stays
 //!   unknown.
 //! - [`own`]: stackpin's own failure texts and a `failed-run.yaml` given to `diagnose`.
+//! - [`windows`]: native Windows failures read from the tool's own line: pip's path past
+//!   MAX_PATH, the MSVC build tools or runtime missing, nvcc's Visual Studio set-up, the retired
+//!   `tensorflow-gpu` package.
 //!
 //! A [`Finding`] is *decisive* when its mechanism used evidence the catalogue cannot see (where
 //! a library lives, a version pair, the cause line of an installer log): it then wins over a
@@ -39,6 +42,7 @@ pub mod own;
 pub mod runtimes;
 pub mod status;
 pub mod symbols;
+pub mod windows;
 
 use super::FailureLayer;
 use super::matcher::{self, Segment};
@@ -88,6 +92,7 @@ pub fn best(text: &str) -> Option<Finding> {
     found.extend(kernel_log::find(&segments));
     found.extend(runtimes::find(&segments));
     found.extend(compile::find(&segments));
+    found.extend(windows::find(&segments));
     found
         .into_iter()
         .enumerate()

@@ -40,6 +40,10 @@ const FILES: &[(&str, &str)] = &[
         "symbols",
         include_str!("../../../tests/fixtures/diagnose/variants/symbols.yaml"),
     ),
+    (
+        "windows",
+        include_str!("../../../tests/fixtures/diagnose/variants/windows.yaml"),
+    ),
 ];
 
 /// The sources the Rust tests cited before they became data: none may be lost.
@@ -198,6 +202,7 @@ fn module_findings(module: &str, log: &str) -> Result<Vec<Seen>, String> {
         "messages" => super::messages::find(&segments),
         "runtimes" => super::runtimes::find(&segments),
         "status" => super::status::find(&segments),
+        "windows" => super::windows::find(&segments),
         "symbols" => segments
             .iter()
             .filter_map(|seg| {
