@@ -906,6 +906,19 @@ fn holdout_round26_keeps_its_tuned_accuracy_and_names_no_other_wrong_layer() {
 const ROUND26_FLOOR: usize = 17;
 
 #[test]
+fn holdout_round27_keeps_its_accuracy_and_names_no_wrong_layer() {
+    // Drawn after rounds 19-26 and the breadth pass were tuned on and merged (main dafe578), by
+    // the rule in the fixture's header (committed before the first search, f56eca0; cases decided
+    // before diagnose ran, 4185a9f), a representative round of a new workstation's first hour,
+    // and measured once, untuned: 13/17 acceptable, 4 unknown, 0 wrong, fix right 10/13
+    // (README.md). Fewer right answers, or any wrong layer, fails.
+    assert_holdout_round("holdout-round27.yaml", 17, ROUND27_FLOOR, &[]);
+}
+
+/// Round 27's first and only unseen measurement: 13/17 (76%), no wrong layer.
+const ROUND27_FLOOR: usize = 13;
+
+#[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {
     let out = stackpin(
         &["diagnose", "-", "--host", "none"],
