@@ -647,4 +647,25 @@ pub(super) const ENTRIES: &[Entry] = &[
         source: "https://github.com/microsoft/WSL/issues/5548 ; \
                  https://github.com/microsoft/WSL/issues/11229",
     },
+    Entry {
+        id: "drv-container-started-without-gpu",
+        layer: Driver,
+        specificity: Specific,
+        // The CUDA images' entrypoint banner (nvidia/cuda, NGC): printed when the container
+        // sees no driver, i.e. it was started without the NVIDIA runtime's GPUs (older images
+        // name nvidia-docker, newer ones the Container Toolkit).
+        patterns: &["the nvidia driver was not detected"],
+        cause: "The CUDA container image sees no NVIDIA driver: the container was started \
+                without the GPUs (no `--gpus`, or no NVIDIA Container Toolkit on the host), or \
+                the host has no working driver.",
+        fix: "Check the host first: `nvidia-smi` must work there (install the pinned driver from \
+              the archive if it does not). Install the NVIDIA Container Toolkit on the host, \
+              configure Docker for it (`sudo nvidia-ctk runtime configure --runtime=docker`, \
+              then restart Docker) and start the container with `--gpus all` (Compose: a GPU \
+              device reservation; very old setups: `nvidia-docker run`).",
+        example: "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be \
+                  available.",
+        source: "https://github.com/NVIDIA/nvidia-docker/issues/1071 ; \
+                 https://github.com/NVIDIA/nvidia-docker/issues/1548",
+    },
 ];

@@ -470,6 +470,10 @@ fn place(path: &str) -> Option<Place> {
     {
         return Some(Place::LibraryFolder);
     }
+    // torch's own extension module, beside torch/lib: `torch/_C.cpython-36m-x86_64-linux-gnu.so`.
+    if in_packages && (path.contains("torch/_c.so") || path.contains("torch/_c.cpython-")) {
+        return Some(Place::LibraryFolder);
+    }
     if path.contains("/usr/local/cuda") || path.contains("/cuda/v") || path.contains("/opt/cuda") {
         return Some(Place::ToolkitFolder);
     }

@@ -259,6 +259,8 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             ));
         } else if let Some(f) = apt_unmet(seg, lower) {
             found.push(f);
+        } else if let Some(f) = apt_not_installable(seg, lower) {
+            found.push(f);
         } else if let Some(f) = dpkg_failed(seg, listing) {
             found.push(f);
         } else if XLA_LIBDEVICE.iter().any(|w| lower.contains(w)) {
@@ -669,6 +671,86 @@ fn apt_unmet(seg: &Segment<'_>, lower: &str) -> Option<Finding> {
     } else {
         None
     }
+}
+
+/// apt's "pkg : Depends: dep but it is not installable": no enabled repository provides dep at
+/// all (not a version clash, which apt words otherwise). An NVIDIA dependency names its own layer:
+/// the repository that carries it (NVIDIA's CUDA repository, the distribution's non-free part) is
+/// not enabled, or carries another release. Otherwise an NVIDIA package whose dependency this OS
+/// release lacks names the package's layer: it was built for another release.
+fn apt_not_installable(seg: &Segment<'_>, lower: &str) -> Option<Finding> {
+    let line = lower.trim();
+    // A second dependency of the same package is printed on its own line, "Depends: dep …".
+    let (package, rest) = match line.split_once(": depends:") {
+        Some((package, rest)) => (package.split_whitespace().last(), rest),
+        None => (None, line.strip_prefix("depends:")?),
+    };
+    if !rest.contains("but it is not installable") {
+        return None;
+    }
+    let dep = rest.split_whitespace().next()?;
+    let by_dep = cuda_package_layer(dep);
+    let layer = by_dep.or_else(|| package.and_then(cuda_package_layer))?;
+    let (id, name) = if layer == Driver {
+        ("drv-apt-package-not-installable", "NVIDIA driver")
+    } else {
+        ("tk-apt-package-not-installable", "CUDA toolkit")
+    };
+    let (cause, fix) = if by_dep.is_some() {
+        (
+            format!(
+                "apt finds no enabled repository that provides {dep}, a package of the {name}: the repository that carries it (NVIDIA's CUDA repository for this OS release, or the distribution's non-free / multiverse part) is not enabled, or carries it under another name or release."
+            ),
+            format!(
+                "Enable the repository that provides {dep} for this OS release (NVIDIA's CUDA repository for `cuda` and `cuda-*`/`libcublas-*` packages, the distribution's non-free or multiverse part for its own `libcudart*` and nvidia-cuda-toolkit packages), run `sudo apt update`, then install again. A package that depends on NVIDIA's `cuda` needs the toolkit from NVIDIA's repository, not the distribution's nvidia-cuda-toolkit; `stackpin install MANIFEST` installs the pinned {name} from the archive."
+            ),
+        )
+    } else {
+        (
+            format!(
+                "{} needs {dep}, which no enabled repository of this OS release provides: the {name} package was built for another release of the distribution.",
+                package.unwrap_or("the package")
+            ),
+            format!(
+                "Install the {name} release built for this OS release (NVIDIA's repository for this distribution version, or the distribution's own packages) instead of one made for another release; do not force the package in. `stackpin install MANIFEST` installs the pinned {name} from the archive."
+            ),
+        )
+    };
+    Some(at(
+        seg,
+        id,
+        layer,
+        None,
+        cause,
+        fix,
+        Mechanism::Plain,
+        false,
+    ))
+}
+
+/// An NVIDIA package's layer by its name, with the distributions' CUDA runtime library
+/// packages (Debian's `libcudart8.0`, `libcublas-dev`, `libcufile-11-5`) read as the toolkit's.
+fn cuda_package_layer(package: &str) -> Option<crate::diagnose::FailureLayer> {
+    const RUNTIME: &[&str] = &[
+        "libcudart",
+        "libcublas",
+        "libcufft",
+        "libcurand",
+        "libcusolver",
+        "libcusparse",
+        "libnvrtc",
+        "libnvjitlink",
+        "libnpp",
+        "libnvjpeg",
+        "libcufile",
+        "libcupti",
+        "libnvtoolsext",
+        "libnvblas",
+    ];
+    if RUNTIME.iter().any(|p| package.starts_with(p)) {
+        return Some(Toolkit);
+    }
+    nvidia_package_layer(package)
 }
 
 /// The layer an NVIDIA package belongs to, by its name: the driver's packages (`nvidia-*`,
