@@ -85,7 +85,10 @@ const LIBRARY_FIX: &str = "Reinstall the training library build the manifest pin
 notes list this GPU's compute capability.";
 
 const MEMORY_FIX: &str = "Halve the batch and run again from a clean start (close other GPU \
-programs; `nvidia-smi` lists them); `stackpin vram --peak PEAK --batch N --vram SIZE` names the largest batch that fits.";
+programs; `nvidia-smi` lists them); at inference, where the batch is already small, shrink the input instead (image size, tiles, \
+sequence length) and run under `torch.inference_mode()` or in half precision; if one input still \
+does not fit, the model needs a card with more memory. `stackpin vram --peak PEAK --batch N \
+--vram SIZE` names the largest batch that fits.";
 
 const HARDWARE_FIX: &str = "Reboot (or reset the GPU with `nvidia-smi -r`), then read `dmesg` \
 for NVRM Xid lines and `nvidia-smi -q` for ECC and retired pages; check power, cooling and \

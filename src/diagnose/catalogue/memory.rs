@@ -6,9 +6,11 @@ use crate::diagnose::FailureLayer::{Hardware, Memory};
 
 /// Shared advice for every GPU out-of-memory entry; the matcher appends the batch it saw.
 const OOM_FIX: &str = "Halve the batch and run again from a clean start (close other GPU \
-programs; `nvidia-smi` lists them), then compare the peak with the prediction: `stackpin vram \
---peak PEAK --batch N --vram SIZE` (the peak measured at batch N, the card's memory) \
-computes the largest batch that stays under the 80% line.";
+programs; `nvidia-smi` lists them); at inference, where the batch is already small, shrink the input instead (image size, tiles, \
+sequence length) and run under `torch.inference_mode()` or in half precision; if one input still \
+does not fit, the model needs a card with more memory. Then compare the peak with the \
+prediction: `stackpin vram --peak PEAK --batch N --vram SIZE` (the peak measured at batch N, the \
+card's memory) computes the largest batch that stays under the 80% line.";
 
 pub(super) const MEMORY: &[Entry] = &[
     Entry {
@@ -35,8 +37,8 @@ pub(super) const MEMORY: &[Entry] = &[
             "cuda error: out of memory",
             "cudaerrormemoryallocation",
         ],
-        cause: "The GPU ran out of memory: the batch is too large for this card (or memory \
-                fragmented after earlier steps).",
+        cause: "The GPU ran out of memory: the batch (at inference, the input) is too large for \
+                this card (or memory fragmented after earlier steps).",
         fix: OOM_FIX,
         example: "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. \
                   GPU 0 has a total capacity of 23.65 GiB of which 11.06 MiB is free.",

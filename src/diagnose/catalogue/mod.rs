@@ -383,6 +383,32 @@ mod tests {
                 ),
             ],
         },
+        // Out of memory at inference, where the batch is already 1: the threads shrank the
+        // input (tiles, a smaller image) or moved to a card with more memory.
+        Audited {
+            id: "mem-torch-oom",
+            second: None,
+            fix_has: &[
+                "Halve the batch",
+                "at inference",
+                "shrink the input",
+                "more memory",
+            ],
+            variants: &[
+                (
+                    "CosmiQ/solaris#361",
+                    "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 11.93 GiB total capacity; 8.75 GiB already allocated; 763.06 MiB free; 10.74 GiB reserved in total by PyTorch)",
+                ),
+                (
+                    "leftthomas/SRGAN#60",
+                    "RuntimeError: CUDA out of memory. Tried to allocate 878.00 MiB (GPU 0; 10.92 GiB total capacity; 9.48 GiB already allocated; 544.06 MiB free; 1.17 MiB cached)",
+                ),
+                (
+                    "cv516Buaa/tph-yolov5#23",
+                    "ret = input.softmax(dim)\nRuntimeError: CUDA out of memory. Tried to allocate 962.00 MiB (GPU 0; 3.81 GiB total capacity; 1.79 GiB already allocated; 725.00 MiB free; 1.93 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF",
+                ),
+            ],
+        },
     ];
 
     #[test]

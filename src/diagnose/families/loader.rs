@@ -290,7 +290,12 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>, torch_preload: bool) -> O
             Library,
             if owner == Owner::OwnBinary { None } else { Some(Toolkit) },
             format!("{file}, shipped inside the training library's own package, {} — the library's wheel is broken, incomplete or mixed with another build.", if undefined { "does not match the binaries beside it" } else { "or one of its dependencies cannot be loaded" }),
-            format!("Reinstall the library's wheels as one set (same version and +cuXYZ build for every package: torch, torchvision, torchaudio) in a clean venv; a nightly may ship without a DLL, so pin a release.{}", if windows { " On Windows also install the latest Microsoft Visual C++ Redistributable (x64)." } else { "" }),
+            format!("{}einstall the library's wheels as one set (same version and +cuXYZ build for every package: torch, torchvision, torchaudio) in a clean venv; a nightly may ship without a DLL, so pin a release.{}",
+                // A symbol missing between the package's own binaries: another install's copy
+                // of one of them (an old source build's libc10.so in /usr/local/lib, a ~/.local
+                // or LD_LIBRARY_PATH copy) is loaded first, and a reinstall leaves it there.
+                if undefined { "Look for another copy of the library's own binaries that loads first (`ldd` on the file above, `grep -E 'c10|torch'`; an earlier install's libc10/libtorch in /usr/local/lib, on LD_LIBRARY_PATH or under ~/.local) and remove it or take it off the path, then r" } else { "R" },
+                if windows { " On Windows also install the latest Microsoft Visual C++ Redistributable (x64)." } else { "" }),
             // With a CUDA library in its folder the place is new evidence; its own binary
             // alone is what the catalogue already reads.
             owner != Owner::OwnBinary,
