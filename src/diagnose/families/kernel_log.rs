@@ -196,34 +196,14 @@ fn akmods_failed(segments: &[Segment<'_>]) -> Option<Finding> {
     ))
 }
 
-/// The layer of an RPM package, by its name (an epoch `3:` and the version after it are
-/// ignored): the driver's packages (`akmod-nvidia`, `kmod-nvidia-*`, `nvidia-driver*`,
-/// `nvidia-kmod-common`, `xorg-x11-drv-nvidia*`, `cuda-drivers`, the `nvidia-driver` module
-/// stream) or the toolkit's (`cuda-*`, cuDNN, NCCL).
+/// The layer of an RPM package, by its name (an epoch `3:` and a `module(` stream prefix are
+/// ignored): the NVIDIA package names of both package managers, RPM's own among them.
 fn rpm_layer(name: &str) -> Option<FailureLayer> {
     let name = name
         .trim_start_matches(|c: char| c.is_ascii_digit())
         .trim_start_matches(':')
         .trim_start_matches("module(");
-    if name.starts_with("cuda-drivers") {
-        return Some(Driver);
-    }
-    let driver = [
-        "akmod-nvidia",
-        "kmod-nvidia",
-        "dkms-nvidia",
-        "nvidia-",
-        "libnvidia",
-        "xorg-x11-drv-nvidia",
-    ];
-    let toolkit = ["cuda-", "libcudnn", "cudnn", "libnccl"];
-    if toolkit.iter().any(|p| name.starts_with(p)) {
-        Some(Toolkit)
-    } else if driver.iter().any(|p| name.starts_with(p)) {
-        Some(Driver)
-    } else {
-        None
-    }
+    super::runtimes::nvidia_package_layer(name)
 }
 
 /// dnf's (and yum's) dependency problem naming an NVIDIA package: "Problem: package P requires

@@ -4,25 +4,12 @@
 //! lines (where the evidence is the line that names the cause: the `modpost` line, not the
 //! installer's generic `ERROR: An error occurred while performing the step`).
 
+use super::rule::{Rule, find_each};
 use super::{Finding, Mechanism, at};
-use crate::diagnose::FailureLayer::{self, Driver, Hardware, Library, Memory, Toolkit};
-use crate::diagnose::matcher::{Segment, pattern_matches};
+use crate::diagnose::FailureLayer::{Driver, Hardware, Library, Memory, Toolkit};
+use crate::diagnose::matcher::Segment;
 
-/// One family rule: any pattern (catalogue `*` syntax) on a line.
-struct Rule {
-    id: &'static str,
-    patterns: &'static [&'static str],
-    layer: FailureLayer,
-    second: Option<FailureLayer>,
-    cause: &'static str,
-    fix: &'static str,
-    mechanism: Mechanism,
-    decisive: bool,
-    /// A matcher for what a pattern cannot say (a list judged by what it holds and lacks).
-    judge: Option<fn(&str) -> bool>,
-}
-
-const RULES: &[Rule] = &[
+pub(super) const RULES: &[Rule] = &[
     // bitsandbytes' own setup: the wheel looks for a CUDA binary of its own that fits the CUDA
     // runtime it finds (libbitsandbytes_cudaXYZ.so / .dll) and falls back to the CPU one.
     Rule {
@@ -1198,24 +1185,7 @@ fn lists_only_cpu_providers(lower: &str) -> bool {
 
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     let mut found: Vec<Finding> = segments.iter().filter_map(code_43_named).take(1).collect();
-    for rule in RULES {
-        let hit = segments.iter().find(|seg| {
-            rule.patterns.iter().any(|p| pattern_matches(p, &seg.lower))
-                || rule.judge.is_some_and(|judge| judge(&seg.lower))
-        });
-        if let Some(seg) = hit {
-            found.push(at(
-                seg,
-                rule.id,
-                rule.layer,
-                rule.second,
-                rule.cause,
-                rule.fix,
-                rule.mechanism,
-                rule.decisive,
-            ));
-        }
-    }
+    found.extend(find_each(RULES, segments));
     found.extend(collect_env_cpu_build(segments));
     found.extend(segments.iter().find_map(conda_cpu_build));
     found
@@ -1389,18 +1359,4 @@ fn collect_env_cpu_build(segments: &[Segment<'_>]) -> Option<Finding> {
     ))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    // The variants of each rule are data: tests/fixtures/diagnose/variants/messages.yaml.
-
-    #[test]
-    fn rule_patterns_are_lowercase() {
-        for rule in RULES {
-            for p in rule.patterns {
-                assert_eq!(*p, p.to_lowercase(), "{}", rule.id);
-            }
-        }
-    }
-}
+// The variants of each rule are data: tests/fixtures/diagnose/variants/messages.yaml.

@@ -39,6 +39,7 @@ pub mod kernel_log;
 pub mod loader;
 pub mod messages;
 pub mod own;
+mod rule;
 pub mod runtimes;
 pub mod status;
 pub mod symbols;

@@ -753,10 +753,11 @@ fn cuda_package_layer(package: &str) -> Option<crate::diagnose::FailureLayer> {
     nvidia_package_layer(package)
 }
 
-/// The layer an NVIDIA package belongs to, by its name: the driver's packages (`nvidia-*`,
-/// `libnvidia-*`, `cuda-drivers`, the X driver) or the toolkit's (`cuda-*`, `cuda`, cuDNN, NCCL,
-/// and the distributions' `nvidia-cuda-*` / `nvidia-cudnn` packages of the toolkit); another
-/// package names no GPU layer.
+/// The layer an NVIDIA package belongs to, by its name, in apt's and RPM's namings: the
+/// driver's packages (`nvidia-*`, `libnvidia-*`, `cuda-drivers`, the X driver, Ubuntu's prebuilt
+/// modules, RPM's `akmod-nvidia`, `kmod-nvidia-*`, `dkms-nvidia`, `xorg-x11-drv-nvidia*`) or the
+/// toolkit's (`cuda-*`, `cuda`, cuDNN, NCCL, and the distributions' `nvidia-cuda-*` /
+/// `nvidia-cudnn` packages of the toolkit); another package names no GPU layer.
 pub(super) fn nvidia_package_layer(package: &str) -> Option<crate::diagnose::FailureLayer> {
     // `cuda-drivers` is the driver's meta-package in NVIDIA's CUDA repository.
     if package.starts_with("cuda-drivers") {
@@ -765,6 +766,7 @@ pub(super) fn nvidia_package_layer(package: &str) -> Option<crate::diagnose::Fai
     let toolkit = [
         "cuda-",
         "libcudnn",
+        "cudnn",
         "libnccl",
         "nvidia-cuda-",
         "nvidia-cudnn",
@@ -779,6 +781,10 @@ pub(super) fn nvidia_package_layer(package: &str) -> Option<crate::diagnose::Fai
         "xserver-xorg-video-nvidia",
         "linux-modules-nvidia",
         "linux-objects-nvidia",
+        "akmod-nvidia",
+        "kmod-nvidia",
+        "dkms-nvidia",
+        "xorg-x11-drv-nvidia",
     ]
     .iter()
     .any(|p| package.starts_with(p));

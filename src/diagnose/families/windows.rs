@@ -6,23 +6,12 @@
 //! itself prints; the threads behind every rule are cited in
 //! `tests/fixtures/diagnose/variants/windows.yaml`.
 
-use super::{Finding, Mechanism, at};
-use crate::diagnose::FailureLayer::{self, Library, Toolkit};
-use crate::diagnose::matcher::{Segment, pattern_matches};
+use super::rule::{Rule, find_each};
+use super::{Finding, Mechanism};
+use crate::diagnose::FailureLayer::{Library, Toolkit};
+use crate::diagnose::matcher::Segment;
 
-/// One rule: any pattern (catalogue `*` syntax) on a line, or a judge for what a pattern cannot
-/// say.
-struct Rule {
-    id: &'static str,
-    patterns: &'static [&'static str],
-    judge: Option<fn(&str) -> bool>,
-    layer: FailureLayer,
-    cause: &'static str,
-    fix: &'static str,
-    decisive: bool,
-}
-
-const RULES: &[Rule] = &[
+pub(super) const RULES: &[Rule] = &[
     // pip on Windows failing to write a file whose full path passes MAX_PATH (260): its own
     // HINT line, WinError 206, or a bare Errno 2 on a long `C:\…` path. The Microsoft Store
     // Python's package folder and pip's temp build folder make the path long; the package is
@@ -35,6 +24,8 @@ const RULES: &[Rule] = &[
         ],
         judge: Some(long_path_not_found),
         layer: Library,
+        second: None,
+        mechanism: Mechanism::Plain,
         cause: "pip could not write one of the package's files because its full path is longer than Windows allows (260 characters) and long path support is off: the Python's package folder (the Microsoft Store Python's is long) or pip's temporary build folder plus the package's own deep file names pass the limit. The package and the GPU stack are fine.",
         fix: "Enable long paths (as administrator: set HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem LongPathsEnabled to 1, or the group policy \"Enable Win32 long paths\"), open a new shell and install again; or use a Python installed in a short folder (the python.org installer, or a venv such as C:\\venvs\\dl) instead of the Microsoft Store one; for a package built from source set TEMP and TMP to a short folder (C:\\t) before `pip install`.",
         decisive: true,
@@ -51,6 +42,8 @@ const RULES: &[Rule] = &[
         ],
         judge: None,
         layer: Toolkit,
+        second: None,
+        mechanism: Mechanism::Plain,
         cause: "The package builds C++ (or CUDA) code on Windows and finds no MSVC compiler (cl.exe): Visual Studio's C++ build tools are not installed, or the shell is not one where cl.exe is on PATH. The Visual C++ Redistributable alone does not compile anything.",
         fix: "Install Visual Studio or its Build Tools with the \"Desktop development with C++\" workload (MSVC and a Windows SDK), then build from the \"x64 Native Tools Command Prompt\" (or run vcvars64.bat first) so cl.exe is on PATH; for CUDA code pick a Visual Studio release the CUDA toolkit supports. A prebuilt wheel for this Python, if the project ships one, avoids the build.",
         decisive: false,
@@ -67,6 +60,8 @@ const RULES: &[Rule] = &[
         ],
         judge: None,
         layer: Toolkit,
+        second: None,
+        mechanism: Mechanism::Plain,
         cause: "nvcc could not set up Visual Studio's build environment: it runs the vcvars64.bat of the Visual Studio its cl.exe belongs to, and that failed or is missing (a 32-bit HostX86 cl.exe found first on PATH, a Visual Studio without its C++ workload or broken by an update, or a release this CUDA toolkit does not support).",
         fix: "Build from the \"x64 Native Tools Command Prompt\" of one Visual Studio so its HostX64\\x64 cl.exe is first on PATH (or pass -ccbin with that folder); repair or modify the install so \"Desktop development with C++\" is complete and vcvars64.bat exists under VC\\Auxiliary\\Build; if it still fails, use a Visual Studio release the toolkit's installation guide lists for this CUDA version.",
         decisive: true,
@@ -81,6 +76,8 @@ const RULES: &[Rule] = &[
         ],
         judge: None,
         layer: Library,
+        second: None,
+        mechanism: Mechanism::Plain,
         cause: "The requirement names `tensorflow-gpu`, a package name TensorFlow retired (December 2022): every new release of it is an empty package whose install raises this error. `tensorflow` has carried the GPU support since 2.1.",
         fix: "Replace tensorflow-gpu with tensorflow in the requirements (on Linux or WSL2 `pip install \"tensorflow[and-cuda]\"` brings the CUDA libraries); on native Windows GPU support ended with 2.10, so pin `tensorflow<2.11` there (with CUDA 11.2 and cuDNN 8.1) or run TensorFlow under WSL2.",
         decisive: true,
@@ -99,6 +96,8 @@ const RULES: &[Rule] = &[
         ],
         judge: None,
         layer: Library,
+        second: None,
+        mechanism: Mechanism::Plain,
         cause: "The library's own DLLs (torch\\lib's c10.dll and the rest) need the Microsoft Visual C++ runtime (vcruntime140, msvcp140), and the one Windows finds is missing or older than the release was built with, so a DLL's start-up code fails (WinError 1114) or torch warns that it is not installed.",
         fix: "Install the latest Microsoft Visual C++ Redistributable for Visual Studio 2015-2022 (x64), reboot, and import again; if a newer release still fails, pin the previous release of the library (e.g. torch 2.8 instead of 2.9) until the runtime is updated. Do not copy DLLs by hand.",
         decisive: true,
@@ -111,6 +110,8 @@ const RULES: &[Rule] = &[
         patterns: &["distributed package doesn't have nccl built in"],
         judge: None,
         layer: Library,
+        second: None,
+        mechanism: Mechanism::Plain,
         cause: "The script asks torch.distributed for the NCCL backend, and torch's Windows (and macOS) builds have no NCCL: init_process_group(\"nccl\") fails however the GPU, driver and CUDA are.",
         fix: "On native Windows use the gloo backend (init_process_group(backend=\"gloo\"), or the project's option for it; Lightning: a strategy with process_group_backend=\"gloo\"), or run on one GPU without torchrun/DDP; for NCCL's multi-GPU speed run the project under WSL2 or Linux.",
         decisive: true,
@@ -122,6 +123,8 @@ const RULES: &[Rule] = &[
         patterns: &["use_libuv was requested but pytorch was build without libuv support"],
         judge: None,
         layer: Library,
+        second: None,
+        mechanism: Mechanism::Plain,
         cause: "torch.distributed's TCPStore (torchrun's rendezvous, init_process_group with env:// or tcp://) defaults to libuv since torch 2.4, and torch's Windows wheels are built without it.",
         fix: "Turn libuv off for the store: set the environment variable USE_LIBUV=0 before torchrun or the script (PowerShell: $env:USE_LIBUV=\"0\"), or add ?use_libuv=0 to a tcp:// init_method; on one GPU run the script without torchrun; multi-GPU training is better run under WSL2 or Linux (Windows torch has no NCCL).",
         decisive: true,
@@ -134,6 +137,8 @@ const RULES: &[Rule] = &[
         patterns: &["an attempt has been made to start a new process before the"],
         judge: None,
         layer: Library,
+        second: None,
+        mechanism: Mechanism::Plain,
         cause: "On Windows, DataLoader workers (num_workers > 0) and other multiprocessing children start by spawning a new Python that re-imports the main script; the script builds its loaders and trains at module level, with no `if __name__ == \"__main__\":` guard, so each child tries to start workers again and Python stops it.",
         fix: "Put the training code of the main script under `if __name__ == \"__main__\":` (call main() there), keeping the dataset and collate functions at module level so the workers can import them; or set num_workers=0 in the DataLoader (slower, no worker processes). In a notebook, define the dataset in an importable .py file.",
         decisive: true,
@@ -145,6 +150,8 @@ const RULES: &[Rule] = &[
         patterns: &["windows not yet supported for torch.compile"],
         judge: None,
         layer: Library,
+        second: None,
+        mechanism: Mechanism::Plain,
         cause: "The code calls torch.compile, and this torch release does not support it on Windows (2.0 to 2.3 raise this on purpose); the GPU stack is fine and the model runs without compiling.",
         fix: "Run without torch.compile: the project's switch for it (e.g. --compile=False), or remove the torch.compile(...) call, at some speed cost; or run the project under WSL2 or Linux, where the compiler works; newer torch releases bring Windows support step by step (CPU first), so upgrading is an option only where their notes say the GPU path works.",
         decisive: true,
@@ -160,6 +167,8 @@ const RULES: &[Rule] = &[
         ],
         judge: None,
         layer: Toolkit,
+        second: None,
+        mechanism: Mechanism::Plain,
         cause: "nvcc does not accept the host compiler it was given: on Windows it must be the 64-bit MSVC cl.exe (a 32-bit HostX86\\x86 cl.exe, or MinGW's gcc when the project is built with make, targets an OS nvcc does not support); on Linux a clang this CUDA release does not support.",
         fix: "On Windows build with the 64-bit MSVC: from the \"x64 Native Tools Command Prompt\", with CMake's Visual Studio generator for x64 (-A x64) or Ninja from that prompt, not MinGW make; on Linux point nvcc at a gcc the toolkit supports (-ccbin g++-N, CMAKE_CUDA_HOST_COMPILER).",
         decisive: true,
@@ -171,6 +180,8 @@ const RULES: &[Rule] = &[
         patterns: &["stl1002: unexpected compiler version, expected cuda"],
         judge: None,
         layer: Toolkit,
+        second: None,
+        mechanism: Mechanism::Plain,
         cause: "Visual Studio's C++ standard library (yvals_core.h) checks the CUDA compiler and needs a newer CUDA than the toolkit in use: a Visual Studio update (2022 17.10+ needs CUDA 12.4) moved past this toolkit.",
         fix: "Install the CUDA toolkit release the error names or newer and build with it; or build with an older MSVC toolset that this CUDA supports (Visual Studio Installer: the matching MSVC v14.x build tools, selected with -vcvars_ver or CMake's -T version=14.x). Defining _ALLOW_COMPILER_AND_STL_VERSION_MISMATCH only hides the check.",
         decisive: true,
@@ -187,6 +198,8 @@ const RULES: &[Rule] = &[
         ],
         judge: None,
         layer: Library,
+        second: None,
+        mechanism: Mechanism::Plain,
         cause: "pip could not write or replace one of the package's files: another process has it open (a Python, Jupyter kernel or IDE still running from this environment holds torch's DLLs; antivirus scanning the new files), or the environment is in a folder this user may not write (Program Files, the Microsoft Store Python's WindowsApps, an application's bundled Python).",
         fix: "Close every Python, notebook kernel and IDE using this environment (Task Manager: python.exe) and install again; delete any half-removed `~orch`-style folders pip left in site-packages; install into a venv in a folder you own (python -m venv C:\\venvs\\dl) rather than Program Files or the Store Python, or add --user; if it persists, exclude the venv from real-time antivirus scanning while installing.",
         decisive: true,
@@ -218,39 +231,12 @@ fn long_path_not_found(lower: &str) -> bool {
 }
 
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
-    RULES
-        .iter()
-        .filter_map(|rule| {
-            let seg = segments.iter().find(|seg| {
-                rule.patterns.iter().any(|p| pattern_matches(p, &seg.lower))
-                    || rule.judge.is_some_and(|judge| judge(&seg.lower))
-            })?;
-            Some(at(
-                seg,
-                rule.id,
-                rule.layer,
-                None,
-                rule.cause,
-                rule.fix,
-                Mechanism::Plain,
-                rule.decisive,
-            ))
-        })
-        .collect()
+    find_each(RULES, segments)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rule_patterns_are_lowercase() {
-        for rule in RULES {
-            for p in rule.patterns {
-                assert_eq!(*p, p.to_lowercase(), "{}: {p}", rule.id);
-            }
-        }
-    }
 
     #[test]
     fn a_short_missing_path_is_no_long_path() {
