@@ -420,4 +420,27 @@ pub(super) const ENTRIES: &[Entry] = &[
         source: "https://github.com/open-mmlab/mmdetection/issues/281 ; \
                  https://github.com/graphdeco-inria/gaussian-splatting/issues/748",
     },
+    Entry {
+        id: "lib-torchvision-ops-not-loaded",
+        layer: Library,
+        // torchvision's own check (torchvision/extension.py, _assert_has_ops) that its compiled
+        // _C extension loaded: it fails when the torchvision build does not match the installed
+        // torch (pytorch/vision#4222: the official image's pair; numz/sd-wav2lip-uhq#94: fixed by
+        // reinstalling torch, torchvision and torchaudio together), whatever program calls nms.
+        specificity: Specific,
+        patterns: &["couldn't load custom c++ ops"],
+        cause: "torchvision's compiled operators (its _C extension: nms, roi_align…) do not load \
+                with the installed torch: the torchvision build was made for another torch \
+                version or CUDA build, or was compiled from source with errors.",
+        fix: "Install torch and torchvision as one matching pair from the same index and CUDA \
+              build (torchvision's compatibility table, e.g. torch 2.1 with torchvision 0.16, \
+              both +cu121): `pip install --force-reinstall torch==X torchvision==Y` in a clean \
+              venv, with torchaudio pinned alongside if installed; a torchvision built from \
+              source must be rebuilt against the installed torch.",
+        example: "RuntimeError: Couldn't load custom C++ ops. This can happen if your PyTorch and \
+                  torchvision versions are incompatible, or if you had errors while compiling \
+                  torchvision from source.",
+        source: "https://github.com/pytorch/vision/issues/4222 ; \
+                 https://github.com/numz/sd-wav2lip-uhq/issues/94",
+    },
 ];

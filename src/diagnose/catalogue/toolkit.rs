@@ -312,4 +312,25 @@ pub(super) const ENTRIES: &[Entry] = &[
         example: "CUSOLVER Error 7 at /home/ti/tools/src/pyre/extensions/cuda/cusolver.cc:39",
         source: "https://github.com/AlTarFramework/altar/issues/33",
     },
+    Entry {
+        id: "tk-cudnn-compiled-runtime-mismatch",
+        layer: Toolkit,
+        // Caffe2's own check (common_cudnn.h, in Detectron and onnx-caffe2 builds) that the cuDNN
+        // loaded at run time is the one it was compiled against; its threads' cause is a second
+        // cuDNN install found first (facebookresearch/Detectron#139, #574).
+        specificity: Specific,
+        patterns: &["cudnn compiled (*) and runtime (*) versions mismatch"],
+        cause: "The cuDNN loaded at run time is another version than the one the library \
+                (Caffe2) was compiled against: two cuDNN installs, and the other one is found \
+                first on the library path.",
+        fix: "Keep one cuDNN: the version the library was built with (the first number, e.g. \
+              7102 = 7.1.2). Find the copies (`ldconfig -p | grep -i cudnn`, the toolkit's lib64, \
+              a conda env's lib), remove the other or take its folder off LD_LIBRARY_PATH; or \
+              rebuild the library against the cuDNN that is loaded.",
+        example: "RuntimeError: [enforce fail at common_cudnn.h:108] version_match || \
+                  backwards_compatible_7 || patch_compatible. cuDNN compiled (7102) and runtime \
+                  (7005) versions mismatch",
+        source: "https://github.com/facebookresearch/Detectron/issues/139 ; \
+                 https://github.com/facebookresearch/Detectron/issues/574",
+    },
 ];

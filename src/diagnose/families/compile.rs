@@ -248,6 +248,22 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     }
     if let Some(seg) = segments
         .iter()
+        .find(|seg| nvcc_path_is_a_path_list(&seg.lower))
+    {
+        found.push(at(
+            seg,
+            "tk-compile-cuda-home-path-list",
+            Toolkit,
+            None,
+            PATH_LIST_CAUSE,
+            PATH_LIST_FIX,
+            Mechanism::Plain,
+            true,
+        ));
+        return found;
+    }
+    if let Some(seg) = segments
+        .iter()
         .find(|seg| host_compiler_version_refused(&seg.lower))
     {
         found.push(at(
@@ -355,3 +371,30 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
 
 // The variants of each rule are tests/fixtures/diagnose/variants/compile.yaml, checked by
 // families::variants.
+
+const PATH_LIST_CAUSE: &str = "The nvcc the build runs is CUDA_HOME joined with bin/nvcc, and \
+     CUDA_HOME holds a PATH-style list (a colon before or after the folder, or several folders: \
+     `export CUDA_HOME=$CUDA_HOME:/usr/local/cuda`), so the path names no file.";
+const PATH_LIST_FIX: &str = "Set CUDA_HOME to the one toolkit folder, with no colon and no \
+     other folder (`export CUDA_HOME=/usr/local/cuda-X.Y` in ~/.bashrc, not \
+     `$CUDA_HOME:/usr/local/cuda`), check `echo $CUDA_HOME` and `$CUDA_HOME/bin/nvcc --version`, \
+     then clean the build folder and rebuild.";
+
+/// An nvcc path glued to a colon-separated list (`:/usr/local/cuda/bin/nvcc`,
+/// `/usr/local/cuda-10.1:/bin/nvcc`): CUDA_HOME was written like PATH
+/// (chengdazhi/Deformable-Convolution-V2-PyTorch#86, rusty1s/pytorch_cluster#55,
+/// open-mmlab/mmdetection#944). A Windows drive letter's colon (`C:\…\nvcc.exe`) is no list.
+fn nvcc_path_is_a_path_list(lower: &str) -> bool {
+    lower
+        .split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | ','))
+        .filter_map(|token| {
+            let token = token.trim_end_matches(':');
+            token.find("/nvcc").map(|at| &token[..at])
+        })
+        .any(|folder| {
+            folder.contains('/')
+                && folder.match_indices(':').any(|(at, _)| {
+                    !(at == 1 && folder.starts_with(|c: char| c.is_ascii_alphabetic()))
+                })
+        })
+}

@@ -53,6 +53,11 @@ const LOAD_FAILED: &[&str] = &[
     // located in the dynamic link library Y.dll" (NVIDIA/Stable-Diffusion-WebUI-TensorRT#143,
     // gpufit/Gpufit#104); read like an undefined symbol.
     "could not be located in the dynamic link library",
+    // glibc's symbol-version refusal: "X.so: symbol S version libcublasLt.so.11 not defined in
+    // file libcublasLt.so.11 with link time reference" (PaddlePaddle/PaddleSeg#3215,
+    // hpcaitech/ColossalAI#4059): X was linked against another build of the library it names;
+    // read like an undefined symbol.
+    "with link time reference",
 ];
 
 /// Who ships a library file.
@@ -209,7 +214,8 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>, torch_preload: bool) -> O
     let undefined = seg.lower.contains("undefined symbol")
         || seg
             .lower
-            .contains("could not be located in the dynamic link library");
+            .contains("could not be located in the dynamic link library")
+        || seg.lower.contains("with link time reference");
     // An undefined symbol that belongs to a CUDA library (`cudnnCreate`, `cublasLt…`) names
     // the library that is missing or of another version, whatever binary asked for it.
     let by_file = owner(&missing.file)
