@@ -85,8 +85,8 @@ const LIBRARY_FIX: &str = "Reinstall the training library build the manifest pin
 notes list this GPU's compute capability.";
 
 const MEMORY_FIX: &str = "Halve the batch and run again from a clean start (close other GPU \
-programs; `nvidia-smi` lists them); at inference, where the batch is already small, shrink the input instead (image size, tiles, \
-sequence length) and run under `torch.inference_mode()` or in half precision; if one input still \
+programs; `nvidia-smi` lists them); where the batch is already 1 (at inference, often), shrink the input instead (image size, \
+tiles, sequence length) and run under `torch.inference_mode()` or in half precision; if that still \
 does not fit, the model needs a card with more memory. `stackpin vram --peak PEAK --batch N \
 --vram SIZE` names the largest batch that fits.";
 

@@ -6,8 +6,8 @@ use crate::diagnose::FailureLayer::{Hardware, Memory};
 
 /// Shared advice for every GPU out-of-memory entry; the matcher appends the batch it saw.
 const OOM_FIX: &str = "Halve the batch and run again from a clean start (close other GPU \
-programs; `nvidia-smi` lists them); at inference, where the batch is already small, shrink the input instead (image size, tiles, \
-sequence length) and run under `torch.inference_mode()` or in half precision; if one input still \
+programs; `nvidia-smi` lists them); where the batch is already 1 (at inference, often), shrink the input instead (image size, \
+tiles, sequence length) and run under `torch.inference_mode()` or in half precision; if that still \
 does not fit, the model needs a card with more memory. Then compare the peak with the \
 prediction: `stackpin vram --peak PEAK --batch N --vram SIZE` (the peak measured at batch N, the \
 card's memory) computes the largest batch that stays under the 80% line.";

@@ -383,14 +383,14 @@ mod tests {
                 ),
             ],
         },
-        // Out of memory at inference, where the batch is already 1: the threads shrank the
+        // Out of memory where the batch is already 1 (at inference): the threads shrank the
         // input (tiles, a smaller image) or moved to a card with more memory.
         Audited {
             id: "mem-torch-oom",
             second: None,
             fix_has: &[
                 "Halve the batch",
-                "at inference",
+                "batch is already 1",
                 "shrink the input",
                 "more memory",
             ],
