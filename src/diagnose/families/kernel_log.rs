@@ -235,29 +235,19 @@ fn rpm_problem(seg: &Segment<'_>) -> Option<Finding> {
     }?;
     let layer = rpm_layer(named)?;
     let fix = "Keep the NVIDIA packages from one repository and one version: do not mix RPM Fusion, negativo17, NVIDIA's CUDA repository or a distribution's own NVIDIA packages; remove the other set (`sudo dnf remove '*nvidia*'`) and install from one, or let dnf replace the conflicting packages (`--allowerasing`). A repository caught mid-update (a package requiring a newer one not yet published) is fixed by `sudo dnf upgrade --refresh` a little later; a missing module stream or a package no enabled repository provides (akmods) needs that repository enabled. Then install the pinned version (`stackpin install MANIFEST`).";
-    Some(if layer == Driver {
-        at(
-            seg,
+    Some(super::runtimes::package_failure(
+        seg,
+        layer,
+        (
             "drv-rpm-dependency-problem",
-            Driver,
-            None,
-            "The package manager (dnf or yum) cannot resolve the NVIDIA driver packages: a package they need is not in the enabled repositories, or packages of two repositories or versions conflict.",
-            fix,
-            Mechanism::Plain,
-            false,
-        )
-    } else {
-        at(
-            seg,
+            "The package manager (dnf or yum) cannot resolve the NVIDIA driver packages: a package they need is not in the enabled repositories, or packages of two repositories or versions conflict.".to_string(),
+        ),
+        (
             "tk-rpm-dependency-problem",
-            layer,
-            Some(Driver),
-            "The package manager (dnf or yum) cannot resolve the CUDA toolkit packages: a package they need is not in the enabled repositories, or packages of two CUDA versions or repositories conflict (the `cuda` meta-package also pulls a driver).",
-            fix,
-            Mechanism::Plain,
-            false,
-        )
-    })
+            "The package manager (dnf or yum) cannot resolve the CUDA toolkit packages: a package they need is not in the enabled repositories, or packages of two CUDA versions or repositories conflict (the `cuda` meta-package also pulls a driver).".to_string(),
+        ),
+        fix,
+    ))
 }
 
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {

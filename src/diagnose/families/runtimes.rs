@@ -642,35 +642,21 @@ fn apt_unmet(seg: &Segment<'_>, lower: &str) -> Option<Finding> {
     }
     // The package is the word before " : Depends:" (a title may run into it on one line).
     let package = package.split_whitespace().last()?;
-    let layer = nvidia_package_layer(package);
-    let driver = layer == Some(Driver);
-    let toolkit = layer == Some(Toolkit);
+    let layer = nvidia_package_layer(package)?;
     let fix = "Do not mix NVIDIA packages of two versions or two repositories (the distribution's and NVIDIA's CUDA repository): `sudo apt --fix-broken install`, purge the half-installed set (`sudo apt purge 'nvidia-*' 'libnvidia-*'` for the driver), keep one repository, then install the pinned version again (`stackpin install MANIFEST` installs it from the archive).";
-    if driver {
-        Some(at(
-            seg,
+    Some(package_failure(
+        seg,
+        layer,
+        (
             "drv-apt-unmet-dependencies",
-            Driver,
-            None,
-            "The package manager cannot install the NVIDIA driver: its packages' dependencies are unmet (a mix of versions or repositories, or a half-finished earlier install).",
-            fix,
-            Mechanism::Plain,
-            false,
-        ))
-    } else if toolkit {
-        Some(at(
-            seg,
+            "The package manager cannot install the NVIDIA driver: its packages' dependencies are unmet (a mix of versions or repositories, or a half-finished earlier install).".to_string(),
+        ),
+        (
             "tk-apt-unmet-dependencies",
-            Toolkit,
-            Some(Driver),
-            "The package manager cannot install the CUDA toolkit packages: their dependencies are unmet (a mix of CUDA versions or repositories; the `cuda` meta-package also pulls a driver).",
-            fix,
-            Mechanism::Plain,
-            false,
-        ))
-    } else {
-        None
-    }
+            "The package manager cannot install the CUDA toolkit packages: their dependencies are unmet (a mix of CUDA versions or repositories; the `cuda` meta-package also pulls a driver).".to_string(),
+        ),
+        fix,
+    ))
 }
 
 /// apt's "pkg : Depends: dep but it is not installable": no enabled repository provides dep at
@@ -797,6 +783,24 @@ pub(super) fn nvidia_package_layer(package: &str) -> Option<crate::diagnose::Fai
     }
 }
 
+/// A package manager's failure on an NVIDIA package, in its layer's words: the driver's alone,
+/// or the toolkit's with the driver second (NVIDIA's `cuda` meta-package also pulls a driver).
+/// `layer` is [`nvidia_package_layer`]'s answer: the driver's or the toolkit's.
+pub(super) fn package_failure(
+    seg: &Segment<'_>,
+    layer: crate::diagnose::FailureLayer,
+    driver: (&'static str, String),
+    toolkit: (&'static str, String),
+    fix: &'static str,
+) -> Finding {
+    let ((id, cause), second) = if layer == Driver {
+        (driver, None)
+    } else {
+        (toolkit, Some(Driver))
+    };
+    at(seg, id, layer, second, cause, fix, Mechanism::Plain, false)
+}
+
 /// The package a dpkg failure line names, lowercased: "dpkg: error processing package P (…)",
 /// "dpkg: error processing archive /path/NN-P_version_arch.deb (…)", "Errors were encountered
 /// while processing: P", apt's "installed P package post-installation script … returned error
@@ -845,33 +849,23 @@ fn dpkg_failed(seg: &Segment<'_>, listed: bool) -> Option<Finding> {
     let package = dpkg_package(&seg.lower, listed)?;
     let layer = nvidia_package_layer(&package)?;
     let fix = "Read the lines just above dpkg's error for the step that failed (a DKMS build names its make.log, a tool such as update-initramfs is `not found`, a helper script prints a traceback) and repair that, then finish the install: `sudo dpkg --configure -a` and `sudo apt --fix-broken install`. If packages of two versions or repositories are mixed, purge the half-installed set (`sudo apt purge 'nvidia-*' 'libnvidia-*'` for the driver) and install the pinned version again (`stackpin install MANIFEST` installs it from the archive).";
-    Some(if layer == Driver {
-        at(
-            seg,
+    Some(package_failure(
+        seg,
+        layer,
+        (
             "drv-dpkg-package-failed",
-            Driver,
-            None,
             format!(
                 "dpkg could not install or configure the NVIDIA driver package {package}: its install script (the kernel module's DKMS build, update-initramfs, a helper it runs) or its unpacking failed, so the driver is half installed."
             ),
-            fix,
-            Mechanism::Plain,
-            false,
-        )
-    } else {
-        at(
-            seg,
+        ),
+        (
             "tk-dpkg-package-failed",
-            Toolkit,
-            Some(Driver),
             format!(
                 "dpkg could not install or configure the CUDA toolkit package {package}: its install script or its unpacking failed (a mix of CUDA versions or repositories; the `cuda` meta-package also pulls a driver)."
             ),
-            fix,
-            Mechanism::Plain,
-            false,
-        )
-    })
+        ),
+        fix,
+    ))
 }
 
 /// NCCL's result codes on a line that names NCCL: invalid usage (the program's ranks and GPUs)
