@@ -24,6 +24,7 @@
 //!
 //! An undefined name of any other kind in a project's own file stays unknown.
 
+use super::rule::{Rule, first_rule};
 use super::{Finding, Mechanism, at};
 use crate::diagnose::FailureLayer::{Library, Toolkit};
 use crate::diagnose::matcher::Segment;
@@ -164,13 +165,6 @@ names, with \"Desktop development with C++\", and build from its x64 Native Tool
 install the CUDA release that supports the Visual Studio you have. `-allow-unsupported-compiler` \
 only hides the check.";
 
-/// nvcc's own refusal to start without a supported Visual Studio: CERN/TIGRE#414 (VS 2015 under
-/// CUDA 11.8), CERN/TIGRE#86 (VS 2010 under CUDA 6.0), vlfeat/matconvnet#417. Not the generic
-/// `nvcc fatal` rule, whose fix is about the build's flags.
-fn no_supported_msvc(lower: &str) -> bool {
-    lower.contains("cannot find a supported version of microsoft visual studio")
-}
-
 const STDLIB_CAUSE: &str = "nvcc's front end cannot parse the host compiler's own C++ standard \
 library headers (an error inside /usr/include/c++/N/): this CUDA release is older than the gcc \
 it runs with (Ubuntu 22.04's packaged CUDA 11.5 with gcc 11 is the common pair).";
@@ -223,6 +217,87 @@ fn msbuild_nvcc_exited(lower: &str) -> bool {
     lower.contains("msb3721") && lower.contains("nvcc")
 }
 
+/// Causes that, named anywhere in the log, outrank the rules after them (and the undefined
+/// identifiers below): the first rule in this order that matches a line answers.
+pub(super) const RANKED: &[Rule] = &[
+    Rule {
+        id: "tk-compile-cuda-home-path-list",
+        patterns: &[],
+        judge: Some(nvcc_path_is_a_path_list),
+        layer: Toolkit,
+        second: None,
+        cause: PATH_LIST_CAUSE,
+        fix: PATH_LIST_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    Rule {
+        id: "tk-compile-host-compiler-refused",
+        patterns: &[],
+        judge: Some(host_compiler_version_refused),
+        layer: Toolkit,
+        second: None,
+        cause: HOST_CLANG_CAUSE,
+        fix: HOST_CLANG_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    Rule {
+        id: "tk-compile-host-stdlib-rejected",
+        patterns: &[],
+        judge: Some(host_stdlib_rejected),
+        layer: Toolkit,
+        second: None,
+        cause: STDLIB_CAUSE,
+        fix: STDLIB_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    // nvcc's own refusal to start without a supported Visual Studio: CERN/TIGRE#414 (VS 2015
+    // under CUDA 11.8), CERN/TIGRE#86 (VS 2010 under CUDA 6.0), vlfeat/matconvnet#417. Not the
+    // generic `nvcc fatal` rule, whose fix is about the build's flags.
+    Rule {
+        id: "tk-compile-no-supported-msvc",
+        patterns: &["cannot find a supported version of microsoft visual studio"],
+        judge: None,
+        layer: Toolkit,
+        second: None,
+        cause: NO_MSVC_CAUSE,
+        fix: NO_MSVC_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    Rule {
+        id: "tk-compile-nvcc-stage-crashed",
+        patterns: &[],
+        judge: Some(nvcc_stage_died),
+        layer: Toolkit,
+        second: None,
+        cause: STAGE_CAUSE,
+        fix: STAGE_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: true,
+    },
+    Rule {
+        id: "lib-compile-generated-kernel",
+        patterns: &["cuda nvrtc compile error"],
+        judge: Some(generated_kernel_identifier),
+        layer: Library,
+        second: Some(Toolkit),
+        cause: GENERATED_CAUSE,
+        fix: GENERATED_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+];
+
+/// An undefined identifier inside a kernel torch or nvFuser generated (`__tmp_kernel_…`,
+/// NVRTC's `default_program`).
+fn generated_kernel_identifier(lower: &str) -> bool {
+    lower.contains("error: identifier \"")
+        && (lower.contains("__tmp_kernel") || lower.contains("default_program("))
+}
+
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     let mut found = Vec::new();
     // Only alone: when nvcc's own error is in the log, the rule that reads it names the cause
@@ -246,93 +321,8 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             false,
         ));
     }
-    if let Some(seg) = segments
-        .iter()
-        .find(|seg| nvcc_path_is_a_path_list(&seg.lower))
-    {
-        found.push(at(
-            seg,
-            "tk-compile-cuda-home-path-list",
-            Toolkit,
-            None,
-            PATH_LIST_CAUSE,
-            PATH_LIST_FIX,
-            Mechanism::Plain,
-            true,
-        ));
-        return found;
-    }
-    if let Some(seg) = segments
-        .iter()
-        .find(|seg| host_compiler_version_refused(&seg.lower))
-    {
-        found.push(at(
-            seg,
-            "tk-compile-host-compiler-refused",
-            Toolkit,
-            None,
-            HOST_CLANG_CAUSE,
-            HOST_CLANG_FIX,
-            Mechanism::Plain,
-            true,
-        ));
-        return found;
-    }
-    if let Some(seg) = segments.iter().find(|seg| host_stdlib_rejected(&seg.lower)) {
-        found.push(at(
-            seg,
-            "tk-compile-host-stdlib-rejected",
-            Toolkit,
-            None,
-            STDLIB_CAUSE,
-            STDLIB_FIX,
-            Mechanism::Plain,
-            false,
-        ));
-        return found;
-    }
-    if let Some(seg) = segments.iter().find(|seg| no_supported_msvc(&seg.lower)) {
-        found.push(at(
-            seg,
-            "tk-compile-no-supported-msvc",
-            Toolkit,
-            None,
-            NO_MSVC_CAUSE,
-            NO_MSVC_FIX,
-            Mechanism::Plain,
-            true,
-        ));
-        return found;
-    }
-    if let Some(seg) = segments.iter().find(|seg| nvcc_stage_died(&seg.lower)) {
-        found.push(at(
-            seg,
-            "tk-compile-nvcc-stage-crashed",
-            Toolkit,
-            None,
-            STAGE_CAUSE,
-            STAGE_FIX,
-            Mechanism::Plain,
-            true,
-        ));
-        return found;
-    }
-    if let Some(seg) = segments.iter().find(|seg| {
-        let lower = &seg.lower;
-        lower.contains("cuda nvrtc compile error")
-            || (lower.contains("error: identifier \"")
-                && (lower.contains("__tmp_kernel") || lower.contains("default_program(")))
-    }) {
-        found.push(at(
-            seg,
-            "lib-compile-generated-kernel",
-            Library,
-            Some(Toolkit),
-            GENERATED_CAUSE,
-            GENERATED_FIX,
-            Mechanism::Plain,
-            false,
-        ));
+    if let Some(cause) = first_rule(RANKED, segments) {
+        found.push(cause);
         return found;
     }
     for seg in segments {

@@ -16,6 +16,7 @@
 //!   failing to build the module; dnf or yum unable to resolve the NVIDIA packages; apt finding
 //!   no NVIDIA package of the name asked for.
 
+use super::rule::{Rule, first_on_line};
 use super::{Finding, Mechanism, at};
 use crate::diagnose::FailureLayer::{self, Driver, Hardware, Toolkit};
 use crate::diagnose::matcher::Segment;
@@ -258,183 +259,187 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     found
 }
 
-fn on_line(seg: &Segment<'_>) -> Option<Finding> {
-    let lower = &seg.lower;
+/// Lines read whatever their prefix; the first rule that matches a line names it.
+pub(super) const ANY_LINE: &[Rule] = &[
     // The container toolkit under WSL finding no GPU adapter (dxcore): WSL 1, a Windows driver
     // without WSL support, WSL not updated, or no NVIDIA GPU at all. Plain: the container fix
     // ("the host driver is fine") would be wrong here. OpenBMB/UltraRAG#12 (wsl --update and the
     // WSL driver), AbdBarho/stable-diffusion-webui-docker#117 (WSL 1),
     // IDEA-Research/Grounded-Segment-Anything#506 and xencon/aixcl#142 (no NVIDIA GPU).
-    if lower.contains("wsl environment detected but no adapters were found") {
-        return Some(at(
-            seg,
-            "drv-container-wsl-no-adapter",
-            Driver,
-            Some(Hardware),
-            "The NVIDIA container toolkit detected WSL but no GPU adapter through it: the distribution runs under WSL 1, the Windows NVIDIA driver or WSL itself lacks GPU support (too old), or the machine has no NVIDIA GPU.",
-            WSL_NO_ADAPTER_FIX,
-            Mechanism::Plain,
-            false,
-        ));
-    }
+    Rule {
+        id: "drv-container-wsl-no-adapter",
+        patterns: &["wsl environment detected but no adapters were found"],
+        judge: None,
+        layer: Driver,
+        second: Some(Hardware),
+        cause: "The NVIDIA container toolkit detected WSL but no GPU adapter through it: the distribution runs under WSL 1, the Windows NVIDIA driver or WSL itself lacks GPU support (too old), or the machine has no NVIDIA GPU.",
+        fix: WSL_NO_ADAPTER_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
     // libnvidia-container looking for the cgroup v1 devices controller on a cgroup v2 host: a
     // container toolkit older than 1.8, or one told to manage cgroups where it cannot.
     // NVIDIA/nvidia-docker#1447, #1486, #1660 (#1643's answer: upgrade), saharmor/dalle-playground#105.
-    if lower.contains("cgroup subsystem devices not found") {
-        return Some(at(
-            seg,
-            "drv-container-cgroup-devices",
-            Driver,
-            None,
-            "The NVIDIA container toolkit looked for the cgroup v1 devices controller and the host has none: it runs cgroup v2 (Ubuntu 21.10+, Debian 11+, Fedora 31+, Arch) and the installed libnvidia-container is older than 1.8 or configured to manage cgroups itself.",
-            CGROUP_FIX,
-            Mechanism::Plain,
-            false,
-        ));
-    }
+    Rule {
+        id: "drv-container-cgroup-devices",
+        patterns: &["cgroup subsystem devices not found"],
+        judge: None,
+        layer: Driver,
+        second: None,
+        cause: "The NVIDIA container toolkit looked for the cgroup v1 devices controller and the host has none: it runs cgroup v2 (Ubuntu 21.10+, Debian 11+, Fedora 31+, Arch) and the installed libnvidia-container is older than 1.8 or configured to manage cgroups itself.",
+        fix: CGROUP_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
     // The X server's own line, no NVRM prefix: it names no cause, the kernel log does.
     // Bumblebee-Project/Bumblebee#922 (a driver upgrade), #615, #463; ewagner12/all-ways-egpu#58.
-    if XORG_INIT_FAILED.iter().any(|w| lower.contains(w)) {
-        return Some(at(
-            seg,
-            "drv-xorg-gpu-init-failed",
-            Driver,
-            Some(Hardware),
-            "The X server's NVIDIA driver could not bring the GPU up; the kernel log says why: most often the kernel module and the X driver are not one release (after a driver or kernel upgrade), the module is not loaded, or on a hybrid laptop the discrete GPU is powered off or not the one the X configuration names; otherwise the card left the bus.",
-            XORG_FIX,
-            Mechanism::Plain,
-            false,
-        ));
-    }
-    if lower.contains("/dev/nvidia") && NODE_FAILED.iter().any(|w| lower.contains(w)) {
-        return Some(at(
-            seg,
-            "drv-device-node-missing",
-            Driver,
-            None,
-            "A GPU device node (/dev/nvidia*) is missing or cannot be opened: the NVIDIA kernel module is not loaded, or a container was started without the GPU's devices.",
-            NODE_FIX,
-            Mechanism::DriverAccess,
-            false,
-        ));
-    }
+    Rule {
+        id: "drv-xorg-gpu-init-failed",
+        patterns: XORG_INIT_FAILED,
+        judge: None,
+        layer: Driver,
+        second: Some(Hardware),
+        cause: "The X server's NVIDIA driver could not bring the GPU up; the kernel log says why: most often the kernel module and the X driver are not one release (after a driver or kernel upgrade), the module is not loaded, or on a hybrid laptop the discrete GPU is powered off or not the one the X configuration names; otherwise the card left the bus.",
+        fix: XORG_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    Rule {
+        id: "drv-device-node-missing",
+        patterns: &[],
+        judge: Some(device_node_failed),
+        layer: Driver,
+        second: None,
+        cause: "A GPU device node (/dev/nvidia*) is missing or cannot be opened: the NVIDIA kernel module is not loaded, or a container was started without the GPU's devices.",
+        fix: NODE_FIX,
+        mechanism: Mechanism::DriverAccess,
+        decisive: false,
+    },
     // The GSP firmware's own words, with or without the NVRM prefix and the Xid 119 number.
-    if !lower.contains("xid") && GSP_TIMEOUT.iter().any(|w| lower.contains(w)) {
-        return Some(at(
-            seg,
-            "drv-gsp-timeout",
-            Driver,
-            Some(Hardware),
-            "The GPU's GSP firmware (shipped with the driver) stopped answering the driver's calls: most often a driver bug (the first 525 drivers), otherwise a card in a bad state.",
-            GSP_FIX,
-            Mechanism::Plain,
-            false,
-        ));
-    }
-    if !lower.contains("nvrm") || lower.contains("xid") {
-        return None;
-    }
-    if lower.contains("api mismatch") {
-        // stackhpc/ansible-slurm-appliance#287, Frogging-Family/nvidia-all#394,
-        // NVIDIA/nvidia-docker#182 (round 20); variants: negativo17/nvidia-driver#43,
-        // ublue-os/bazzite#2668, saharmor/dalle-playground#104.
-        return Some(at(
-            seg,
-            "drv-nvrm-api-mismatch",
-            Driver,
-            None,
-            "The loaded NVIDIA kernel module is another release than the driver's user-space libraries (the NVRM API mismatch names both versions): the driver was upgraded or downgraded without its new module being loaded, or the module on disk was not rebuilt for it.",
-            API_MISMATCH_FIX,
-            Mechanism::Plain,
-            false,
-        ));
-    }
-    if lower.contains("fallen off the bus") {
-        return Some(at(
-            seg,
-            "hw-nvrm-off-the-bus",
-            Hardware,
-            Some(Driver),
-            "The driver reports that the GPU has fallen off the PCIe bus (power, heat, the slot or riser, or the card).",
-            BUS_FIX,
-            Mechanism::Plain,
-            false,
-        ));
-    }
+    Rule {
+        id: "drv-gsp-timeout",
+        patterns: &[],
+        judge: Some(gsp_timed_out),
+        layer: Driver,
+        second: Some(Hardware),
+        cause: "The GPU's GSP firmware (shipped with the driver) stopped answering the driver's calls: most often a driver bug (the first 525 drivers), otherwise a card in a bad state.",
+        fix: GSP_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+];
+
+/// The driver's own NVRM lines other than Xid (those are [`super::codes`]'); the first rule that
+/// matches a line names it.
+pub(super) const NVRM_LINE: &[Rule] = &[
+    // stackhpc/ansible-slurm-appliance#287, Frogging-Family/nvidia-all#394,
+    // NVIDIA/nvidia-docker#182 (round 20); variants: negativo17/nvidia-driver#43,
+    // ublue-os/bazzite#2668, saharmor/dalle-playground#104.
+    Rule {
+        id: "drv-nvrm-api-mismatch",
+        patterns: &["api mismatch"],
+        judge: None,
+        layer: Driver,
+        second: None,
+        cause: "The loaded NVIDIA kernel module is another release than the driver's user-space libraries (the NVRM API mismatch names both versions): the driver was upgraded or downgraded without its new module being loaded, or the module on disk was not rebuilt for it.",
+        fix: API_MISMATCH_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    Rule {
+        id: "hw-nvrm-off-the-bus",
+        patterns: &["fallen off the bus"],
+        judge: None,
+        layer: Hardware,
+        second: Some(Driver),
+        cause: "The driver reports that the GPU has fallen off the PCIe bus (power, heat, the slot or riser, or the card).",
+        fix: BUS_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
     // The driver cannot map the card's registers (its PCIe BARs): the card is not answering on
     // the bus (it dropped off after a link retrain, power or a riser) or the firmware gave it no
     // address space. RmInitAdapter fails after it, so this line names the cause.
-    if MAPPING_FAILED.iter().any(|w| lower.contains(w)) {
-        return Some(at(
-            seg,
-            "hw-nvrm-cannot-map",
-            Hardware,
-            Some(Driver),
-            "The driver cannot reach the GPU's registers over PCIe (cannot attach / map it): the card is not answering on the bus (power, a riser, a PCIe link retrain or reset), or the firmware gave it no address space.",
-            MAP_FIX,
-            Mechanism::Plain,
-            false,
-        ));
-    }
+    Rule {
+        id: "hw-nvrm-cannot-map",
+        patterns: MAPPING_FAILED,
+        judge: None,
+        layer: Hardware,
+        second: Some(Driver),
+        cause: "The driver cannot reach the GPU's registers over PCIe (cannot attach / map it): the card is not answering on the bus (power, a riser, a PCIe link retrain or reset), or the firmware gave it no address space.",
+        fix: MAP_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
     // The module loaded, but another driver had already claimed the card, so NVIDIA's probe never
     // ran: MrMEEE/ironhide#41, mattshma/bigdata#133 (its "No NVIDIA graphics adapter probed!"
     // follows on a later line).
-    if lower.contains("probe routine was not called") {
-        return Some(at(
-            seg,
-            "drv-nvrm-probe-not-called",
-            Driver,
-            None,
-            "The NVIDIA kernel module loaded but never probed the GPU: another driver (nouveau, nvidiafb, rivafb) had already claimed it.",
-            PROBE_NOT_CALLED_FIX,
-            Mechanism::Plain,
-            // Decisive: the "No NVIDIA graphics adapter probed!" and nvidia-smi's failure that
-            // follow are its consequences, whichever line comes first.
-            true,
-        ));
-    }
-    if NO_ADAPTER.iter().any(|w| lower.contains(w)) {
-        return Some(at(
-            seg,
-            "drv-nvrm-no-adapter",
-            Driver,
-            Some(Hardware),
-            "The NVIDIA kernel module loaded but found no NVIDIA GPU on the PCIe bus: the machine has none (another vendor's card), or the card is not seated, disabled in the firmware, or given to a VM.",
-            NO_ADAPTER_FIX,
-            Mechanism::Plain,
-            false,
-        ));
-    }
-    if lower.contains("assert") {
-        return Some(at(
-            seg,
-            "drv-nvrm-assertion",
-            Driver,
-            Some(Hardware),
-            "The NVIDIA driver hit an internal assertion (NVRM): a driver bug, or a card state the driver cannot handle.",
-            ASSERT_FIX,
-            Mechanism::Plain,
-            false,
-        ));
-    }
-    let init = [
-        "rminitadapter failed",
-        "probe routine failed",
-        "no nvidia devices probed",
-        "rm_init_adapter failed",
-    ];
-    init.iter().any(|w| lower.contains(w)).then(|| {
-        at(
-            seg,
-            "drv-nvrm-init-failed",
-            Driver,
-            Some(Hardware),
-            "The NVIDIA driver could not initialise the GPU (NVRM): a driver that does not support the card, a firmware or module problem, or a failing card.",
-            INIT_FIX,
-            Mechanism::Plain,
-            false,
-        )
-    })
+    Rule {
+        id: "drv-nvrm-probe-not-called",
+        patterns: &["probe routine was not called"],
+        judge: None,
+        layer: Driver,
+        second: None,
+        cause: "The NVIDIA kernel module loaded but never probed the GPU: another driver (nouveau, nvidiafb, rivafb) had already claimed it.",
+        fix: PROBE_NOT_CALLED_FIX,
+        mechanism: Mechanism::Plain,
+        // Decisive: the "No NVIDIA graphics adapter probed!" and nvidia-smi's failure that
+        // follow are its consequences, whichever line comes first.
+        decisive: true,
+    },
+    Rule {
+        id: "drv-nvrm-no-adapter",
+        patterns: NO_ADAPTER,
+        judge: None,
+        layer: Driver,
+        second: Some(Hardware),
+        cause: "The NVIDIA kernel module loaded but found no NVIDIA GPU on the PCIe bus: the machine has none (another vendor's card), or the card is not seated, disabled in the firmware, or given to a VM.",
+        fix: NO_ADAPTER_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    Rule {
+        id: "drv-nvrm-assertion",
+        patterns: &["assert"],
+        judge: None,
+        layer: Driver,
+        second: Some(Hardware),
+        cause: "The NVIDIA driver hit an internal assertion (NVRM): a driver bug, or a card state the driver cannot handle.",
+        fix: ASSERT_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+    Rule {
+        id: "drv-nvrm-init-failed",
+        patterns: &[
+            "rminitadapter failed",
+            "probe routine failed",
+            "no nvidia devices probed",
+            "rm_init_adapter failed",
+        ],
+        judge: None,
+        layer: Driver,
+        second: Some(Hardware),
+        cause: "The NVIDIA driver could not initialise the GPU (NVRM): a driver that does not support the card, a firmware or module problem, or a failing card.",
+        fix: INIT_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
+];
+
+fn device_node_failed(lower: &str) -> bool {
+    lower.contains("/dev/nvidia") && NODE_FAILED.iter().any(|w| lower.contains(w))
+}
+
+fn gsp_timed_out(lower: &str) -> bool {
+    !lower.contains("xid") && GSP_TIMEOUT.iter().any(|w| lower.contains(w))
+}
+
+/// One line's finding: the rules for any line first, then, on an NVRM line that is no Xid, the
+/// driver's own.
+fn on_line(seg: &Segment<'_>) -> Option<Finding> {
+    let nvrm = seg.lower.contains("nvrm") && !seg.lower.contains("xid");
+    first_on_line(ANY_LINE, seg).or_else(|| nvrm.then(|| first_on_line(NVRM_LINE, seg)).flatten())
 }
 
 /// The package apt cannot find: "E: Unable to locate package P", "E: Package 'P' has no

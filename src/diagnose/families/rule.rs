@@ -1,6 +1,7 @@
 //! The shape most message families share: patterns (the catalogue's `*` syntax) on one line, or
 //! a judge for what a pattern cannot say (a list judged by what it holds and lacks), and the
-//! finding that line makes. `messages` and `windows` keep their rules in this shape.
+//! finding that line makes. `messages`, `windows`, `kernel_log` and `compile` keep their rules in
+//! this shape; they differ only in how a table is read (every rule, or the first that matches).
 
 use super::{Finding, Mechanism, at};
 use crate::diagnose::FailureLayer;
@@ -24,35 +25,64 @@ impl Rule {
         self.patterns.iter().any(|p| pattern_matches(p, &seg.lower))
             || self.judge.is_some_and(|judge| judge(&seg.lower))
     }
+
+    fn finding(&self, seg: &Segment<'_>) -> Finding {
+        at(
+            seg,
+            self.id,
+            self.layer,
+            self.second,
+            self.cause,
+            self.fix,
+            self.mechanism,
+            self.decisive,
+        )
+    }
+
+    /// The first line this rule matches, as its finding.
+    fn first_in(&self, segments: &[Segment<'_>]) -> Option<Finding> {
+        let seg = segments.iter().find(|seg| self.matches(seg))?;
+        Some(self.finding(seg))
+    }
 }
 
 /// Each rule's finding at the first line it matches, in the rules' order.
 pub(super) fn find_each(rules: &[Rule], segments: &[Segment<'_>]) -> Vec<Finding> {
     rules
         .iter()
-        .filter_map(|rule| {
-            let seg = segments.iter().find(|seg| rule.matches(seg))?;
-            Some(at(
-                seg,
-                rule.id,
-                rule.layer,
-                rule.second,
-                rule.cause,
-                rule.fix,
-                rule.mechanism,
-                rule.decisive,
-            ))
-        })
+        .filter_map(|rule| rule.first_in(segments))
         .collect()
+}
+
+/// The first rule, in the table's order, that matches any line: for tables whose rules rank
+/// (a cause named anywhere in the log outranks the rules after it).
+pub(super) fn first_rule(rules: &[Rule], segments: &[Segment<'_>]) -> Option<Finding> {
+    rules.iter().find_map(|rule| rule.first_in(segments))
+}
+
+/// The first rule that matches this one line: for tables read line by line, where a line says
+/// one thing.
+pub(super) fn first_on_line(rules: &[Rule], seg: &Segment<'_>) -> Option<Finding> {
+    rules
+        .iter()
+        .find(|rule| rule.matches(seg))
+        .map(|rule| rule.finding(seg))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{messages, windows};
+    use super::super::{compile, kernel_log, messages, windows};
 
     #[test]
     fn rule_patterns_are_lowercase() {
-        for rule in messages::RULES.iter().chain(windows::RULES) {
+        let tables = [
+            messages::RULES,
+            windows::RULES,
+            kernel_log::ANY_LINE,
+            kernel_log::NVRM_LINE,
+            compile::RANKED,
+        ];
+        for rule in tables.into_iter().flatten() {
             for p in rule.patterns {
                 assert_eq!(*p, p.to_lowercase(), "{}: {p}", rule.id);
             }
