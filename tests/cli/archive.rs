@@ -1,5 +1,6 @@
 //! `fetch`, `audit`, `bundle` and `unbundle` end to end against a loopback server with faults.
 
+use crate::common::OutputStarted;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -117,7 +118,7 @@ example:
     }
 
     fn run(&self, args: &[&str]) -> Run {
-        Run(self.command(args).output().expect("run stackpin"))
+        Run(self.command(args).output_started().expect("run stackpin"))
     }
 
     fn fetch(&self, extra: &[&str]) -> Run {
@@ -542,7 +543,7 @@ fn two_fetches_at_once_wait_for_each_other_and_download_once() {
     while !downloading() && started.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let second = ctx.command(&["fetch", m]).output().expect("second");
+    let second = ctx.command(&["fetch", m]).output_started().expect("second");
     let first = first.wait_with_output().expect("first");
     assert_eq!(first.status.code(), Some(0));
     assert_eq!(

@@ -119,7 +119,7 @@ impl TestContext {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        self.stackpin(args).output().expect("stackpin runs")
+        self.stackpin(args).output_started().expect("stackpin runs")
     }
 }
 
@@ -138,6 +138,33 @@ pub fn installing<'c>(cmd: &'c mut Command, archive: &Path) -> &'c mut Command {
         .env("STACKPIN_RETRY_BASE_MS", "0")
 }
 
+/// `Command::output` for every test: under Wine, CreateProcess now and then fails with its own
+/// "internal error" (ERROR_INTERNAL_ERROR, 1359) before the program starts, once in many runs
+/// of the Windows suite; nothing ran, so it is tried again. Any other failure is the test's.
+pub trait OutputStarted {
+    fn output_started(&mut self) -> std::io::Result<Output>;
+}
+
+impl OutputStarted for Command {
+    fn output_started(&mut self) -> std::io::Result<Output> {
+        const WINE_INTERNAL_ERROR: i32 = 1359;
+        let mut tries = 1;
+        loop {
+            match self.output() {
+                Err(e)
+                    if cfg!(windows)
+                        && e.raw_os_error() == Some(WINE_INTERNAL_ERROR)
+                        && tries < 3 =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                result => return result,
+            }
+        }
+    }
+}
+
 /// What a finished command left behind.
 #[derive(Debug)]
 pub struct Outcome {
@@ -148,7 +175,7 @@ pub struct Outcome {
 
 /// Runs a command to completion and captures its output.
 pub fn run(cmd: &mut Command) -> Outcome {
-    let out = cmd.output().expect("stackpin runs");
+    let out = cmd.output_started().expect("stackpin runs");
     Outcome {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -3,6 +3,7 @@
 //! fake example, so a repair really reinstalls from the archive and really proves again.
 #![cfg(unix)]
 
+use crate::common::OutputStarted;
 use std::path::PathBuf;
 use std::process::Output;
 
@@ -73,7 +74,7 @@ impl Clinic {
                     .copied()
                     .chain([self.manifest.to_str().expect("utf-8 path")]),
             )
-            .output()
+            .output_started()
             .expect("stackpin runs")
     }
 
@@ -311,7 +312,7 @@ fn doctor_all_walks_every_stack_under_the_archive() {
         .host
         .stackpin(["doctor", "--all", "--json"])
         .env("STACKPIN_ARCHIVE", clinic.archive())
-        .output()
+        .output_started()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
@@ -419,7 +420,7 @@ fn a_bare_host_names_the_missing_driver_first() {
     let out = host
         .stackpin(["doctor", manifest.to_str().expect("utf-8"), "--json"])
         .env("STACKPIN_ARCHIVE", host.root().join("installers"))
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");

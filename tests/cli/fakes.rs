@@ -7,7 +7,7 @@
 //!   (`version.json`, `bin/nvcc`) under a prefix passed through `STACKPIN_CUDA_PREFIX`; a fake
 //!   `torch` package on `PYTHONPATH` for the real `python3`.
 //!   `let host = FakeHost::new().gpu("NVIDIA L4", 23034, "8.9").driver("570.133.20", "12.8");`
-//!   then `host.stackpin(["host"]).output()`.
+//!   then `host.stackpin(["host"]).output_started()`.
 //! - Windows ([`WinHost`], Windows only): laid out the way Windows lays it out. `bin\nvidia-smi.exe`
 //!   (a real Windows program built by `scripts/test-windows.sh` from
 //!   `tests/windows-fakes/nvidia-smi.c`, reading the same state folder), toolkits under a fake

@@ -2,6 +2,7 @@
 //! archive default in `--help`), consent before anything is installed, and `pin` refusing a
 //! release its data does not know.
 
+use crate::common::OutputStarted;
 use crate::common::{run, stackpin};
 
 #[test]
@@ -156,7 +157,7 @@ mod consent {
     use std::path::{Path, PathBuf};
     use std::process::Output;
 
-    use crate::common::text;
+    use crate::common::{OutputStarted, text};
     use crate::fakes::{DriverMode, FakeHost};
     use crate::install::{driver_script, library_script, order_log, toolkit_script};
     use crate::server::TestServer;
@@ -216,7 +217,7 @@ mod consent {
                 .env("STACKPIN_ARCHIVE", archive)
                 .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
                 .env("STACKPIN_RETRY_BASE_MS", "0");
-            cmd.output().expect("stackpin runs")
+            cmd.output_started().expect("stackpin runs")
         }
 
         fn nothing_ran(&self) -> bool {
@@ -309,7 +310,10 @@ fn gpu_1_on_a_one_gpu_host_is_exit_2_for_every_command_that_takes_it() {
         vec!["repair", "stack.yaml", "--yes", "--gpu", "1"],
     ];
     for args in cases {
-        let out = host.stackpin(&args).output().expect("stackpin runs");
+        let out = host
+            .stackpin(&args)
+            .output_started()
+            .expect("stackpin runs");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(
@@ -323,7 +327,10 @@ fn gpu_1_on_a_one_gpu_host_is_exit_2_for_every_command_that_takes_it() {
         // Before the subcommand: after measure's `--` it would be the command's own argument.
         let mut json_args = vec!["--json"];
         json_args.extend(args.iter().copied());
-        let out = host.stackpin(&json_args).output().expect("stackpin runs");
+        let out = host
+            .stackpin(&json_args)
+            .output_started()
+            .expect("stackpin runs");
         let doc: serde_json::Value =
             serde_json::from_slice(&out.stdout).expect("one JSON document");
         assert_eq!(doc["exit_code"], 2, "{args:?}: {doc}");
@@ -334,7 +341,7 @@ fn gpu_1_on_a_one_gpu_host_is_exit_2_for_every_command_that_takes_it() {
     );
     let ok = host
         .stackpin(["host", "--gpu", "0"])
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_eq!(
         ok.status.code(),

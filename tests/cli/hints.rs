@@ -3,6 +3,7 @@
 //! GPU) and parses with stackpin's own command line (issue 20, item 2).
 #![cfg(unix)]
 
+use crate::common::OutputStarted;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
@@ -45,7 +46,7 @@ fn printed(clinic: &Clinic, args: &[&str]) -> String {
     let out = clinic
         .host
         .installing(args.iter().copied())
-        .output()
+        .output_started()
         .expect("stackpin runs");
     let mut text = String::from_utf8_lossy(&out.stderr).into_owned();
     if args.contains(&"--json") {

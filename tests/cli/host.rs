@@ -2,6 +2,7 @@
 //! folders, real python3 with a fake torch.
 #![cfg(unix)]
 
+use crate::common::OutputStarted;
 use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::fakes::{DriverMode, FakeHost, FakeTorch, python3};
 
 fn run(host: &FakeHost, args: &[&str]) -> Output {
-    host.stackpin(args).output().expect("stackpin runs")
+    host.stackpin(args).output_started().expect("stackpin runs")
 }
 
 fn stdout(out: &Output) -> String {
@@ -73,14 +74,14 @@ fn cuda_visible_devices_and_the_gpu_flag_choose_the_gpu() {
     let out = host
         .stackpin(["host", "--json"])
         .env("CUDA_VISIBLE_DEVICES", FakeHost::gpu_uuid(1))
-        .output()
+        .output_started()
         .expect("runs");
     assert_eq!(json(&out)["selected_gpu"]["index"], 1, "{}", stderr(&out));
 
     let out = host
         .stackpin(["host", "--json", "--gpu", "0"])
         .env("CUDA_VISIBLE_DEVICES", "1")
-        .output()
+        .output_started()
         .expect("runs");
     assert_eq!(json(&out)["selected_gpu"]["reason"], "--gpu 0");
 }
@@ -140,7 +141,7 @@ fn a_hung_nvidia_smi_is_stopped_at_the_timeout() {
     let out = host
         .stackpin(["host"])
         .env("STACKPIN_NVIDIA_SMI_TIMEOUT", "0.5")
-        .output()
+        .output_started()
         .expect("runs");
     assert!(
         started.elapsed() < Duration::from_secs(20),
@@ -167,7 +168,7 @@ fn a_host_without_nvidia_smi_says_so_plainly() {
     let mut cmd = host.stackpin(["host"]);
     // Only the fake bin on PATH, so no real nvidia-smi elsewhere on the test's PATH is found.
     cmd.env("PATH", host.bin());
-    let out = cmd.output().expect("runs");
+    let out = cmd.output_started().expect("runs");
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
     assert!(text.contains("driver    no nvidia-smi"), "{text}");

@@ -4,6 +4,7 @@
 //! `onnxruntime`) goes through real pip from a loopback index to a proven stack.
 #![cfg(unix)]
 
+use crate::common::OutputStarted;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -52,7 +53,7 @@ impl Bench {
     fn run(&self, args: &[&str]) -> Output {
         let mut cmd = self.host.stackpin(args);
         cmd.env("STACKPIN_ARCHIVE", self.host.archive());
-        cmd.output().expect("stackpin runs")
+        cmd.output_started().expect("stackpin runs")
     }
 
     fn manifest(&self) -> &str {
@@ -191,7 +192,7 @@ fn pin_onnxruntime_gpu_writes_an_inference_manifest_that_checks_clean() {
             "-o",
             out_path.to_str().expect("utf-8"),
         ])
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let yaml = std::fs::read_to_string(&out_path).expect("pinned manifest");
@@ -201,7 +202,7 @@ fn pin_onnxruntime_gpu_writes_an_inference_manifest_that_checks_clean() {
     assert!(yaml.contains("\"onnxruntime-gpu==1.20.2\""), "{yaml}");
     let check = host
         .stackpin(["check", out_path.to_str().expect("utf-8")])
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_eq!(check.status.code(), Some(0), "{}", text(&check));
 }
@@ -220,7 +221,7 @@ fn check_refuses_an_onnxruntime_build_on_the_wrong_cuda_major() {
             Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("manifests/onnxruntime-gpu-1.20.2-cu129-linux.yaml"),
         )
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok));
     let wrong = host.root().join("wrong.yaml");
@@ -228,7 +229,7 @@ fn check_refuses_an_onnxruntime_build_on_the_wrong_cuda_major() {
     let out = host
         .stackpin(["check"])
         .arg(&wrong)
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("11.8"), "{}", text(&out));
@@ -339,7 +340,7 @@ fn a_fake_onnxruntime_gpu_wheel_installs_from_a_loopback_index_and_proves() {
     let python = crate::fakes::python3();
     let version = std::process::Command::new(&python)
         .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
-        .output()
+        .output_started()
         .expect("python3 runs");
     let py_version = String::from_utf8_lossy(&version.stdout).trim().to_string();
     let host = FakeHost::new()
@@ -407,7 +408,7 @@ fn a_fake_onnxruntime_gpu_wheel_installs_from_a_loopback_index_and_proves() {
             .env("PIP_NO_CACHE_DIR", "1")
             .env_remove("PIP_INDEX_URL")
             .env_remove("PIP_EXTRA_INDEX_URL");
-        cmd.output().expect("stackpin runs")
+        cmd.output_started().expect("stackpin runs")
     };
     let fetched = run(&["fetch"]);
     assert_eq!(fetched.status.code(), Some(0), "fetch: {}", text(&fetched));
@@ -438,7 +439,7 @@ fn a_fake_onnxruntime_gpu_wheel_installs_from_a_loopback_index_and_proves() {
         let out = host
             .stackpin(["host", "--library", "onnxruntime-gpu", "--python"])
             .arg(venv.join("bin/python"))
-            .output()
+            .output_started()
             .expect("stackpin runs");
         text(&out)
     };

@@ -5,6 +5,7 @@
 //! Every fake installer appends its layer to `order.log`, so the tests assert the real order.
 #![cfg(unix)]
 
+use crate::common::OutputStarted;
 use std::path::PathBuf;
 use std::process::Output;
 
@@ -113,7 +114,7 @@ impl Lab {
                     .copied()
                     .chain([self.manifest.to_str().expect("utf-8 path")]),
             )
-            .output()
+            .output_started()
             .expect("stackpin runs")
     }
 
@@ -350,7 +351,7 @@ fn pip_library_installs_offline_from_the_archive_into_a_fresh_venv() {
     let python = crate::fakes::python3();
     let version = std::process::Command::new(&python)
         .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
-        .output()
+        .output_started()
         .expect("python3 runs");
     let py_version = String::from_utf8_lossy(&version.stdout).trim().to_string();
     // Driver and toolkit already in place: only the library layer runs.
@@ -388,14 +389,14 @@ fn pip_library_installs_offline_from_the_archive_into_a_fresh_venv() {
             .env("STACKPIN_RETRY_BASE_MS", "0");
         cmd
     };
-    let fetched = run(&["fetch"]).output().expect("fetch");
+    let fetched = run(&["fetch"]).output_started().expect("fetch");
     assert!(fetched.status.success(), "fetch: {}", text(&fetched));
     // No network for the install: pip gets a dead index and a dead proxy.
     let installed = run(&["install", "--yes"])
         .env("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
         .env("https_proxy", "http://127.0.0.1:9")
         .env("http_proxy", "http://127.0.0.1:9")
-        .output()
+        .output_started()
         .expect("install");
     assert_eq!(installed.status.code(), Some(0), "{}", text(&installed));
     assert!(
@@ -406,7 +407,7 @@ fn pip_library_installs_offline_from_the_archive_into_a_fresh_venv() {
     let imported = std::process::Command::new(venv.join("bin/python"))
         .args(["-c", "import six; print(six.__version__)"])
         .env_remove("PYTHONPATH")
-        .output()
+        .output_started()
         .expect("venv python");
     assert_eq!(String::from_utf8_lossy(&imported.stdout).trim(), "1.16.0");
     let requirements = std::fs::read_to_string(archive.join("six-stack/requirements.stackpin.txt"))

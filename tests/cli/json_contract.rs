@@ -4,6 +4,7 @@
 //! table gives for that kind of failure (1 a problem found, 2 bad input, 3 an external step).
 #![cfg(unix)]
 
+use crate::common::OutputStarted;
 use std::path::{Path, PathBuf};
 
 use crate::fakes::{DriverMode, FakeHost};
@@ -319,7 +320,7 @@ fn every_failure_path_prints_one_json_document_and_exits_as_the_table_says() {
             .stackpin(&args)
             .env("STACKPIN_ARCHIVE", desk.path("installers"))
             .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
-            .output()
+            .output_started()
             .expect("stackpin runs");
         let code = out.status.code().unwrap_or(-1);
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -389,7 +390,7 @@ fn a_bad_flag_value_is_refused_before_anything_runs() {
             "0",
         ])
         .env("STACKPIN_ARCHIVE", desk.path("installers"))
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_eq!(
         out.status.code(),
@@ -406,7 +407,7 @@ fn a_successful_run_says_ok_and_exit_code_zero_beside_its_report() {
     let out = desk
         .host
         .stackpin(["check", desk.manifest.to_str().expect("utf-8"), "--json"])
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_eq!(out.status.code(), Some(0), "{}", crate::common::text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
@@ -576,7 +577,7 @@ impl Lab {
             .env("STACKPIN_ARCHIVE", self.archive())
             .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
             .env("STACKPIN_RETRY_BASE_MS", "0")
-            .output()
+            .output_started()
             .expect("stackpin runs");
         let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(

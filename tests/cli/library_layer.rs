@@ -8,6 +8,7 @@
 //! does that first). Without it they fail under `CI=true` and are skipped (with a message)
 //! locally.
 
+use crate::common::OutputStarted;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -58,7 +59,7 @@ with zipfile.ZipFile(out, "w") as z:
         .args([name, version, build])
         .args(requires)
         .env_remove("PYTHONPATH")
-        .output()
+        .output_started()
         .expect("python3 builds a wheel");
     assert!(out.status.success(), "building {file}: {}", text(&out));
     Wheel {
@@ -146,7 +147,7 @@ impl Lab {
         let py_version = {
             let out = Command::new(python3())
                 .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
-                .output()
+                .output_started()
                 .expect("python3 runs");
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         };
@@ -205,7 +206,7 @@ impl Lab {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("stackpin runs")
+        self.command(args).output_started().expect("stackpin runs")
     }
 
     /// Runs without any network: in a new network namespace (only an unreachable loopback).
@@ -227,13 +228,13 @@ impl Lab {
                 if let Some(dir) = cmd.get_current_dir() {
                     wrapped.current_dir(dir);
                 }
-                wrapped.output().expect("unshare runs")
+                wrapped.output_started().expect("unshare runs")
             }
             None => {
                 println!(
                     "note: no network namespace here (`unshare -n` failed); running with the index gone instead"
                 );
-                self.command(args).output().expect("stackpin runs")
+                self.command(args).output_started().expect("stackpin runs")
             }
         }
     }
@@ -254,7 +255,7 @@ impl Lab {
                 "import fakelib, helper; print(fakelib.BUILD, helper.__version__, helper.BUILD)",
             ])
             .env_remove("PYTHONPATH")
-            .output()
+            .output_started()
             .expect("venv python");
         text(&out).trim().to_string()
     }
@@ -264,7 +265,7 @@ impl Lab {
 fn offline_wrapper() -> Option<&'static str> {
     Command::new("unshare")
         .args(["-n", "true"])
-        .output()
+        .output_started()
         .ok()
         .filter(|o| o.status.success())
         .map(|_| "unshare")
@@ -513,7 +514,7 @@ fn uv_wheel() -> Option<(String, Vec<u8>)> {
             .arg(&dir)
             .arg("uv")
             .env_remove("PIP_FIND_LINKS")
-            .output();
+            .output_started();
     }
     match find() {
         Some((name, Some(bytes))) => Some((name, bytes)),

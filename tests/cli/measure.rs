@@ -2,6 +2,7 @@
 //! per-process list, the way a real CUDA process would appear in it.
 #![cfg(unix)]
 
+use crate::common::OutputStarted;
 use std::path::PathBuf;
 use std::process::Output;
 
@@ -50,7 +51,7 @@ fn measure_sees_the_commands_900_mib_peak_and_each_process() {
     let out = host
         .stackpin(["measure", "--json", "--", "sh"])
         .arg(&script)
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
@@ -76,7 +77,7 @@ fn measure_prints_a_table_with_the_total_in_human_output() {
     let out = host
         .stackpin(["measure", "--", "sh"])
         .arg(&script)
-        .output()
+        .output_started()
         .expect("stackpin runs");
     let all = text(&out);
     assert_eq!(out.status.code(), Some(0), "{all}");
@@ -107,7 +108,7 @@ fn a_failing_command_is_measured_and_exits_3_with_its_code() {
     let out = host
         .stackpin(["measure", "--", "sh"])
         .arg(&script)
-        .output()
+        .output_started()
         .expect("stackpin runs");
     let all = text(&out);
     assert_eq!(out.status.code(), Some(3), "{all}");
@@ -119,7 +120,7 @@ fn a_failing_command_is_measured_and_exits_3_with_its_code() {
 fn measure_without_a_command_is_an_input_error() {
     let out = host()
         .stackpin(["measure"])
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("after `--`"), "{}", text(&out));
@@ -180,7 +181,7 @@ fn baseline(host: &FakeHost, manifest: &PathBuf, json: bool) -> Output {
     if json {
         cmd.arg("--json");
     }
-    cmd.output().expect("stackpin runs")
+    cmd.output_started().expect("stackpin runs")
 }
 
 #[test]
@@ -299,7 +300,7 @@ fn measure_samples_the_gpu_cuda_visible_devices_names_by_uuid() {
         .stackpin(["measure", "--json", "--", "sh"])
         .arg(&script)
         .env("CUDA_VISIBLE_DEVICES", FakeHost::gpu_uuid(1))
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");

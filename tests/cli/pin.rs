@@ -84,7 +84,7 @@ mod host_fit {
     use std::path::PathBuf;
     use std::process::Output;
 
-    use crate::common::{repo, text};
+    use crate::common::{OutputStarted, repo, text};
     use crate::fakes::{FakeHost, python3};
     use crate::install::{driver_script, library_script, order_log, toolkit_script};
     use crate::server::TestServer;
@@ -109,7 +109,7 @@ mod host_fit {
     fn pin_json(host: &FakeHost, args: &[&str]) -> serde_json::Value {
         let out = host
             .stackpin(["pin", "--json"].iter().chain(args))
-            .output()
+            .output_started()
             .expect("stackpin runs");
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         json(&out)
@@ -197,7 +197,7 @@ mod host_fit {
                 "--gpu-arch",
                 "12.0",
             ])
-            .output()
+            .output_started()
             .expect("stackpin runs");
         let all = text(&out);
         assert_eq!(out.status.code(), Some(1), "{all}");
@@ -264,7 +264,7 @@ mod host_fit {
                 "--driver",
                 "551.78",
             ])
-            .output()
+            .output_started()
             .expect("stackpin runs");
         let all = text(&out);
         assert_eq!(out.status.code(), Some(2), "{all}");
@@ -288,12 +288,16 @@ mod host_fit {
                 "-o",
             ])
             .arg(&path)
-            .output()
+            .output_started()
             .expect("stackpin runs");
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         let yaml = std::fs::read_to_string(&path).expect("written");
         assert!(yaml.contains("cuda_12.3.2_545.23.08_linux.run"), "{yaml}");
-        let check = host.stackpin(["check"]).arg(&path).output().expect("runs");
+        let check = host
+            .stackpin(["check"])
+            .arg(&path)
+            .output_started()
+            .expect("runs");
         assert_eq!(check.status.code(), Some(0), "{}", text(&check));
     }
 
@@ -307,7 +311,7 @@ mod host_fit {
             .stackpin(["plan"])
             .arg(repo("manifests/torch-2.5.1-cu124-linux.yaml"))
             .env("STACKPIN_ARCHIVE", host.root().join("installers"))
-            .output()
+            .output_started()
             .expect("stackpin runs");
         let all = text(&out);
         assert_eq!(out.status.code(), Some(1), "{all}");
@@ -329,7 +333,7 @@ mod host_fit {
             .stackpin(["plan"])
             .arg(repo("manifests/torch-2.5.1-cu124-linux.yaml"))
             .env("STACKPIN_ARCHIVE", l4.root().join("installers"))
-            .output()
+            .output_started()
             .expect("stackpin runs");
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     }
@@ -388,7 +392,7 @@ mod host_fit {
                 .env("STACKPIN_ARCHIVE", self.host.root().join("installers"))
                 .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
                 .env("STACKPIN_RETRY_BASE_MS", "0")
-                .output()
+                .output_started()
                 .expect("stackpin runs")
         }
     }

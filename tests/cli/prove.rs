@@ -2,6 +2,7 @@
 //! example writes for its own pid, and a fake example that prints `STACKPIN_RESULT`.
 #![cfg(unix)]
 
+use crate::common::OutputStarted;
 use std::path::PathBuf;
 use std::process::Output;
 
@@ -68,7 +69,7 @@ impl Bench {
                 .chain([self.manifest.to_str().expect("utf-8")]),
         );
         cmd.env("STACKPIN_ARCHIVE", self.host.archive());
-        cmd.output().expect("stackpin runs")
+        cmd.output_started().expect("stackpin runs")
     }
 
     fn stack(&self) -> PathBuf {
@@ -413,7 +414,7 @@ fn a_library_installed_blind_is_sent_to_the_driver_layer_by_install_and_prove() 
         .env("STACKPIN_ARCHIVE", host.root().join("installers"))
         .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
         .env("STACKPIN_RETRY_BASE_MS", "0")
-        .output()
+        .output_started()
         .expect("stackpin runs")
     };
     let fetched = run(&["fetch"]);

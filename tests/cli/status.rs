@@ -4,6 +4,7 @@
 //! `STACKPIN_RESULT` while driving the fake nvidia-smi's per-process memory rows.
 #![cfg(unix)]
 
+use crate::common::OutputStarted;
 use std::path::PathBuf;
 use std::process::Output;
 
@@ -96,7 +97,10 @@ impl Station {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        self.host.installing(args).output().expect("stackpin runs")
+        self.host
+            .installing(args)
+            .output_started()
+            .expect("stackpin runs")
     }
 
     fn manifest(&self) -> &str {

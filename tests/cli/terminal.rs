@@ -3,6 +3,7 @@
 //! resumed download's rate counts only the new bytes; colour follows `--color` and `NO_COLOR`.
 #![cfg(unix)]
 
+use crate::common::OutputStarted;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -62,7 +63,7 @@ impl Scene {
     fn run_at(&self, args: &[&str], columns: &str) -> Output {
         let mut cmd = self.command(args);
         cmd.env("COLUMNS", columns);
-        cmd.output().expect("stackpin runs")
+        cmd.output_started().expect("stackpin runs")
     }
 
     fn manifest(&self) -> &str {
@@ -157,7 +158,7 @@ fn without_a_terminal_fetch_writes_one_line_per_archived_file() {
     let scene = Scene::new();
     let fetch = scene
         .command(&["fetch", scene.manifest()])
-        .output()
+        .output_started()
         .expect("runs");
     assert_eq!(fetch.status.code(), Some(0), "{}", text(&fetch));
     let err = String::from_utf8_lossy(&fetch.stderr).into_owned();
@@ -172,7 +173,7 @@ fn without_a_terminal_fetch_writes_one_line_per_archived_file() {
     // A second fetch has nothing to download: still one line per file, saying so.
     let again = scene
         .command(&["fetch", scene.manifest()])
-        .output()
+        .output_started()
         .expect("runs");
     let err = String::from_utf8_lossy(&again.stderr).into_owned();
     assert_eq!(
@@ -205,7 +206,7 @@ fn a_resumed_download_reports_only_the_new_bytes_as_speed() {
 
     let fetch = scene
         .command(&["fetch", scene.manifest()])
-        .output()
+        .output_started()
         .expect("runs");
     assert_eq!(fetch.status.code(), Some(0), "{}", text(&fetch));
     let err = String::from_utf8_lossy(&fetch.stderr).into_owned();
@@ -245,7 +246,7 @@ fn colour_follows_the_flag_and_no_color() {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        cmd.output().expect("runs")
+        cmd.output_started().expect("runs")
     };
     let coloured = run(&["check", bad, "--color", "always"], &[]);
     let out = String::from_utf8_lossy(&coloured.stdout).into_owned();
@@ -335,7 +336,7 @@ fn ctrl_c_during_a_download_names_the_kept_partial_and_the_next_fetch_resumes_it
     );
     let again = scene
         .command(&["fetch", scene.manifest()])
-        .output()
+        .output_started()
         .expect("runs");
     let err = String::from_utf8_lossy(&again.stderr).into_owned();
     assert_eq!(again.status.code(), Some(0), "{err}");

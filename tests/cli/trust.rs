@@ -4,6 +4,7 @@
 //! `kill -9` mid-install, a `verify:` command that `plan` must not run, and one 300 MB line.
 #![cfg(unix)]
 
+use crate::common::OutputStarted;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -102,7 +103,7 @@ impl Vault {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("stackpin runs")
+        self.command(args).output_started().expect("stackpin runs")
     }
 
     fn watch(&self, args: &[&str], tag: &str) -> Watched {
@@ -195,7 +196,7 @@ fn unbundle_refuses_a_bundle_whose_file_and_lock_line_were_both_rewritten() {
         .host
         .stackpin(["unbundle", zip.to_str().expect("utf-8")])
         .env("STACKPIN_ARCHIVE", &elsewhere)
-        .output()
+        .output_started()
         .expect("stackpin runs");
     let all = text(&out);
     assert_ne!(out.status.code(), Some(0), "{all}");
@@ -209,7 +210,7 @@ fn unbundle_refuses_a_bundle_whose_file_and_lock_line_were_both_rewritten() {
     let install = vault
         .command(&["install", "--yes", "--force", "toolkit"])
         .env("STACKPIN_ARCHIVE", &elsewhere)
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_ne!(install.status.code(), Some(0), "{}", text(&install));
     assert!(!vault.marker().exists(), "the tampered installer ran");
@@ -491,7 +492,7 @@ fn plan_shows_verify_commands_and_runs_them_only_with_probe() {
     let help = vault
         .host
         .stackpin(["plan", "--help"])
-        .output()
+        .output_started()
         .expect("help");
     assert!(text(&help).contains("--probe"), "{}", text(&help));
     assert!(text(&help).contains("read-only"), "{}", text(&help));

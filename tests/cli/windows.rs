@@ -7,6 +7,7 @@
 //! left to a real Windows machine; the README says so.
 #![cfg(windows)]
 
+use crate::common::OutputStarted;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -43,7 +44,10 @@ fn toolkits_under_program_files_and_cuda_path_variables_are_found_despite_spaces
         .toolkit_by_variable("11.8.0", &elsewhere)
         .cuda_path(&v124);
     assert!(v124.ends_with(r"Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.4"));
-    let out = host.stackpin(["host", "--json"]).output().expect("runs");
+    let out = host
+        .stackpin(["host", "--json"])
+        .output_started()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc = json(&out);
     assert_eq!(doc["os"]["family"], "windows", "{doc:#}");
@@ -63,7 +67,10 @@ fn nvidia_smi_exe_on_path_reports_the_driver_and_gpus() {
         .with_nvidia_smi()
         .gpu("NVIDIA GeForce RTX 4090", 24564, "8.9")
         .driver("581.15", "13.0");
-    let out = host.stackpin(["host", "--json"]).output().expect("runs");
+    let out = host
+        .stackpin(["host", "--json"])
+        .output_started()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc = json(&out);
     assert_eq!(doc["driver"]["state"], "ok", "{doc:#}");
@@ -83,7 +90,7 @@ fn a_driver_that_does_not_answer_is_a_state_with_its_fix() {
         .with_nvidia_smi()
         .gpu("NVIDIA L4", 23034, "8.9");
     host.set_driver("no-driver", "", "");
-    let out = host.stackpin(["host"]).output().expect("runs");
+    let out = host.stackpin(["host"]).output_started().expect("runs");
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("no driver"), "{stdout}");
@@ -111,7 +118,7 @@ fn nvidia_smi_exe_in_system32_is_found_when_it_is_not_on_path() {
     let out = host
         .stackpin(["host", "--json"])
         .env("PATH", host.bin())
-        .output()
+        .output_started()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc = json(&out);
@@ -273,7 +280,7 @@ fn the_shipped_windows_manifests_pass_check() {
         let out = stackpin()
             .arg("check")
             .arg(&manifest)
-            .output()
+            .output_started()
             .expect("runs");
         assert_eq!(
             out.status.code(),
@@ -350,7 +357,7 @@ fn fetch_audit_bundle_unbundle_round_trip_in_folders_with_spaces() {
             .args(args)
             .env("STACKPIN_RETRY_BASE_MS", "0")
             .current_dir(dir.path())
-            .output()
+            .output_started()
             .expect("runs");
         (out.status.code(), text(&out.stdout), text(&out.stderr))
     };
@@ -431,7 +438,7 @@ fn a_corrupted_read_only_installer_is_found_by_audit_and_replaced_by_fetch() {
             .args(&args[1..])
             .env("STACKPIN_ARCHIVE", dir.path().join("Archive Dir"))
             .env("STACKPIN_RETRY_BASE_MS", "0")
-            .output()
+            .output_started()
             .expect("runs");
         (out.status.code(), text(&out.stdout) + &text(&out.stderr))
     };

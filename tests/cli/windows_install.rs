@@ -5,6 +5,7 @@
 //! `order.log`, so the tests assert the real order.
 #![cfg(windows)]
 
+use crate::common::OutputStarted;
 use std::fs;
 use std::path::PathBuf;
 use std::process::Output;
@@ -79,7 +80,7 @@ impl Lab {
         let mut cmd = self.host.installing(args.iter().copied());
         cmd.arg(&self.manifest)
             .env("FAKE_INSTALLER_LOG", self.order_log());
-        cmd.output().expect("stackpin runs")
+        cmd.output_started().expect("stackpin runs")
     }
 
     fn order_log(&self) -> PathBuf {
@@ -185,7 +186,7 @@ fn resume_runs_the_saved_argv_once_and_removes_the_file() {
         .host
         .stackpin(["resume".as_ref(), file.as_os_str()])
         .env("FAKE_INSTALLER_LOG", lab.order_log())
-        .output()
+        .output_started()
         .expect("stackpin runs");
     assert_eq!(out.status.code(), Some(0), "{}", text_of(&out));
     let log = fs::read_to_string(lab.order_log()).expect("log");

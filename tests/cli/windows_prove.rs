@@ -9,6 +9,7 @@
 //! provider and must say so rather than fail for it.
 #![cfg(windows)]
 
+use crate::common::OutputStarted;
 use std::fs;
 use std::path::PathBuf;
 use std::process::Output;
@@ -105,7 +106,7 @@ impl Bench {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("stackpin runs")
+        self.command(args).output_started().expect("stackpin runs")
     }
 
     fn command(&self, args: &[&str]) -> std::process::Command {
@@ -247,7 +248,7 @@ fn a_swapped_driver_on_windows_fails_doctor_with_both_versions_and_an_unknown_pr
     let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
     dirs.push(powershell);
     cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
-    let out = cmd.output().expect("stackpin runs");
+    let out = cmd.output_started().expect("stackpin runs");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     // One shape for MANIFEST and --all: the stack is the list's one entry.

@@ -4,6 +4,7 @@
 //! baseline, saying why. The fake nvidia-smi is `tests/windows-fakes/smi-curve.c`.
 #![cfg(windows)]
 
+use crate::common::OutputStarted;
 use std::fs;
 use std::process::Command;
 use std::sync::Arc;
@@ -35,7 +36,7 @@ fn curve_smi(compute_curve: &[&str], device_curve: &[u64]) -> CurveSmi {
     for _ in 0..5 {
         if Command::new(dir.path().join("nvidia-smi.exe"))
             .arg("--settle")
-            .output()
+            .output_started()
             .is_ok()
         {
             break;
