@@ -618,6 +618,30 @@ pub(super) const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // A Dockerfile's nvidia/cuda base tag that Docker Hub no longer has: NVIDIA deletes the
+    // images of CUDA releases past support and the tags without a patch number (11.1-devel,
+    // latest), so rebuilding an old Dockerfile cannot pull its base. Docker's "manifest for
+    // nvidia/cuda:X not found: manifest unknown" (mateuszbuda/brain-segmentation-pytorch#47,
+    // NVIDIA/nvidia-docker#1454, agrimgupta92/metamorph#3), podman's "reading manifest … in
+    // docker.io/nvidia/cuda: manifest unknown" (NVIDIA/nvidia-docker#1768), BuildKit's "failed to
+    // solve: nvidia/cuda:X: docker.io/nvidia/cuda:X: not found" (allenai/ai2thor-docker#15,
+    // open-mmlab/OpenPCDet#1410, NVlabs/BundleSDF#30, anibali/docker-pytorch#46). Another image's
+    // missing tag (floydhub/dl-docker:gpu, kaixhin/cuda-torch:latest) is not CUDA's.
+    Rule {
+        id: "tk-container-cuda-image-tag-gone",
+        patterns: &[
+            "nvidia/cuda:*manifest unknown",
+            "failed to solve*nvidia/cuda:*: not found",
+            "error: docker.io/nvidia/cuda:*: not found",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "The base image, an nvidia/cuda tag, is no longer on Docker Hub: NVIDIA deletes the images of CUDA releases past their support and the short tags (11.1-devel without its patch number, latest), so rebuilding an older Dockerfile cannot pull the CUDA release it names.",
+        fix: "Change FROM (or the build argument that names the CUDA version) to an nvidia/cuda tag that exists: the same CUDA release with its patch number (11.1.1-devel-ubuntu18.04, 11.3.1-cudnn8-devel-ubuntu20.04) or a newer CUDA release that the project's library builds and the host driver support (NVIDIA's container-images/cuda project lists the supported tags), then build again. The host's driver and GPU are not involved.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+        judge: None,
+    },
     Rule {
         id: "drv-container-no-gpu-runtime",
         patterns: &[

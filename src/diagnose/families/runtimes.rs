@@ -541,10 +541,12 @@ fn is_sigkilled(lower: &str) -> bool {
 
 /// torch's CPU allocator out of host memory.
 fn is_cpu_allocator_out_of_memory(lower: &str) -> bool {
+    // TH's THGeneral.c says "you tried to allocate" from THAlloc and "you tried to reallocate"
+    // from THRealloc (Lua Torch growing a tensor: Atcold/torch-Video-Tutorials#2); both are the
+    // same host allocator giving up, so the phrase stops before the verb.
     (lower.contains("defaultcpuallocator")
         && (lower.contains("not enough memory") || lower.contains("can't allocate memory")))
-        || (lower.contains("not enough memory: you tried to allocate")
-            && lower.contains("buy new ram"))
+        || (lower.contains("not enough memory: you tried to") && lower.contains("buy new ram"))
 }
 
 /// JAX's own check of the CUDA components it finds (jax/_src/xla_bridge.py, jaxlib's
