@@ -58,6 +58,11 @@ const LOAD_FAILED: &[&str] = &[
     // hpcaitech/ColossalAI#4059): X was linked against another build of the library it names;
     // read like an undefined symbol.
     "with link time reference",
+    // PaddlePaddle's dynamic loader names the library it could not open in parentheses, with
+    // or without the OS's own error after it: "The third-party dynamic library (cudnn64_7.dll)
+    // that Paddle depends on is not configured correctly. (error code is 126)"
+    // (PaddlePaddle/Paddle#34566, lazydog28/mc_auto_boss#110).
+    "that paddle depends on is not configured correctly",
 ];
 
 /// Who ships a library file.

@@ -555,11 +555,97 @@ pub(super) const RULES: &[Rule] = &[
             "loaded runtime cudnn library:*but source was compiled with",
             "cudnn version incompatibility",
             "was compiled against*but found runtime version",
+            // PaddlePaddle's start-up warning: "The installed Paddle is compiled with CUDNN 7.6,
+            // but CUDNN version in your machine is 7.5" (PaddlePaddle/Paddle#42566,
+            // PaddlePaddle/PaddleOCR#997); cured by the cuDNN it names or by removing the older
+            // copy found first (PaddlePaddle/Paddle#37349, PaddlePaddle/Paddle#26954).
+            "is compiled with cudnn*but cudnn version in your machine is",
         ],
         layer: Toolkit,
         second: Some(Library),
         cause: "The cuDNN that loads is not the one the library was compiled against: another cuDNN (a system copy or an older install) comes first on the loader path.",
         fix: "Install the cuDNN version the library was built with (its release notes, or the version the message names) and remove the other copy from LD_LIBRARY_PATH / PATH (`ldconfig -p | grep cudnn` shows which loads); pip-installed libraries should load their own nvidia-cudnn wheel.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // A vision library's own CUDA ops missing from its build: the library itself was built (or
+    // installed as a wheel) without CUDA, whatever torch, the driver and the toolkit can do.
+    // MMCV's dispatcher has no CUDA kernel registered for the op: `mmcv` 1.x or `mmcv-lite`
+    // (no ops), a wheel for another torch/CUDA, or a source build on a node without a GPU
+    // (open-mmlab/mmdetection#7788, open-mmlab/mmdetection#10841, open-mmlab/mmcv#2439).
+    Rule {
+        id: "lib-mmcv-ops-without-cuda",
+        patterns: &["implementation for device cuda*not found"],
+        layer: Library,
+        second: None,
+        cause: "MMCV has no CUDA kernel for this op: the installed mmcv was built without its CUDA ops (plain `mmcv` 1.x or `mmcv-lite`, a wheel for another torch or CUDA, or a source build on a machine where torch saw no GPU).",
+        fix: "Install the mmcv built with CUDA ops for this torch and CUDA: `mim install mmcv` (2.x) or `mmcv-full` (1.x) from OpenMMLab's wheel index for your cuXXX/torchX.Y, after uninstalling the other mmcv. Building from source: MMCV_WITH_OPS=1 FORCE_CUDA=1 (needed where the build node has no GPU) and TORCH_CUDA_ARCH_LIST for the card.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // A torch C++/CUDA extension (detectron2's `_C`, GroundingDINO's `_C`, an mmdet 1.x op)
+    // compiled without CUDA: setup.py builds the CPU-only extension when torch cannot see CUDA
+    // or CUDA_HOME at build time (facebookresearch/detectron2#55, the maintainer's answer;
+    // UTAustin-SwarmLab/Neuro-Symbolic-Video-Search-Temporal-Logic#1; pip's build isolation
+    // installing a CPU torch, IDEA-Research/Grounded-Segment-Anything#15).
+    Rule {
+        id: "lib-extension-built-without-cuda",
+        patterns: &[
+            "not compiled with gpu support",
+            "failed to load custom c++ ops. running on cpu mode only",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "The library's own C++/CUDA extension was built without CUDA (or did not build): its setup.py compiles the CPU-only extension when torch sees no CUDA or CUDA_HOME is unset at build time, so its ops have no GPU code.",
+        fix: "Rebuild the extension with CUDA: check `python -c 'import torch; from torch.utils.cpp_extension import CUDA_HOME; print(torch.cuda.is_available(), CUDA_HOME)'` prints True and the toolkit matching torch.version.cuda (set CUDA_HOME if not; FORCE_CUDA=1 on a node without a GPU), remove the old build (build/ and the _C*.so), and reinstall with `pip install --no-build-isolation -e .` so the build uses this environment's CUDA torch.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // OpenCV built without CUDA: the pip opencv-python wheels and the distributions' packages
+    // have no CUDA modules, so the DNN module falls back to the CPU and cv2.cuda throws
+    // (opencv/opencv-python#398, opencv/opencv#15858, emgucv/emgucv#4). OpenCV's other branch,
+    // "unable to use CUDA backend; switching to CPU", is a CUDA build that found no device, and
+    // is not this.
+    Rule {
+        id: "lib-opencv-built-without-cuda",
+        patterns: &[
+            "dnn module was not built with cuda backend",
+            "the library is compiled without cuda support",
+        ],
+        layer: Library,
+        second: None,
+        cause: "The OpenCV that Python (or the program) loads was built without CUDA: the pip opencv-python wheels and the distributions' packages have no CUDA modules, so the DNN module falls back to the CPU and cv2.cuda calls throw.",
+        fix: "Build OpenCV with opencv_contrib and -DWITH_CUDA=ON -DWITH_CUDNN=ON -DOPENCV_DNN_CUDA=ON -DCUDA_ARCH_BIN=<the card's compute capability>, then uninstall pip's opencv-python / opencv-contrib-python so that build is the one imported (`cv2.getBuildInformation()` lists CUDA and cuDNN), or use a distribution of OpenCV built with CUDA (e.g. Emgu CV's -cuda package).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // torch's TorchScript ONNX exporter has no symbolic for an op at the requested opset
+    // (pulp-platform/nemo#16: fixed by opset_version=11; pytorch/pytorch#49005): the exporter
+    // and the model, not the GPU stack.
+    Rule {
+        id: "lib-onnx-export-unsupported-operator",
+        patterns: &["exporting the operator*to onnx opset version*is not supported"],
+        layer: Library,
+        second: None,
+        cause: "torch's ONNX exporter has no conversion for this operator at the requested opset: the op was added to ONNX (or to the exporter) in a later opset or torch release, or not at all.",
+        fix: "Export with the opset the message names (`torch.onnx.export(..., opset_version=N)` where it says \"Support for this operator was added in version N\"); if it names none, upgrade torch, or replace the op with supported ones, register a custom symbolic (`torch.onnx.register_custom_op_symbolic`) or try the dynamo exporter (`dynamo=True`). The driver and toolkit need no change.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // numba's CUDA target compiles through the toolkit's NVVM, which the driver does not ship
+    // (xinzhuma/monodle#23; NVIDIA/numba-cuda#69: raised when no toolkit is installed).
+    Rule {
+        id: "tk-numba-nvvm-missing",
+        patterns: &["libnvvm cannot be found"],
+        layer: Toolkit,
+        second: None,
+        cause: "numba's CUDA target cannot find the toolkit's NVVM library (libnvvm.so / nvvm64_*.dll) and libdevice: no CUDA toolkit is installed where numba looks, or CUDA_HOME points elsewhere.",
+        fix: "Install the CUDA toolkit's compiler libraries for numba (conda: `cudatoolkit` for CUDA 11, `cuda-nvcc cuda-nvrtc` for CUDA 12; pip: `numba-cuda[cu12]`), or set CUDA_HOME to one toolkit root (a single path, not a list); `numba -s` shows what it finds.",
         mechanism: Mechanism::Plain,
         decisive: false,
         judge: None,
