@@ -1,6 +1,8 @@
 //! Message families that are not loader failures or error codes: execution providers and
 //! device lists the libraries print, version pairs printed in the message, allocator failures
-//! in each library's words, the driver's state as NVML reports it, and the installers' own log
+//! in each library's words, the driver's state as NVML reports it, the NVIDIA container stack's
+//! own lines (its hook, ldconfig, privileges, cgroup device rules, driver service; Kubernetes'
+//! runtime handler and device plugin), conda's missing `__cuda`, and the installers' own log
 //! lines (where the evidence is the line that names the cause: the `modpost` line, not the
 //! installer's generic `ERROR: An error occurred while performing the step`).
 

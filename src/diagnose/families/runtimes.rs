@@ -13,7 +13,8 @@
 //! working Triton, the ptxas Triton runs refusing the GPU's sm name, and Triton's run-time link
 //! against the driver's libcuda.so; from breadth pass brD torch.distributed's rendezvous port in
 //! use, DDP's checks of unused parameters and of one model across ranks, a process ended by
-//! SIGKILL (the out-of-memory killer) and torch's CPU allocator out of host RAM.
+//! SIGKILL (the out-of-memory killer) and torch's CPU allocator out of host RAM; from breadth
+//! pass brE a CUDA library missing inside a `docker build` step (the build has no GPU runtime).
 //!
 //! Each is placed by what its mechanism says about the stack, with a second layer where the
 //! threads split, and never decisive: a catalogue entry with a source, or a line that names the
