@@ -28,6 +28,22 @@ const WSL_FIX: &str = "This is WSL: the GPU driver is the Windows one, shared in
 and `wsl --shutdown`, and check /usr/lib/wsl/lib/libcuda.so. Never install a Linux NVIDIA \
 driver inside WSL (remove one if it is there: it overrides the WSL libraries).";
 
+/// WSL's GPU paravirtualisation limits pinned (page-locked) host memory far below the host's RAM,
+/// and CUDA reports a refused pin as out of memory: microsoft/WSL#8447 (pin_memory=False cured
+/// it with the card half empty), ddPn08/rvc-webui#78, docker/for-win#12733.
+const WSL_PINNED_NOTE: &str = "Under WSL, pinned host memory is limited: if memory is still free \
+on the card (`nvidia-smi`), set `pin_memory=False` in the DataLoader (vLLM already does under \
+WSL) before lowering the batch.";
+
+/// A GPU out-of-memory answer (not the host's RAM, shared memory or Windows' paging file),
+/// which WSL's pinned-memory limit can cause, unless its fix already says so.
+fn is_gpu_memory(d: &Diagnosis) -> bool {
+    const HOST_SIDE: &[&str] = &["mem-host-", "mem-shm", "mem-dataloader", "mem-windows"];
+    d.layer == FailureLayer::Memory
+        && !HOST_SIDE.iter().any(|p| d.id.starts_with(p))
+        && !d.fix.contains("pin_memory")
+}
+
 /// Container or WSL evidence in the log itself: a failure pasted from a container (`docker:
 /// Error response from daemon`, `nvidia-container-cli: …`) wants the container's fix even when
 /// `diagnose` runs elsewhere or with `--host none`.
@@ -109,6 +125,13 @@ pub fn apply(mut d: Diagnosis, mechanism: Mechanism, context: Option<&HostContex
     let Some(ctx) = context else {
         return d;
     };
+    if let Some(why) = &ctx.wsl
+        && is_gpu_memory(&d)
+    {
+        d.fix = format!("{} {WSL_PINNED_NOTE}", d.fix);
+        d.context = Some(format!("WSL ({why})"));
+        return d;
+    }
     if d.layer != FailureLayer::Driver || mechanism == Mechanism::Plain {
         return d;
     }
@@ -192,6 +215,34 @@ mod tests {
             );
             assert!(d.fix.contains("Windows side"), "{}", d.fix);
         }
+    }
+
+    #[test]
+    fn a_gpu_out_of_memory_under_wsl_names_its_pinned_memory_limit() {
+        // microsoft/WSL#8447: "RuntimeError: CUDA error: out of memory" with half the card free,
+        // cured by pin_memory=False.
+        let mut sys = FakeSystem::new(Os::Linux);
+        sys.file("/dev/dxg", "").dir("/usr/lib/wsl/lib");
+        let log = "RuntimeError: CUDA error: out of memory";
+        let d = diagnose_in(log, Some(&probe(&sys))).expect("a hit");
+        assert_eq!(d.layer, FailureLayer::Memory);
+        assert!(d.fix.contains("pin_memory=False"), "{}", d.fix);
+        assert!(
+            d.context.as_deref().is_some_and(|c| c.starts_with("WSL")),
+            "{:?}",
+            d.context
+        );
+        // Off WSL the same line keeps the plain out-of-memory fix.
+        let d = diagnose(log).expect("a hit");
+        assert!(!d.fix.contains("pin_memory"), "{}", d.fix);
+        assert_eq!(d.context, None);
+        // The host's RAM under WSL is not the pinned-memory limit (meta-llama/codellama#118).
+        let d = diagnose_in(
+            "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 29066) of binary: /home/zlu/miniconda3/envs/torch/bin/python",
+            Some(&probe(&sys)),
+        )
+        .expect("a hit");
+        assert!(!d.fix.contains("pin_memory"), "{}", d.fix);
     }
 
     #[test]

@@ -40,7 +40,9 @@ pub(super) const ENTRIES: &[Entry] = &[
               `uname -r`): if it was never built for this kernel, install the kernel's headers \
               and rebuild, pin a driver release that supports the kernel, or boot a kernel the \
               driver supports; otherwise reinstall the pinned driver from the archive \
-              (`stackpin repair MANIFEST`), reboot, and run `stackpin prove MANIFEST` again.",
+              (`stackpin repair MANIFEST`), reboot, and run `stackpin prove MANIFEST` again. \
+              On a hosted notebook (Colab, Kaggle) the session has no GPU: choose a GPU runtime \
+              (Runtime > Change runtime type, or the notebook's accelerator setting).",
         example: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. \
                   Make sure that the latest NVIDIA driver is installed and running.",
         source: "https://github.com/ci-for-research/self-hosted-runners/issues/40",
@@ -496,7 +498,8 @@ pub(super) const ENTRIES: &[Entry] = &[
                 WSL the Windows driver's /usr/lib/wsl/lib is missing from the path.",
         fix: "On WSL add /usr/lib/wsl/lib to LD_LIBRARY_PATH (and never install a Linux driver \
               inside WSL); on Linux reinstall the pinned driver from the archive and prove \
-              again.",
+              again. In a container, start it with the NVIDIA runtime (`docker run --gpus all`): \
+              the runtime mounts the host driver's libcuda, the image has none of its own.",
         example: "Could not load library libcudnn_cnn_infer.so.8. Error: libcuda.so: cannot open \
                   shared object file: No such file or directory",
         source: "https://github.com/open-mmlab/mmdetection3d/issues/2132 ; \

@@ -1,6 +1,8 @@
 //! Message families that are not loader failures or error codes: execution providers and
 //! device lists the libraries print, version pairs printed in the message, allocator failures
-//! in each library's words, the driver's state as NVML reports it, and the installers' own log
+//! in each library's words, the driver's state as NVML reports it, the NVIDIA container stack's
+//! own lines (its hook, ldconfig, privileges, cgroup device rules, driver service; Kubernetes'
+//! runtime handler and device plugin), conda's missing `__cuda`, and the installers' own log
 //! lines (where the evidence is the line that names the cause: the `modpost` line, not the
 //! installer's generic `ERROR: An error occurred while performing the step`).
 
@@ -772,6 +774,178 @@ pub(super) const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // Breadth pass brE: the NVIDIA container stack's own failures, each named by its tool's line.
+    // The hook binary Docker's runtime configuration names is missing: the old
+    // nvidia-container-runtime-hook package was retired (its binary is now
+    // nvidia-container-toolkit), a half-removed or --nodeps install. NVIDIA/nvidia-docker#1337
+    // (a maintainer: the package has been end-of-life for a year), #958, #875.
+    Rule {
+        id: "drv-container-runtime-hook-missing",
+        patterns: &["nvidia-container-runtime-hook*executable file not found"],
+        layer: Driver,
+        second: None,
+        cause: "The NVIDIA container runtime's prestart hook (nvidia-container-runtime-hook) is not installed where Docker's runtime configuration looks: the retired nvidia-container-runtime-hook / nvidia-docker2 packages were removed or upgraded half-way (the hook now ships in nvidia-container-toolkit), or the toolkit was installed without its dependencies.",
+        fix: "On the host, install the current NVIDIA container toolkit from NVIDIA's repository (`nvidia-container-toolkit`, which brings libnvidia-container1 and libnvidia-container-tools) and remove the retired nvidia-docker2 / nvidia-container-runtime packages' leftovers; then `sudo nvidia-ctk runtime configure --runtime=docker`, `sudo systemctl restart docker`, and run with `--gpus all`. The host driver needs no change when `nvidia-smi` works there.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+        judge: None,
+    },
+    // nvidia-container-cli running ldconfig to refresh the container's library cache and failing:
+    // the ldconfig path in the toolkit's config.toml does not exist on this distribution
+    // (`@/sbin/ldconfig.real` is Ubuntu's), or ldconfig cannot run in the container's namespace.
+    // NVIDIA/nvidia-docker#587 (a maintainer: set ldconfig = "@/sbin/ldconfig.real" on Debian),
+    // #914, NVIDIA/nvidia-container-toolkit#147, hekmak/Conf-net#5.
+    Rule {
+        id: "drv-container-ldcache",
+        patterns: &["nvidia-container-cli*ldcache error"],
+        layer: Driver,
+        second: None,
+        cause: "The NVIDIA container toolkit mounted the host's driver libraries into the container and could not run ldconfig to register them: the ldconfig path in its configuration does not exist on this host (`@/sbin/ldconfig.real` is Ubuntu's, `@/sbin/ldconfig` the others'), or ldconfig fails inside the image (a broken /etc/ld.so.cache, a user-namespace or security policy that stops it).",
+        fix: "Check the `ldconfig = ` line in /etc/nvidia-container-runtime/config.toml against the host (`ls -l /sbin/ldconfig*`): `@/sbin/ldconfig.real` on Ubuntu, `@/sbin/ldconfig` on Debian, RHEL and the rest; keep the `@` (it means the host's binary). Upgrade the NVIDIA container toolkit, and if one image alone fails, run `ldconfig` in it (or rebuild it from a CUDA base image). The host driver needs no change.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // nvidia-container-cli refused a privilege or capability change it makes before mounting the
+    // driver: SELinux enforcing on the host, or a rootless/user-namespaced engine whose ID map the
+    // toolkit could not handle. NVIDIA/enroot#88 (SELinux: setenforce 0 fixed it),
+    // NVIDIA/nvidia-container-toolkit#99 (subuid ranges above 65536, a bug of older releases).
+    Rule {
+        id: "drv-container-cli-permission",
+        patterns: &[
+            "nvidia-container-cli: permission error",
+            "nvidia-container-cli*privilege change failed",
+            "nvidia-container-cli*capability change failed",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The NVIDIA container toolkit could not change privileges or capabilities before mounting the driver into the container: a security policy on the host (SELinux enforcing) forbids it, or the engine runs rootless or in a user namespace whose ID mapping (very large subuid ranges) older libnvidia-container releases could not handle.",
+        fix: "On the host: check SELinux (`getenforce`; with Enforcing, load the NVIDIA container SELinux policy or test with `sudo setenforce 0`), upgrade the NVIDIA container toolkit (nvidia-container-toolkit and libnvidia-container1 together), and for rootless Docker or Podman follow the toolkit's rootless set-up (`no-cgroups = true` in /etc/nvidia-container-runtime/config.toml) or use CDI (`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`, then `--device nvidia.com/gpu=all`). The driver needs no reinstall.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // nvidia-container-cli adding the GPU's device rules to a cgroup v2 eBPF device filter and
+    // being refused: rootless or nested engines (LXC, Proxmox), kernels whose eBPF hardening
+    // hides the existing program. NVIDIA/libnvidia-container#154 (an LXC container),
+    // NVIDIA/nvidia-container-toolkit#678, #139 (no-cgroups = true; a maintainer: current releases
+    // no longer update the eBPF programs), NVIDIA/libnvidia-container#176 (Bottlerocket's JIT
+    // hardening), #209.
+    Rule {
+        id: "drv-container-device-rules",
+        patterns: &["nvidia-container-cli*failed to add device rules"],
+        layer: Driver,
+        second: None,
+        cause: "The NVIDIA container toolkit could not add the GPU's device rules to the container's cgroup v2 device filter (an eBPF program): the engine runs rootless or nested (inside LXC or Proxmox) where it may not query or replace that program, or the kernel's eBPF hardening keeps the existing filter from being read.",
+        fix: "Upgrade the NVIDIA container toolkit (current releases leave the eBPF device filter to the engine); for rootless or nested engines set `no-cgroups = true` in /etc/nvidia-container-runtime/config.toml and pass the devices explicitly (`--device /dev/nvidia0 --device /dev/nvidiactl --device /dev/nvidia-uvm`), or use CDI (`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`, then `--device nvidia.com/gpu=all`). In an LXC container allow the NVIDIA devices in its cgroup configuration. The host driver needs no change.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // Kubernetes' containerd asked for the `nvidia` runtime handler (a RuntimeClass, the GPU
+    // operator's pods) that its configuration lacks: the toolkit wrote another config.toml than the
+    // one this containerd reads (k0s, RKE2, k3s keep their own), or containerd was not restarted.
+    // NVIDIA/gpu-operator#730, #549, #413, #1323 (k0s: the config containerd really reads).
+    Rule {
+        id: "drv-k8s-nvidia-runtime-not-configured",
+        patterns: &[
+            "no runtime for \"nvidia\" is configured",
+            "no runtime for nvidia is configured",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "Kubernetes asked containerd for the `nvidia` runtime handler (a RuntimeClass, or the GPU operator's own pods) and containerd has none configured: the NVIDIA container toolkit (or the GPU operator's toolkit daemonset) wrote its runtime into a config.toml this containerd does not read, or containerd was not restarted after.",
+        fix: "On the GPU node, configure containerd's nvidia runtime in the file containerd really loads (`sudo nvidia-ctk runtime configure --runtime=containerd`, then `sudo systemctl restart containerd`); with the GPU operator, point its toolkit at that file and socket (toolkit env CONTAINERD_CONFIG and CONTAINERD_SOCKET: k0s, RKE2 and k3s keep their own paths). `kubectl get runtimeclass nvidia` must name the handler containerd has. The driver needs no reinstall.",
+        mechanism: Mechanism::Plain,
+        decisive: true,
+        judge: None,
+    },
+    // The Kubernetes device plugin's own hint after NVML would not load in its pod: the pod did
+    // not run under the NVIDIA runtime, which mounts the host's libnvidia-ml.
+    // NVIDIA/k8s-device-plugin#23 (setting the default runtime fixed it), #182, #444, #303.
+    Rule {
+        id: "drv-k8s-device-plugin-nvml",
+        patterns: &[
+            "failed to start nvml with error",
+            "did you set the docker default runtime to",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The Kubernetes NVIDIA device plugin could not load NVML in its pod: the pod did not run under the NVIDIA container runtime (the node's default runtime is runc, or no RuntimeClass nvidia), so the host's driver libraries were not mounted into it; or the node has no working driver.",
+        fix: "On the GPU node, check `nvidia-smi` first. Then make the NVIDIA runtime the default of the node's engine (`sudo nvidia-ctk runtime configure --runtime=containerd --set-as-default`, or `--runtime=docker --set-as-default`, and restart it), or deploy the plugin with `runtimeClassName: nvidia`; restart the plugin's pod and check that `kubectl describe node` lists nvidia.com/gpu. Off the GPU nodes, keep the plugin away with a nodeSelector.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // NVML refusing the GPU for lack of permission in a container (or to a non-root user): the
+    // device nodes' SELinux labels or group the container's process may not use, a rootless
+    // engine. NVIDIA/nvidia-container-toolkit#33 (`setsebool -P container_use_devices 1` fixed
+    // it), NVIDIA/nvidia-docker#676 (a maintainer: SELinux labels, restorecon), #1523,
+    // NVIDIA/gpu-operator#679, NVIDIA/nvidia-container-toolkit#268 (rootless podman).
+    Rule {
+        id: "drv-container-nvml-permission",
+        patterns: &[
+            "nvml error: insufficient permissions",
+            "failed to initialize nvml: insufficient permissions",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "NVML may not open the GPU's device nodes (/dev/nvidiactl, /dev/nvidia*): in a container their SELinux labels or group forbid the container's process (SELinux enforcing, a rootless engine whose user lacks the device group), outside one the user is not allowed the devices.",
+        fix: "On an SELinux host let containers use the devices (`sudo setsebool -P container_use_devices 1`, or relabel the driver's files: `nvidia-container-cli -k list | sudo restorecon -v -f -`); `--privileged` as a test only. Rootless Podman or Docker: use CDI (`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`, `--device nvidia.com/gpu=all`) and the device group the host gives /dev/nvidia* (`ls -l /dev/nvidia*`). Outside a container, run as a user allowed the devices. The driver needs no reinstall.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // nvidia-container-cli's driver RPC service (it queries the host driver through NVML) failing
+    // before any mount: the driver side, never the image. NVIDIA/nvidia-container-toolkit#556 (a
+    // maintainer: usually persistence mode off; removing a conflicting icaclient fixed it for two
+    // users), NVIDIA/nvidia-docker#1252, #1675, dusty-nv/jetson-containers#102, #1246 (a driver
+    // container's root that did not exist).
+    Rule {
+        id: "drv-container-driver-rpc",
+        patterns: &[
+            "nvidia-container-cli*driver error: failed to process request",
+            "nvidia-container-cli*driver rpc error",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The NVIDIA container toolkit's driver service failed while it asked the host driver about the GPUs, before anything was mounted into the container: the host driver is not in a state it can query (persistence mode off or nvidia-persistenced not running, a half-loaded or mismatched driver), the driver root it was told to use (a driver container's /run/nvidia/driver) is missing, or another program's copy of an NVIDIA library sits in the way.",
+        fix: "On the host: `nvidia-smi` must work; enable persistence (`sudo systemctl enable --now nvidia-persistenced`, or `sudo nvidia-smi -pm 1`) and start the container again. Run `sudo nvidia-container-cli -k -d /dev/tty info` for the toolkit's own reason; check `root =` in /etc/nvidia-container-runtime/config.toml (only a driver container sets it); remove software that ships its own NVIDIA libraries (Citrix icaclient did) and upgrade the toolkit. Reinstall the pinned driver only if `nvidia-smi` fails too.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // Docker's client older than 19.03 has no --gpus flag: NVIDIA/nvidia-docker#1199 (a
+    // maintainer: update the docker client to 19.03), pytorch/serve#627 (the client outdated),
+    // #1165, adobe/sbmc#3. "unknown flag: --gpus all" is one argument holding the flag and its value
+    // (a script's or devcontainer.json's quoting: NVIDIA/nvidia-docker#1200,
+    // microsoft/vscode-remote-release#2366), the user's own command: no finding.
+    Rule {
+        id: "drv-container-docker-without-gpus-flag",
+        patterns: &[],
+        layer: Driver,
+        second: None,
+        cause: "The docker command line tool does not know the --gpus flag: the client is older than Docker 19.03 (the server may be newer: the client package, docker-ce-cli, is separate), so it never asks for the NVIDIA runtime's GPUs.",
+        fix: "Upgrade the Docker client to 19.03 or newer (`docker version` shows Client and Server; on Debian/Ubuntu `sudo apt-get install docker-ce-cli`), then `docker run --gpus all …` with the NVIDIA container toolkit installed; with an old client, `--runtime=nvidia` (nvidia-docker2) is the equivalent. Where a script or devcontainer.json passes \"--gpus all\" as one argument, pass \"--gpus\" and \"all\" separately.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: Some(is_old_docker_gpus_flag),
+    },
+    // conda's solver found no `__cuda` virtual package for a CUDA build: conda sets it from the
+    // driver it finds, and a machine without a GPU driver (a `docker build`, a CI or login node)
+    // has none. openmm/NNPOps#96 (CONDA_OVERRIDE_CUDA fixed it),
+    // conda-forge/tensorflow-feedstock#216 (a Docker build).
+    Rule {
+        id: "drv-conda-no-cuda-virtual-package",
+        patterns: &["nothing provides __cuda"],
+        layer: Driver,
+        second: None,
+        cause: "conda's solver was asked for a CUDA build of a package and found no `__cuda` virtual package: conda sets it from the NVIDIA driver it finds on the machine, and this one has none it can see (a `docker build`, a CI runner or a cluster's login node without a GPU, or a driver that does not load).",
+        fix: "Where the environment is built without a GPU (a Dockerfile, CI, a login node), tell conda the CUDA the target's driver supports: `CONDA_OVERRIDE_CUDA=12.4 conda install …` (or `ENV CONDA_OVERRIDE_CUDA=12.4` in the Dockerfile), the CUDA version `nvidia-smi` shows on the machine that will run it. On a GPU machine, `conda info` must list `__cuda`; if it does not, `nvidia-smi` fails too: fix the driver first.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
     // PyTorch's CUDA *driver* API calls (C10_CUDA_DRIVER_CHECK: the expandable_segments allocator's
     // cuMemCreate / cuMemMap / cuMemSetAccess, symmetric memory) refused: a full card, or a driver
     // whose virtual-memory calls fail with memory free (WSL's GPU paravirtualisation, Jetson).
@@ -1299,6 +1473,20 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     found.extend(collect_env_cpu_build(segments));
     found.extend(segments.iter().find_map(conda_cpu_build));
     found
+}
+
+/// Docker's "unknown flag: --gpus" with nothing of the flag's value after it: an old client. With a
+/// value ("--gpus all") the flag and its value came as one argument, the caller's quoting.
+fn is_old_docker_gpus_flag(lower: &str) -> bool {
+    lower
+        .split("unknown flag: --gpus")
+        .nth(1)
+        .is_some_and(|rest| {
+            let rest = rest.trim_start();
+            rest.is_empty()
+                || rest.starts_with("see ")
+                || !rest.starts_with(|c: char| c.is_alphanumeric() || c == '"' || c == '\'')
+        })
 }
 
 /// conda's own record of a CPU-only PyTorch: a package list (`conda list`) or an install plan

@@ -13,7 +13,8 @@
 //! working Triton, the ptxas Triton runs refusing the GPU's sm name, and Triton's run-time link
 //! against the driver's libcuda.so; from breadth pass brD torch.distributed's rendezvous port in
 //! use, DDP's checks of unused parameters and of one model across ranks, a process ended by
-//! SIGKILL (the out-of-memory killer) and torch's CPU allocator out of host RAM.
+//! SIGKILL (the out-of-memory killer) and torch's CPU allocator out of host RAM; from breadth
+//! pass brE a CUDA library missing inside a `docker build` step (the build has no GPU runtime).
 //!
 //! Each is placed by what its mechanism says about the stack, with a second layer where the
 //! threads split, and never decisive: a catalogue entry with a source, or a line that names the
@@ -59,6 +60,12 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             "capturing cuda graph",
             "capture_end",
         ]);
+    // A `docker build` log: the legacy builder's step lines and its failure line, BuildKit's.
+    let docker_build = any(&[
+        "---> running in ",
+        "the command '/bin/sh -c",
+        "failed to solve: process \"/bin/sh -c",
+    ]);
     // A log that launches torch.distributed: its port errors are the rendezvous store's.
     let dist_launch = any(&[
         "torch.distributed",
@@ -481,7 +488,32 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             ));
         }
     }
+    if docker_build && let Some(seg) = segments.iter().find(|s| is_cuda_library_missing(&s.lower)) {
+        // A `docker build` step (`RUN python setup.py …`, `RUN python -c 'import torch'`) has no
+        // GPU runtime: Docker builds with runc, so the driver's libcuda is not mounted, and on
+        // Jetson the L4T images' CUDA libraries (libcurand, libcublas) come from the host through
+        // the NVIDIA runtime too. dusty-nv/jetson-containers#121 (the maintainer: set the default
+        // runtime to nvidia), #266; NVIDIA-AI-IOT/torch2trt#488 (the same, for its setup.py).
+        found.push(at(
+            seg,
+            "drv-container-build-without-gpu-runtime",
+            Driver,
+            Some(Toolkit),
+            "A `docker build` step loaded CUDA (importing torch or building an extension) and a CUDA library was not there: Docker runs build steps without the NVIDIA runtime, so the host driver's libcuda is not mounted, and on Jetson the L4T images' CUDA libraries (libcurand, libcublas, cuDNN) are mounted from the host by that runtime as well. Less often the image really lacks the CUDA runtime libraries.",
+            "Either give the build the NVIDIA runtime: set `\"default-runtime\": \"nvidia\"` in /etc/docker/daemon.json, restart Docker and build again (the maintainers' fix for Jetson's L4T images; BuildKit may need DOCKER_BUILDKIT=0); or keep CUDA out of the build: build the extension for named architectures (TORCH_CUDA_ARCH_LIST) without importing CUDA, and run anything that needs the GPU at `docker run --gpus all` time. If the library is missing at run time too, the image lacks the CUDA runtime: start from a CUDA (or L4T) base image.",
+            Mechanism::Plain,
+            true,
+        ));
+    }
     found
+}
+
+/// A CUDA library (the toolkit's or the driver's) the loader could not open.
+fn is_cuda_library_missing(lower: &str) -> bool {
+    lower.contains("cannot open shared object file")
+        && ["libcu", "libnv", "libcudnn"]
+            .iter()
+            .any(|l| lower.contains(l))
 }
 
 /// A torch kernel's failed check: `file.cu:N: kernel: block: [x,y,z], thread: [x,y,z] Assertion
