@@ -227,6 +227,25 @@ pub(super) const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // OpenCV's configure step without the cuDNN its CUDA DNN backend needs: FindCUDNN found no
+    // library or header (a cuDNN installed elsewhere, or only the one bundled in a wheel).
+    // chrismeunier/OpenCV-CUDA-installation#5 (cuDNN 9 in its own folder on Windows),
+    // opencv/opencv#16449 (the files copied into CUDA but CUDNN_LIBRARY / CUDNN_INCLUDE_DIR
+    // still not found), Oneflow-Inc/oneflow#10375 (CUDNN_LIBRARY given as a folder).
+    Rule {
+        id: "tk-cmake-cudnn-not-found",
+        patterns: &[
+            "dnn: cuda backend requires cudnn",
+            "could not find cudnn (missing:",
+        ],
+        layer: Toolkit,
+        second: None,
+        cause: "The build's CMake did not find the cuDNN it requires (its library file or its headers; OpenCV's CUDA DNN backend needs it): cuDNN is not installed for this CUDA, it is in a folder CMake does not search, or CUDNN_LIBRARY names a folder instead of the library file.",
+        fix: "Install the cuDNN release made for this CUDA (its archive extracted into the CUDA folder, or the developer package with headers), then configure again from a clean build folder with CUDNN_LIBRARY set to the library file and CUDNN_INCLUDE_DIR to the folder holding cudnn.h; for OpenCV, OPENCV_DNN_CUDA=OFF builds without the CUDA DNN backend instead.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
     Rule {
         id: "tk-cmake-no-cuda-compiler",
         patterns: &[
@@ -520,6 +539,22 @@ pub(super) const RULES: &[Rule] = &[
         mechanism: Mechanism::Plain,
         decisive: true,
         judge: Some(lists_only_cpu_providers),
+    },
+    // The TensorRT provider is never in onnxruntime-gpu's wheel: where it cannot be created,
+    // TensorRT's libraries (or the CUDA ones they need) are not installed or not on the loader
+    // path. microsoft/onnxruntime#9986 (only the pip TensorRT wrapper; told to install TensorRT
+    // itself), danielgatis/rembg#370 (a container without TensorRT), microsoft/onnxruntime#12639
+    // (TensorRT's lib folder added to LD_LIBRARY_PATH).
+    Rule {
+        id: "tk-provider-tensorrt-failed",
+        patterns: &["failed to create tensorrtexecutionprovider"],
+        layer: Toolkit,
+        second: Some(Library),
+        cause: "ONNX Runtime could not start its TensorRT execution provider: the TensorRT libraries this onnxruntime-gpu build needs (and the CUDA and cuDNN ones under them) are not installed or not on the loader path; a pip TensorRT wrapper alone is not enough.",
+        fix: "Install the TensorRT release the ONNX Runtime TensorRT requirements table names for this onnxruntime-gpu (the tar/zip or deb package, or the tensorrt wheels with their libs), and put its lib folder on the loader path (LD_LIBRARY_PATH; PATH on Windows) next to CUDA's and cuDNN's; or drop TensorrtExecutionProvider from the providers list and run on the CUDA one.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
     },
     Rule {
         id: "lib-provider-cuda-failed",

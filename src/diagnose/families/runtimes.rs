@@ -169,6 +169,11 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             // TensorRT 8's serializer says the same as a version-tag assertion
             // (NVIDIA/TensorRT#2041, HKUST-Aerial-Robotics/D2SLAM#52).
             || lower.contains("version tag does not match")
+            // TensorRT 5-7's engine reader asserting the file's size against the size its own
+            // format expects: an engine written by another TensorRT (Tianxiaomo/pytorch-YOLOv4#290,
+            // fixed in the TensorRT container it was built for; wang-xinyu/tensorrtx#287;
+            // NVIDIA-AI-IOT/tf_to_trt_image_classification#16, the cudnnEngine.cpp wording).
+            || lower.contains("mismatch between allocated memory size and expected size of serialized engine")
         {
             found.push(at(
                 seg,
@@ -191,6 +196,23 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 "Fit vLLM's budget: if no other program holds the card (`nvidia-smi`), raise gpu_memory_utilization; lower max_model_len (the longest context) and max_num_seqs (sequences at once; where vLLM itself says to lower gpu_memory_utilization, the memory outside its share ran out: lower both); or use a quantised or smaller model, or spread it over more GPUs (tensor_parallel_size).",
                 Mechanism::Plain,
                 true,
+            ));
+        } else if lower.contains("triton error [cuda]: device kernel image is invalid") {
+            // Triton's own wording of CUDA's invalid image (200): the cubin its bundled ptxas
+            // wrote is for a newer CUDA than the driver loads. triton-lang/triton#3001 (fixed by
+            // driver 470 -> 535), triton-lang/triton#2971 and triton-lang/triton#4029 (driver 470
+            // with a newer Triton),
+            // vllm-project/vllm#5713 (fixed by a newer CUDA driver, or by the system's ptxas).
+            // The bare CUDA wording stays the library's (`lib-code-invalid-image`).
+            found.push(at(
+                seg,
+                "drv-triton-kernel-image-invalid",
+                Driver,
+                Some(Library),
+                "Triton compiled a kernel the driver will not load (device kernel image is invalid): the ptxas bundled with this Triton release writes code for a newer CUDA than the installed NVIDIA driver supports.",
+                "Update the NVIDIA driver to one that supports the CUDA release of this Triton's bundled ptxas (`nvidia-smi` shows the driver's CUDA; 535 or later for CUDA 12); if the driver cannot change, point TRITON_PTXAS_PATH at the ptxas of a CUDA the driver supports, or install the older Triton (and the torch that pins it) that worked.",
+                Mechanism::Plain,
+                false,
             ));
         } else if lower.contains("cannot find a working triton installation") {
             // woct0rdho/triton-windows#34 (pip outside ComfyUI's embedded Python),
