@@ -57,7 +57,8 @@ pub(super) const RULES: &[Rule] = &[
     // The NVIDIA driver not loading, after a reboot, a kernel update or an OS upgrade: its
     // kernel module was not rebuilt for the new kernel (void-linux/void-packages#14377,
     // pop-os/pop#690), Secure Boot refused it (canonical/nvidia-graphics-drivers#62,
-    // gridhead/nvidia-auto-installer-for-fedora-linux#63), nouveau took the card.
+    // gridhead/nvidia-auto-installer-for-fedora-linux#63), nouveau took the card
+    // (negativo17/nvidia-driver#37: removed and reinstalled).
     Rule {
         id: "drv-title-driver-not-loading",
         patterns: &[],
@@ -147,8 +148,17 @@ fn black_screen_with_the_driver(line: &str) -> bool {
         )
 }
 
-/// The NVIDIA driver named as not loading or no longer working.
+/// The NVIDIA driver named as not loading or no longer working, or nouveau named as still
+/// holding the card after the NVIDIA driver was installed.
 fn driver_not_loading(line: &str) -> bool {
+    nouveau_still_loaded(line) || named_driver_not_loading(line)
+}
+
+fn nouveau_still_loaded(line: &str) -> bool {
+    line.contains("nouveau") && any_of(line, &["still loaded", "loaded instead", "blocking nvidia"])
+}
+
+fn named_driver_not_loading(line: &str) -> bool {
     any_of(
         line,
         &[
