@@ -80,6 +80,15 @@ const TOOLKIT_FIX: &str = "Install the CUDA toolkit version the library was buil
 manifest's toolkit pin) and put its bin/lib folders on the path (CUDA_HOME, LD_LIBRARY_PATH or \
 PATH on Windows); `stackpin doctor MANIFEST` shows what the host has.";
 
+/// The toolkit's general fix, and the cause of an nvcc found in a shell but not in the build:
+/// `sudo` resets PATH (speedinghzl/CCNet#56, traveller59/second.pytorch#7: "nvcc: not found"
+/// under `sudo`, cured by running without it).
+const TOOLKIT_MISSING_FIX: &str = "Install the CUDA toolkit version the library was built for \
+(the manifest's toolkit pin) and put its bin/lib folders on the path (CUDA_HOME, LD_LIBRARY_PATH \
+or PATH on Windows); `stackpin doctor MANIFEST` shows what the host has. If `nvcc --version` \
+works in your shell but the build says nvcc is not found, the build ran under `sudo`, which \
+resets PATH: run it without sudo, or as `sudo env PATH=\"$PATH\" …`.";
+
 const LIBRARY_FIX: &str = "Reinstall the training library build the manifest pins (the exact \
 +cuXYZ wheels, from the archive), in a venv with the Python it was built for; check its release \
 notes list this GPU's compute capability.";
@@ -272,7 +281,7 @@ pub const RULES: &[Rule] = &[
         with_line: &[],
         warning: false,
         cause: "The CUDA toolkit (nvcc, CUDA_HOME, the runtime) was not found or failed.",
-        fix: TOOLKIT_FIX,
+        fix: TOOLKIT_MISSING_FIX,
         example: "/bin/sh: 1: nvcc: not found",
     },
     // TensorRT printing the cuDNN or cuBLAS it was built with beside the one it loaded: a

@@ -27,6 +27,9 @@
 //! - [`windows`]: native Windows failures read from the tool's own line: pip's path past
 //!   MAX_PATH, the MSVC build tools or runtime missing, nvcc's Visual Studio set-up, the retired
 //!   `tensorflow-gpu` package.
+//! - [`titles`]: failures in users' own words (an issue's title, a report's first line) whose
+//!   threads agree on a layer: the driver not loading, a black screen after installing it, ONNX
+//!   Runtime running on the CPU, cuDNN not found; read in a short message only.
 //!
 //! A [`Finding`] is *decisive* when its mechanism used evidence the catalogue cannot see (where
 //! a library lives, a version pair, the cause line of an installer log): it then wins over a
@@ -43,6 +46,7 @@ mod rule;
 pub mod runtimes;
 pub mod status;
 pub mod symbols;
+pub mod titles;
 pub mod windows;
 
 use super::FailureLayer;
@@ -94,6 +98,7 @@ pub fn best(text: &str) -> Option<Finding> {
     found.extend(runtimes::find(&segments));
     found.extend(compile::find(&segments));
     found.extend(windows::find(&segments));
+    found.extend(titles::find(&segments));
     found
         .into_iter()
         .enumerate()

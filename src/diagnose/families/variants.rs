@@ -44,6 +44,10 @@ const FILES: &[(&str, &str)] = &[
         "windows",
         include_str!("../../../tests/fixtures/diagnose/variants/windows.yaml"),
     ),
+    (
+        "titles",
+        include_str!("../../../tests/fixtures/diagnose/variants/titles.yaml"),
+    ),
 ];
 
 /// The sources the Rust tests cited before they became data: none may be lost.
@@ -203,6 +207,7 @@ fn module_findings(module: &str, log: &str) -> Result<Vec<Seen>, String> {
         "runtimes" => super::runtimes::find(&segments),
         "status" => super::status::find(&segments),
         "windows" => super::windows::find(&segments),
+        "titles" => super::titles::find(&segments),
         "symbols" => segments
             .iter()
             .filter_map(|seg| {
