@@ -36,6 +36,12 @@ pub(super) const MEMORY: &[Entry] = &[
             "outofmemoryerror",
             "cuda error: out of memory",
             "cudaerrormemoryallocation",
+            // PyTorch's caching allocator's own sentence, quoted without its "CUDA out of
+            // memory" head (ShannonAI/Self_Explaining_Structures_Improve_NLP_Models#6,
+            // richard-peng-xia/MMed-RAG#38 with 2.1's "total capacty"): only a GPU allocation
+            // names a total capacity, so the CPU allocator's "you tried to allocate" stays out.
+            "tried to allocate*(gpu *total capacity",
+            "tried to allocate*gpu * has a total capac",
         ],
         cause: "The GPU ran out of memory: the batch (at inference, the input) is too large for \
                 this card (or memory fragmented after earlier steps).",

@@ -442,11 +442,17 @@ pub(super) const RULES: &[Rule] = &[
     // it fails on the DLL the loader was at, which is no broken wheel. prophesier/diff-svc#24
     // (cudnn_adv_infer64_8.dll), thu-ml/tianshou#297 (too many vector environments), #527,
     // zbf1991/WeCLIP#5 (Windows' Chinese wording, the same code), oatsu-gh/enunu_training_kit#8.
+    // The Chinese text without the code after "DLL load failed" (szad670401/HyperLPR#49,
+    // atomicoo/tacotron2-mandarin#5, tpoisonooo/ROGRAG#28) would otherwise read as a broken DLL;
+    // Rust's io::Error gives the code as "(os error 1455)" (Acly/krita-ai-diffusion#1898,
+    // VectorSpaceLab/OmniGen#181: safetensors mapping a checkpoint).
     Rule {
         id: "mem-windows-paging-file",
         patterns: &[
             "winerror 1455",
             "the paging file is too small for this operation",
+            "页面文件太小",
+            "(os error 1455)",
         ],
         layer: Memory,
         second: None,

@@ -66,6 +66,23 @@ pub(super) const RULES: &[Rule] = &[
         fix: "Build from the \"x64 Native Tools Command Prompt\" of one Visual Studio so its HostX64\\x64 cl.exe is first on PATH (or pass -ccbin with that folder); repair or modify the install so \"Desktop development with C++\" is complete and vcvars64.bat exists under VC\\Auxiliary\\Build; if it still fails, use a Visual Studio release the toolkit's installation guide lists for this CUDA version.",
         decisive: true,
     },
+    // TensorFlow 1.x on Windows importing its native module: "No module named
+    // '_pywrap_tensorflow'" (1.0-1.1) or "'_pywrap_tensorflow_internal'" (1.2 on) is the .pyd
+    // failing to load, and the threads' cure was the CUDA and cuDNN DLLs that build names
+    // (tensorflow/tensorflow#7529: CUDA and cuDNN on PATH; #10111: cuDNN 5.1, not 6.0; #44877:
+    // the cuDNN library). A CPU build missing MSVCP140.dll, or a 32-bit Python, gives the same
+    // line, so the library's own install is second. Linux's GLIBC line naming the .so is not this.
+    Rule {
+        id: "tk-win-tensorflow-native-module-missing",
+        patterns: &["no module named '_pywrap_tensorflow"],
+        judge: None,
+        layer: Toolkit,
+        second: Some(Library),
+        mechanism: Mechanism::Plain,
+        cause: "TensorFlow's native module (_pywrap_tensorflow) could not be loaded on Windows: Python reports it as missing when the .pyd is there but a DLL it needs is not found. For a GPU build that is almost always the CUDA or cuDNN release this TensorFlow was built against (cudart64_XX.dll, cudnn64_X.dll) missing from PATH or installed at another version; for a CPU build, the Visual C++ runtime (MSVCP140.dll) or a 32-bit Python.",
+        fix: "Install exactly the CUDA and cuDNN releases TensorFlow's tested-build table lists for this TensorFlow version (e.g. 1.3: CUDA 8 from its base installer plus cuDNN 6; 1.0-1.2: cuDNN 5.1) and put their bin folders on PATH, then open a new shell; for a CPU build install the Microsoft Visual C++ Redistributable and use a 64-bit Python.",
+        decisive: true,
+    },
     // The `tensorflow-gpu` name on the package index has, since December 2022, been an empty
     // package whose setup.py raises this on purpose; `tensorflow` itself carries the GPU build.
     Rule {
