@@ -999,12 +999,15 @@ fn holdout_round32_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() 
     // round of a vision lab's shared Linux GPU server, and measured once, untuned: 2/8
     // acceptable, 5 unknown, 1 wrong (r32-01: an application's bare "Failed to initialize NVML",
     // cured by the application's own release, read as the driver by the broad driver rule), fix
-    // right 2/2. Fewer right answers, or any other wrong layer, fails.
+    // right 2/2. Tuned on since, by family (torch missing from the interpreter that runs the
+    // code): 5/8, r32-01 still the one wrong layer. Fewer right answers, or any other wrong
+    // layer, fails.
     assert_holdout_round("holdout-round32.yaml", 8, ROUND32_FLOOR, &["r32-01"]);
 }
 
-/// Round 32's first and only unseen measurement: 2/8 (25%) with one wrong layer (r32-01).
-const ROUND32_FLOOR: usize = 2;
+/// Round 32 after the changes made for its misses (tuned on): 5/8. Its first and only unseen
+/// measurement was 2/8 (25%) with one wrong layer (r32-01).
+const ROUND32_FLOOR: usize = 5;
 
 #[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {

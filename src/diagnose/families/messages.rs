@@ -34,6 +34,22 @@ pub(super) const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // torch itself not importable: the interpreter that runs the code (a Jupyter kernel or
+    // IPython of another conda environment, base Anaconda's python) is not the one torch was
+    // installed into; the threads' cure was the environment's own kernel, not a reinstall of CUDA
+    // (pytorch/pytorch#16103, unit8co/vegans#1, jasonppy/VoiceCraft#89). The closing quote keeps
+    // torch's own submodules ('torch._C') and other packages ('torchtext') out.
+    Rule {
+        id: "lib-torch-module-missing-in-interpreter",
+        patterns: &["no module named 'torch'"],
+        layer: Library,
+        second: None,
+        cause: "Python cannot find torch at all: the interpreter running this code is not the environment torch was installed into (a Jupyter kernel or IPython from another conda environment or from base Anaconda, a build step in an isolated environment), or torch was never installed there.",
+        fix: "Print `sys.executable` where it fails and compare it with the environment where `import torch` works; run the code with that environment's python (for Jupyter: `python -m ipykernel install --user --name ENV` from inside the environment, then choose that kernel), or install torch into the interpreter that runs it. The driver and the CUDA toolkit are not involved.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
     // TensorFlow's own module lacking an attribute the code calls: the code and the installed
     // release disagree on the API (TF 1's tf.ConfigProto / tf.Session under TF 2, a tf.config
     // call newer or older than the release), whatever the driver and toolkit are.
