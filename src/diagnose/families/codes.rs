@@ -671,13 +671,16 @@ fn current_number(legacy: u32) -> u32 {
 
 /// A CUDA error number on the line: `error 35`, `error: 35`, `code=100`, `error code 30`,
 /// `cuda runtime error (8)`, and TensorRT's `Cuda Error in allocate: 2` (the call named between
-/// "in" and the colon).
+/// "in" and the colon). A process's `exit code N` is no CUDA code: setuptools' `error: command
+/// '/usr/local/cuda-12.1/bin/nvcc' failed with exit code 2` names nvcc's exit status
+/// (NVIDIA/MinkowskiEngine#594, facebookresearch/ConvNeXt-V2#20), not cudaErrorMemoryAllocation.
 fn error_number(lower: &str) -> Option<u32> {
     ["error code", "code", "error", "failure"]
         .iter()
         .find_map(|word| {
             lower
                 .match_indices(word)
+                .filter(|(at, _)| !lower[..*at].trim_end().ends_with("exit"))
                 .find_map(|(at, _)| number_after(lower, at + word.len()))
         })
         .or_else(|| {

@@ -22,6 +22,12 @@
 //! an error inside libstdc++'s own headers (a CUDA older than the host gcc), and MSBuild's
 //! MSB3721 around a failing nvcc when nothing else in the log says why are the toolkit too.
 //!
+//! A library's CUDA source that uses thrust without including what it uses (`error: namespace
+//! "thrust" has no member "device"`, `"remove_if"`, `"sort_by_key"`) compiled under CUDA 12's
+//! thrust (CCCL), which no longer pulls those headers in transitively: the library's source is
+//! older than the toolkit (MinkowskiEngine's known CUDA 12 break) — the library, the toolkit
+//! second.
+//!
 //! An undefined name of any other kind in a project's own file stays unknown.
 
 use super::rule::{Rule, first_rule};
@@ -278,6 +284,19 @@ pub(super) const RANKED: &[Rule] = &[
         mechanism: Mechanism::Plain,
         decisive: true,
     },
+    // MinkowskiEngine under CUDA 12: NVIDIA/MinkowskiEngine#594, #601, #638,
+    // facebookresearch/ConvNeXt-V2#20 (the includes that fix it).
+    Rule {
+        id: "lib-compile-thrust-member-missing",
+        patterns: &[],
+        judge: Some(thrust_member_missing),
+        layer: Library,
+        second: Some(Toolkit),
+        cause: THRUST_CAUSE,
+        fix: THRUST_FIX,
+        mechanism: Mechanism::Plain,
+        decisive: false,
+    },
     Rule {
         id: "lib-compile-generated-kernel",
         patterns: &["cuda nvrtc compile error"],
@@ -290,6 +309,22 @@ pub(super) const RANKED: &[Rule] = &[
         decisive: false,
     },
 ];
+
+const THRUST_CAUSE: &str = "The library's CUDA source uses thrust algorithms or execution \
+policies (thrust::device, remove_if, sort_by_key, unique) without including their headers: older \
+CUDA releases' thrust pulled them in through other headers, CUDA 12's thrust (CCCL) does not, so \
+the library's source is older than this toolkit.";
+const THRUST_FIX: &str = "Use a release or fork of the library that supports this CUDA (for \
+MinkowskiEngine, the CUDA 12 patches: add `#include <thrust/execution_policy.h>` to \
+src/3rdparty/concurrent_unordered_map.cuh and `#include <thrust/remove.h>`, `<thrust/unique.h>`, \
+`<thrust/sort.h>` where the error names the file), or build it with the CUDA 11 toolkit its setup \
+was written for (CUDA_HOME and nvcc of that release, a torch for the same CUDA); then rebuild \
+from a clean build folder.";
+
+/// nvcc's `namespace "thrust" has no member "X"`: a library written against an older thrust.
+fn thrust_member_missing(lower: &str) -> bool {
+    lower.contains("namespace \"thrust\" has no member")
+}
 
 /// An undefined identifier inside a kernel torch or nvFuser generated (`__tmp_kernel_…`,
 /// NVRTC's `default_program`).

@@ -1300,6 +1300,38 @@ pub(super) const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // tiny-cuda-nn's torch bindings are built per compute capability (tinycudann_bindings/_86_C
+    // …); at import it looks for the card's and finds none: the extension was built on another
+    // GPU or for TCNN_CUDA_ARCHITECTURES that leave this card out. NVlabs/tiny-cuda-nn#434
+    // (rebuilt with TCNN_CUDA_ARCHITECTURES), umautobots/LONER#6 (re-installed for the card),
+    // NVlabs/tiny-cuda-nn#245 (an RTX 4090: 89 needs a toolkit and torch of CUDA 11.8+), #490.
+    Rule {
+        id: "lib-extension-not-built-for-this-gpu",
+        patterns: &["could not find compatible * extension for compute capability"],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "The library's CUDA extension was compiled for other GPU architectures than this card's compute capability (tiny-cuda-nn builds one binding per architecture, chosen at build time from the GPU it was built on or TCNN_CUDA_ARCHITECTURES), so at import there is no build for this GPU.",
+        fix: "Rebuild the extension on (or for) this GPU: `pip uninstall tinycudann` (delete leftover tinycudann* folders in site-packages), then set TCNN_CUDA_ARCHITECTURES to the card's compute capability without the dot (e.g. 86, or \"70;86\" for a cluster with both) and reinstall the torch bindings with `--no-build-isolation`; a card newer than the toolkit (89 and 90 need CUDA 11.8+) needs nvcc and torch of a CUDA that knows it.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // thrust's scratch allocation on the GPU failing (`temporary_buffer::allocate:
+    // get_temporary_buffer failed`, thrust's bad_alloc from sort/unique/reduce): the device is
+    // out of memory. zeliu98/CloserLook3D#33 (batch_size=100 with 42 of 48 GiB in use; smaller
+    // batches train), NVIDIA/MinkowskiEngine#288, #331, PaddlePaddle/Paddle#20021 (argsort of a
+    // large tensor).
+    Rule {
+        id: "mem-thrust-temporary-buffer",
+        patterns: &["get_temporary_buffer failed"],
+        layer: Memory,
+        second: Some(Library),
+        cause: "thrust (used by the library's CUDA ops: sorting, unique, reductions) could not allocate its temporary buffer on the GPU: the device is out of memory at that step, the input (points, voxels, elements to sort) being larger than the memory left.",
+        fix: "Lower the batch size or the number of points/voxels per sample and run again with the card otherwise idle (`nvidia-smi` lists other programs); `torch.cuda.empty_cache()` between steps returns torch's cached blocks that thrust cannot use. If it fails with memory free, report the op and input size to the library.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
     // JAX's backend start-up failing for CUDA without a reason another rule reads (the CUDA
     // components check, the plugin check, a driver status): jax, jaxlib and its CUDA wheels are
     // not one install for this machine. magenta/mt3#145 (jax[cuda12_pip] instead of

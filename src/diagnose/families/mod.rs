@@ -13,16 +13,16 @@
 //! - [`kernel_log`]: the driver's device nodes (`/dev/nvidia*` missing) and its NVRM kernel-log
 //!   lines other than Xid (assertions, RmInitAdapter, fallen off the bus).
 //! - [`messages`]: execution-provider and device lists the libraries print, version pairs
-//!   (torch vs torchvision, cuDNN compiled vs loaded), allocator failures worded by ONNX Runtime
-//!   or TensorFlow, and the installers' own log lines (the `modpost` line, `cl.exe`, CMake's
-//!   CUDA toolset).
+//!   (torch vs torchvision, cuDNN compiled vs loaded), allocator failures worded by ONNX Runtime,
+//!   TensorFlow or thrust, extensions built without CUDA or for other GPUs, and the installers'
+//!   own log lines (the `modpost` line, `cl.exe`, CMake's CUDA toolset).
 //! - [`symbols`]: undefined symbols placed by what they belong to (torch's C++ API, the CUDA
 //!   driver API, the runtime's registration hooks).
 //! - [`runtimes`]: the runtimes around CUDA: NCCL's result codes, XLA's DNN start-up, ONNX
 //!   Runtime's provider library, the container toolkit's CUDA requirement.
 //! - [`compile`]: nvcc's and NVRTC's compile errors placed by where they are (the toolkit's
-//!   own headers, a CUDA intrinsic, a kernel the library generated); the user's own code stays
-//!   unknown.
+//!   own headers, a CUDA intrinsic, a kernel the library generated, a library's thrust use older
+//!   than CUDA 12's); the user's own code stays unknown.
 //! - [`own`]: stackpin's own failure texts and a `failed-run.yaml` given to `diagnose`.
 //! - [`windows`]: native Windows failures read from the tool's own line: pip's path past
 //!   MAX_PATH, the MSVC build tools or runtime missing, nvcc's Visual Studio set-up, the retired

@@ -31,14 +31,17 @@ pub(super) const RULES: &[Rule] = &[
         decisive: true,
     },
     // A wheel's or extension's C/C++ build on Windows with no MSVC to run: setuptools' own
-    // message, and torch.utils.cpp_extension's warning that it cannot run `cl` (WinError 2:
-    // not on PATH). The warning alone is not decisive: a later compiler error names more.
+    // message, torch.utils.cpp_extension's warning that it cannot run `cl` (WinError 2: not on
+    // PATH), and CMake's NMake generator failing to run `nmake -?` (a plain shell, not the
+    // Visual Studio developer prompt: NVlabs/instant-ngp#66, answered "run VsDevCmd.bat before
+    // cmake", and #1111). The warning alone is not decisive: a later compiler error names more.
     Rule {
         id: "tk-win-msvc-build-tools-missing",
         patterns: &[
             "microsoft visual c++ 14.0 or greater is required",
             "microsoft visual c++ 14.0 is required",
             "error checking compiler version for cl: [winerror 2]",
+            "'nmake' '-?'",
         ],
         judge: None,
         layer: Toolkit,
