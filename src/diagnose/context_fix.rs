@@ -23,6 +23,17 @@ const CONTAINER_BUILD_FIX: &str = "This runs in a container: a driver cannot be 
 built here. Install the pinned driver on the host (`stackpin install MANIFEST` there), then start the \
 container with the NVIDIA runtime (`--gpus all`).";
 
+/// The driver's video libraries (libnvcuvid, libnvidia-encode) in a container: the runtime mounts
+/// the host's copies only when the container asks for the `video` capability, which the default
+/// (`compute,utility`) does not (NVIDIA/DALI#2362, NVIDIA/CUDALibrarySamples#132).
+const CONTAINER_VIDEO_FIX: &str = "This runs in a container: libnvcuvid and libnvidia-encode are \
+the host driver's and the NVIDIA runtime mounts them only for the `video` driver capability, \
+which its default (compute,utility) leaves out. Start the container with \
+NVIDIA_DRIVER_CAPABILITIES=compute,utility,video (or all) in the image or `-e`, or `--gpus \
+'all,\"capabilities=compute,utility,video\"'` (Compose: `capabilities: [gpu, video]`), and check \
+on the host that the driver's video packages are installed (`ldconfig -p | grep nvcuvid`). Never \
+install a driver inside the container.";
+
 const WSL_FIX: &str = "This is WSL: the GPU driver is the Windows one, shared into Linux through \
 /dev/dxg and /usr/lib/wsl/lib. Update the NVIDIA driver on the Windows side, run `wsl --update` \
 and `wsl --shutdown`, and check /usr/lib/wsl/lib/libcuda.so. Never install a Linux NVIDIA \
@@ -141,6 +152,7 @@ pub fn apply(mut d: Diagnosis, mechanism: Mechanism, context: Option<&HostContex
     } else if let Some(why) = &ctx.container {
         d.fix = match mechanism {
             Mechanism::DriverBuild => CONTAINER_BUILD_FIX,
+            Mechanism::DriverVideo => CONTAINER_VIDEO_FIX,
             _ => CONTAINER_FIX,
         }
         .to_string();
@@ -176,6 +188,26 @@ mod tests {
     use crate::os::Os;
 
     const NVML: &str = "root@098b49afe624:/# nvidia-smi\nFailed to initialize NVML: Unknown Error";
+
+    #[test]
+    fn a_driver_video_library_missing_in_a_container_asks_for_the_video_capability() {
+        // NVIDIA/DALI#2362: the runtime's default capabilities leave libnvcuvid out.
+        let log = "Assert on \"lib_handle_\" failed: Failed to load libnvcuvid.so, needed by the VideoReader operator.";
+        let mut sys = FakeSystem::new(Os::Linux);
+        sys.file("/.dockerenv", "");
+        let d = diagnose_in(log, Some(&probe(&sys))).expect("a hit");
+        assert_eq!(d.layer, FailureLayer::Driver);
+        assert!(
+            d.fix
+                .contains("NVIDIA_DRIVER_CAPABILITIES=compute,utility,video"),
+            "{}",
+            d.fix
+        );
+        assert!(!d.fix.contains("restart the container"), "{}", d.fix);
+        // Outside a container the driver's video packages are the fix.
+        let host = diagnose(log).expect("a hit");
+        assert!(host.fix.contains("libnvidia-decode-XXX"), "{}", host.fix);
+    }
 
     #[test]
     fn an_nvml_failure_in_a_container_says_the_host_driver_is_fine() {

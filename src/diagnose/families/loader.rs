@@ -4,7 +4,8 @@
 //! loading shared libraries`, `undefined symbol`, `Could not load library X`, `Could not locate
 //! X`, Windows error 126/127, `DLL load failed`), but the mechanism is one: a named library file
 //! is missing or is the wrong one. The layer follows from the file: the driver's `libcuda` /
-//! `nvml` → driver; a CUDA library inside a pip `nvidia/*/lib` folder in site-packages → the
+//! `nvml` and its video libraries (`libnvcuvid`, `libnvidia-encode`, which a container gets only
+//! with the `video` capability) → driver; a CUDA library inside a pip `nvidia/*/lib` folder in site-packages → the
 //! training library's wheels; a CUDA library in `/usr/local/cuda*` or `CUDA\vX.Y\bin`, or with
 //! no path → the toolkit; the library's own binaries (`torch\lib`, `onnxruntime`) → the library.
 //! A CUDA library whose name carries another CUDA major than the toolkit the log shows (ONNX
@@ -29,6 +30,14 @@ const LOAD_FAILED: &[&str] = &[
     "failed to dlopen",
     // nvidia-container-cli: "initialization error: load library failed: libnvidia-ml.so.1".
     "load library failed",
+    // ffmpeg's and DALI's wording for the driver's video libraries: "Cannot load
+    // libnvcuvid.so.1" (NVIDIA/nvidia-docker#531, flox/flox#3597), "Failed to load libnvcuvid.so,
+    // needed by the VideoReader operator" (NVIDIA/DALI#2362, #1588), `dlopen "libnvcuvid.so"
+    // failed!` (NVIDIA/DALI#2091). A file must still be named and owned to be judged.
+    "cannot load lib",
+    "failed to load lib",
+    "dlopen \"lib",
+    "dlopen lib",
     "error code 126",
     "error code 127",
     "winerror 126",
@@ -280,6 +289,16 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>, torch_preload: bool) -> O
         )
     };
     Some(match (owner, place) {
+        (Owner::Driver, _) if is_video_library(file) => at(
+            seg,
+            "drv-loader-video-library",
+            Driver,
+            None,
+            format!("{file} is one of the NVIDIA driver's video libraries (NVDEC decode or NVENC encode) and cannot be loaded: the installed driver packages leave it out or are too old, or this container was started without the driver's video capability."),
+            super::video::VIDEO_LIBRARY_FIX,
+            Mechanism::DriverVideo,
+            false,
+        ),
         (Owner::Driver, _) => f(
             "drv-loader-driver-library",
             Driver,
@@ -418,6 +437,7 @@ fn owner(file: &str) -> Option<Owner> {
         || name.starts_with("nvidia-ml")
         || file == "nvml.dll"
         || name.starts_with("nvidia-")
+        || is_video_library(file)
     {
         return Some(Owner::Driver);
     }
@@ -451,6 +471,17 @@ fn owner(file: &str) -> Option<Owner> {
         return Some(Owner::Cuda);
     }
     library_of(file).map(|_| Owner::OwnBinary)
+}
+
+/// The driver's video libraries: NVDEC's `libnvcuvid` (`nvcuvid.dll`) and NVENC's
+/// `libnvidia-encode` (`nvEncodeAPI64.dll`). They ship with the driver, not the toolkit (the
+/// Video Codec SDK's copies are link stubs: NVIDIA/VideoProcessingFramework#61), and a container
+/// gets them only with the `video` driver capability (NVIDIA/DALI#2362).
+fn is_video_library(file: &str) -> bool {
+    let name = file.strip_prefix("lib").unwrap_or(file);
+    name.starts_with("nvcuvid")
+        || name.starts_with("nvidia-encode")
+        || name.starts_with("nvencodeapi")
 }
 
 /// The training library a binary belongs to, by its file name.

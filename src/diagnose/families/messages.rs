@@ -667,17 +667,22 @@ pub(super) const RULES: &[Rule] = &[
     // have no CUDA modules, so the DNN module falls back to the CPU and cv2.cuda throws
     // (opencv/opencv-python#398, opencv/opencv#15858, emgucv/emgucv#4). OpenCV's other branch,
     // "unable to use CUDA backend; switching to CPU", is a CUDA build that found no device, and
-    // is not this.
+    // is not this. OpenCV's throw_no_cuda ("The called functionality is disabled for current
+    // build or platform") is a CUDA function that this build left out: OpenCV without CUDA
+    // (opencv/opencv#7344: "rebuild ... with CUDA support"), or cudacodec built without NVCUVID
+    // (opencv/opencv#11220, cured by the Video Codec SDK's headers and WITH_NVCUVID=ON;
+    // opencv/opencv#14034).
     Rule {
         id: "lib-opencv-built-without-cuda",
         patterns: &[
             "dnn module was not built with cuda backend",
             "the library is compiled without cuda support",
+            "disabled for current build or platform*throw_no_cuda",
         ],
         layer: Library,
         second: None,
-        cause: "The OpenCV that Python (or the program) loads was built without CUDA: the pip opencv-python wheels and the distributions' packages have no CUDA modules, so the DNN module falls back to the CPU and cv2.cuda calls throw.",
-        fix: "Build OpenCV with opencv_contrib and -DWITH_CUDA=ON -DWITH_CUDNN=ON -DOPENCV_DNN_CUDA=ON -DCUDA_ARCH_BIN=<the card's compute capability>, then uninstall pip's opencv-python / opencv-contrib-python so that build is the one imported (`cv2.getBuildInformation()` lists CUDA and cuDNN), or use a distribution of OpenCV built with CUDA (e.g. Emgu CV's -cuda package).",
+        cause: "The OpenCV that Python (or the program) loads was built without CUDA, or without the CUDA part this call needs: the pip opencv-python wheels and the distributions' packages have no CUDA modules, so the DNN module falls back to the CPU and cv2.cuda calls throw; cudacodec's VideoReader also needs NVCUVID, which the build leaves out unless the Video Codec SDK's headers are found.",
+        fix: "Build OpenCV with opencv_contrib and -DWITH_CUDA=ON -DWITH_CUDNN=ON -DOPENCV_DNN_CUDA=ON -DCUDA_ARCH_BIN=<the card's compute capability> (for cudacodec also -DWITH_NVCUVID=ON with the Video Codec SDK's nvcuvid.h and cuviddec.h in the CUDA include folder, until the CMake summary lists NVCUVID), then uninstall pip's opencv-python / opencv-contrib-python so that build is the one imported (`cv2.getBuildInformation()` lists CUDA and cuDNN), or use a distribution of OpenCV built with CUDA (e.g. Emgu CV's -cuda package).",
         mechanism: Mechanism::Plain,
         decisive: false,
         judge: None,

@@ -27,6 +27,9 @@
 //! - [`windows`]: native Windows failures read from the tool's own line: pip's path past
 //!   MAX_PATH, the MSVC build tools or runtime missing, nvcc's Visual Studio set-up, the retired
 //!   `tensorflow-gpu` package.
+//! - [`video`]: the GPU's video and JPEG engines (NVDEC, NVENC, nvJPEG's hardware decoder):
+//!   a card without the engine or the codec, the NVENC session cap and API version, an ffmpeg
+//!   built without NVIDIA's codecs.
 //! - [`titles`]: failures in users' own words (an issue's title, a report's first line) whose
 //!   threads agree on a layer: the driver not loading, a black screen after installing it, ONNX
 //!   Runtime running on the CPU, cuDNN not found; read in a short message only.
@@ -47,6 +50,7 @@ pub mod runtimes;
 pub mod status;
 pub mod symbols;
 pub mod titles;
+pub mod video;
 pub mod windows;
 
 use super::FailureLayer;
@@ -81,6 +85,9 @@ pub enum Mechanism {
     DriverAccess,
     /// The driver's kernel module did not build or load for the running kernel.
     DriverBuild,
+    /// One of the driver's video libraries (`libnvcuvid`, `libnvidia-encode`) is missing: in a
+    /// container the runtime mounts them only with the `video` driver capability.
+    DriverVideo,
     /// The fix does not depend on the host.
     Plain,
 }
@@ -98,6 +105,7 @@ pub fn best(text: &str) -> Option<Finding> {
     found.extend(runtimes::find(&segments));
     found.extend(compile::find(&segments));
     found.extend(windows::find(&segments));
+    found.extend(video::find(&segments));
     found.extend(titles::find(&segments));
     found
         .into_iter()

@@ -71,7 +71,7 @@ pub(super) fn first_on_line(rules: &[Rule], seg: &Segment<'_>) -> Option<Finding
 
 #[cfg(test)]
 mod tests {
-    use super::super::{compile, kernel_log, messages, windows};
+    use super::super::{compile, kernel_log, messages, video, windows};
 
     #[test]
     fn rule_patterns_are_lowercase() {
@@ -81,6 +81,7 @@ mod tests {
             kernel_log::ANY_LINE,
             kernel_log::NVRM_LINE,
             compile::RANKED,
+            video::RULES,
         ];
         for rule in tables.into_iter().flatten() {
             for p in rule.patterns {

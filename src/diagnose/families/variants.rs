@@ -48,6 +48,10 @@ const FILES: &[(&str, &str)] = &[
         "titles",
         include_str!("../../../tests/fixtures/diagnose/variants/titles.yaml"),
     ),
+    (
+        "video",
+        include_str!("../../../tests/fixtures/diagnose/variants/video.yaml"),
+    ),
 ];
 
 /// The sources the Rust tests cited before they became data: none may be lost.
@@ -191,6 +195,7 @@ fn mechanism_name(m: Mechanism) -> &'static str {
     match m {
         Mechanism::DriverAccess => "driver_access",
         Mechanism::DriverBuild => "driver_build",
+        Mechanism::DriverVideo => "driver_video",
         Mechanism::Plain => "plain",
     }
 }
@@ -208,6 +213,7 @@ fn module_findings(module: &str, log: &str) -> Result<Vec<Seen>, String> {
         "status" => super::status::find(&segments),
         "windows" => super::windows::find(&segments),
         "titles" => super::titles::find(&segments),
+        "video" => super::video::find(&segments),
         "symbols" => segments
             .iter()
             .filter_map(|seg| {
