@@ -25,7 +25,7 @@
 //!   unknown.
 //! - [`own`]: stackpin's own failure texts and a `failed-run.yaml` given to `diagnose`.
 //! - [`windows`]: native Windows failures read from the tool's own line: pip's path past
-//!   MAX_PATH, the MSVC build tools or runtime missing, nvcc's Visual Studio set-up, the retired
+//!   MAX_PATH, the MSVC build tools, their Windows SDK or the runtime missing, nvcc's Visual Studio set-up, the retired
 //!   `tensorflow-gpu` package.
 //! - [`titles`]: failures in users' own words (an issue's title, a report's first line) whose
 //!   threads agree on a layer: the driver not loading, a black screen after installing it, ONNX
