@@ -670,10 +670,12 @@ fn current_number(legacy: u32) -> u32 {
 }
 
 /// A CUDA error number on the line: `error 35`, `error: 35`, `code=100`, `error code 30`,
-/// `cuda runtime error (8)`, and TensorRT's `Cuda Error in allocate: 2` (the call named between
-/// "in" and the colon). A process's `exit code N` is no CUDA code: setuptools' `error: command
-/// '/usr/local/cuda-12.1/bin/nvcc' failed with exit code 2` names nvcc's exit status
-/// (NVIDIA/MinkowskiEngine#594, facebookresearch/ConvNeXt-V2#20), not cudaErrorMemoryAllocation.
+/// `cuda runtime error (8)`, TensorRT's `Cuda Error in allocate: 2` (the call named between
+/// "in" and the colon), and a CUDA call's return value printed after it (`cuInit() returned
+/// 100`, deviceQuery's `cudaGetDeviceCount returned 999`). A process's `exit code N` is no CUDA
+/// code: setuptools' `error: command '/usr/local/cuda-12.1/bin/nvcc' failed with exit code 2`
+/// names nvcc's exit status (NVIDIA/MinkowskiEngine#594, facebookresearch/ConvNeXt-V2#20), not
+/// cudaErrorMemoryAllocation.
 fn error_number(lower: &str) -> Option<u32> {
     ["error code", "code", "error", "failure"]
         .iter()
@@ -683,6 +685,7 @@ fn error_number(lower: &str) -> Option<u32> {
                 .filter(|(at, _)| !lower[..*at].trim_end().ends_with("exit"))
                 .find_map(|(at, _)| number_after(lower, at + word.len()))
         })
+        .or_else(|| call_returned(lower))
         .or_else(|| {
             let after = lower.find("cuda error in ")? + "cuda error in ".len();
             let colon = after + lower.get(after..)?.find(':')?;
@@ -693,6 +696,22 @@ fn error_number(lower: &str) -> Option<u32> {
             }
             number_after(lower, colon + 1)
         })
+}
+
+/// The number after "returned" when the word before it is a CUDA API call (`cuInit()`,
+/// `cudaGetDeviceCount`): the call's error code. Anything else that "returned" a number (a
+/// command's exit status, `torch.cuda.device_count()` returning 0) is no code.
+fn call_returned(lower: &str) -> Option<u32> {
+    lower.match_indices(" returned ").find_map(|(at, word)| {
+        let call = lower[..at].rsplit(' ').next()?.trim_end_matches("()");
+        let is_call = call.starts_with("cu")
+            && call.len() > 3
+            && call.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !is_call {
+            return None;
+        }
+        number_after(lower, at + word.len())
+    })
 }
 
 fn xid(seg: &Segment<'_>) -> Option<Finding> {
@@ -796,5 +815,17 @@ mod tests {
             first("HTTP error 404 while fetching https://example.test/x"),
             None
         );
+    }
+
+    #[test]
+    fn only_a_cuda_call_returns_a_code() {
+        assert_eq!(
+            call_returned("cuda not supported: cuinit() returned 100"),
+            Some(100)
+        );
+        assert_eq!(call_returned("cudagetdevicecount returned 999"), Some(999));
+        assert_eq!(call_returned("torch.cuda.device_count() returned 0"), None);
+        assert_eq!(call_returned("cuda check: subprocess returned 1"), None);
+        assert_eq!(call_returned("cuinit() returned"), None);
     }
 }

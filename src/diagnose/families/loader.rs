@@ -54,6 +54,9 @@ const LOAD_FAILED: &[&str] = &[
     // not found"), faroit/CountNet#5 (TensorFlow's "Could not find 'nvcuda.dll'").
     ".dll not found",
     ".dll was not found",
+    // Windows' older loader dialog for the same: "The program can't start because X.dll is
+    // missing from your computer" (xmrMiner/xmrMiner-Win64#8, microsoft/CNTK#37).
+    "is missing from your computer",
     "tensorflow requires that this dll be installed",
     // Python's ctypes on Windows (3.8+): "Could not find module 'X.dll' (or one of its
     // dependencies)" (pytorch/pytorch#39734, spyder-ide/spyder#13322).
@@ -419,7 +422,13 @@ fn library_files(lower: &str) -> Vec<Named> {
         .filter_map(|token| {
             let token = token.trim_end_matches([':', '.', ';', '!']);
             let path = token.replace('\\', "/");
-            let file = path.rsplit('/').next()?.trim_start_matches(':').to_string();
+            // A user's quote may cut the line before the name ("...curand64_70.dll is missing",
+            // microsoft/CNTK#37): the ellipsis is no part of the file.
+            let file = path
+                .rsplit('/')
+                .next()?
+                .trim_start_matches([':', '.', '…'])
+                .to_string();
             let is_lib = file.ends_with(".dll")
                 || file.ends_with(".dylib")
                 || file.ends_with(".so")

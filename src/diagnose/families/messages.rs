@@ -361,6 +361,27 @@ pub(super) const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // The kernel refusing a module whose signature is not from a key it trusts (Secure Boot, or
+    // module.sig_enforce): the NVIDIA installer's own report of it
+    // (Bumblebee-Project/Bumblebee#656) and the kernel's PKCS#7 line (matthieugras/Prime-Ubuntu-18.04#8
+    // for nvidia under prime-select, Whonix/lkrg#4, juhovh/xmm7360_usb#2). Not decisive: without
+    // enforcement the kernel only taints and loads, and another finding in the same log names
+    // more. The tainting notice ("module verification failed: signature and/or required key
+    // missing") is no refusal and is left alone.
+    Rule {
+        id: "drv-module-signature-untrusted",
+        patterns: &[
+            "kernel module failed to load, because it was not signed by a key that is trusted by the kernel",
+            "pkcs#7 signature not signed with a trusted key",
+        ],
+        layer: Driver,
+        second: None,
+        cause: "The kernel refused the NVIDIA kernel module because its signature is not from a key the kernel trusts: Secure Boot (or module signature enforcement) is on and the module was built unsigned, or signed with a key that was never enrolled.",
+        fix: "Either sign the module with a key the kernel trusts and enroll it: install the driver with DKMS/akmods signing (or the .run installer's --module-signing-secret-key/--module-signing-public-key), `sudo mokutil --import` the public key, reboot and confirm it in the MOK manager; or disable Secure Boot in the firmware. Then check `lsmod | grep nvidia` and `nvidia-smi`.",
+        mechanism: Mechanism::DriverBuild,
+        decisive: false,
+        judge: None,
+    },
     // TensorFlow resolving CUDA runtime functions in the cudart it loaded and not finding them:
     // that cudart is another CUDA than the release was built for, or the driver is older than it.
     // tensorflow/tensorflow#34820, #32381, #34354, jpcurbelo/human-body-reshape-DL-paper#4.

@@ -25,7 +25,7 @@
 //!   than CUDA 12's); the user's own code stays unknown.
 //! - [`own`]: stackpin's own failure texts and a `failed-run.yaml` given to `diagnose`.
 //! - [`windows`]: native Windows failures read from the tool's own line: pip's path past
-//!   MAX_PATH, the MSVC build tools or runtime missing, nvcc's Visual Studio set-up, the retired
+//!   MAX_PATH, the MSVC build tools, their Windows SDK or the runtime missing, nvcc's Visual Studio set-up, the retired
 //!   `tensorflow-gpu` package.
 //! - [`video`]: the GPU's video and JPEG engines (NVDEC, NVENC, nvJPEG's hardware decoder):
 //!   a card without the engine or the codec, the NVENC session cap and API version, an ffmpeg

@@ -1,6 +1,6 @@
 //! Native Windows failures that are neither a loader line with a library's name nor a CUDA code:
-//! pip refusing a path longer than Windows' MAX_PATH, the MSVC build tools or runtime a wheel or
-//! an extension build needs, nvcc failing to set up Visual Studio's environment, a package
+//! pip refusing a path longer than Windows' MAX_PATH, the MSVC build tools, their Windows SDK or
+//! the runtime a wheel or an extension build needs, nvcc failing to set up Visual Studio's environment, a package
 //! name that no longer installs anything (`tensorflow-gpu`), and what torch's Windows builds lack
 //! or do differently (no NCCL, no libuv, workers started by spawn). Each is read from the line the tool
 //! itself prints; the threads behind every rule are cited in
@@ -31,10 +31,12 @@ pub(super) const RULES: &[Rule] = &[
         decisive: true,
     },
     // A wheel's or extension's C/C++ build on Windows with no MSVC to run: setuptools' own
-    // message, torch.utils.cpp_extension's warning that it cannot run `cl` (WinError 2: not on
-    // PATH), and CMake's NMake generator failing to run `nmake -?` (a plain shell, not the
-    // Visual Studio developer prompt: NVlabs/instant-ngp#66, answered "run VsDevCmd.bat before
-    // cmake", and #1111). The warning alone is not decisive: a later compiler error names more.
+    // message, distutils' older "Unable to find vcvarsall.bat" (it looks for the compiler's
+    // environment script and finds no Visual Studio with C++), torch.utils.cpp_extension's
+    // warning that it cannot run `cl` (WinError 2: not on PATH), and CMake's NMake generator
+    // failing to run `nmake -?` (a plain shell, not the Visual Studio developer prompt:
+    // NVlabs/instant-ngp#66, answered "run VsDevCmd.bat before cmake", and #1111). The warning
+    // alone is not decisive: a later compiler error names more.
     Rule {
         id: "tk-win-msvc-build-tools-missing",
         patterns: &[
@@ -42,6 +44,7 @@ pub(super) const RULES: &[Rule] = &[
             "microsoft visual c++ 14.0 is required",
             "error checking compiler version for cl: [winerror 2]",
             "'nmake' '-?'",
+            "unable to find vcvarsall.bat",
         ],
         judge: None,
         layer: Toolkit,
@@ -50,6 +53,23 @@ pub(super) const RULES: &[Rule] = &[
         cause: "The package builds C++ (or CUDA) code on Windows and finds no MSVC compiler (cl.exe): Visual Studio's C++ build tools are not installed, or the shell is not one where cl.exe is on PATH. The Visual C++ Redistributable alone does not compile anything.",
         fix: "Install Visual Studio or its Build Tools with the \"Desktop development with C++\" workload (MSVC and a Windows SDK), then build from the \"x64 Native Tools Command Prompt\" (or run vcvars64.bat first) so cl.exe is on PATH; for CUDA code pick a Visual Studio release the CUDA toolkit supports. A prebuilt wheel for this Python, if the project ships one, avoids the build.",
         decisive: false,
+    },
+    // MSVC's own crtdefs.h (or another VC header) including the Universal CRT's corecrt.h and
+    // not finding it: cl.exe is there, the Windows 10/11 SDK that carries the UCRT headers is
+    // not (a Visual Studio or Build Tools install without the SDK component, a VS 2015 without
+    // Update 3's SDK), or the shell's INCLUDE lacks it. The same line, whether nvcc or a plain
+    // C++ build runs cl.exe. corecrt.h itself failing on another header (vcruntime.h) is the
+    // MSVC include path, not this.
+    Rule {
+        id: "tk-win-windows-sdk-missing",
+        patterns: &["c1083*corecrt.h"],
+        judge: None,
+        layer: Toolkit,
+        second: None,
+        mechanism: Mechanism::Plain,
+        cause: "The C++ compiler (MSVC's cl.exe, run directly or by nvcc) cannot open corecrt.h, the Universal CRT header every MSVC C/C++ build includes: the Windows SDK that carries it is not installed with this Visual Studio (or Build Tools), or the shell's INCLUDE does not name it.",
+        fix: "In the Visual Studio Installer modify this Visual Studio (or Build Tools) and add a Windows 10 or 11 SDK (the \"Desktop development with C++\" workload includes one; for VS 2015 install Update 3 with its Windows 10 SDK), then build again from the \"x64 Native Tools Command Prompt\" so INCLUDE names the SDK's ucrt folder.",
+        decisive: true,
     },
     // nvcc on Windows runs the vcvars64.bat of the Visual Studio its cl.exe belongs to and
     // stops when that fails (a 32-bit HostX86 cl.exe found first, a VS install without its C++
