@@ -1028,6 +1028,22 @@ fn holdout_round33_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() 
 const ROUND33_FLOOR: usize = 10;
 
 #[test]
+fn holdout_round34_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() {
+    // Drawn after round 33 and breadth passes brH and brI were tuned on and merged (main
+    // ab3b2da), alongside breadth passes brJ and brK, by the rule in the fixture's header
+    // (committed before the first search, 7806a4f; cases decided before diagnose ran, 64df5c8),
+    // a representative round of a vision lab's multi-GPU workstation (NCCL and peer-to-peer
+    // across the cards, the IOMMU, a card off the bus, power and heat, mixed cards, GPU 0's extra
+    // memory), 3 cases, and measured once, untuned: 2/3 acceptable, 1 unknown, 0 wrong, fix
+    // right 2/2. Fewer right answers, or any wrong layer, fails.
+    assert_holdout_round("holdout-round34.yaml", 3, ROUND34_FLOOR, &[]);
+}
+
+/// Round 34's first and only unseen measurement: 2/3 (67%) on an acceptable layer, no wrong
+/// layer.
+const ROUND34_FLOOR: usize = 2;
+
+#[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {
     let out = stackpin(
         &["diagnose", "-", "--host", "none"],
