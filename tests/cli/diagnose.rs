@@ -1035,12 +1035,14 @@ fn holdout_round34_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() 
     // a representative round of a vision lab's multi-GPU workstation (NCCL and peer-to-peer
     // across the cards, the IOMMU, a card off the bus, power and heat, mixed cards, GPU 0's extra
     // memory), 3 cases, and measured once, untuned: 2/3 acceptable, 1 unknown, 0 wrong, fix
-    // right 2/2. Fewer right answers, or any wrong layer, fails.
+    // right 2/2. Its one miss (Level Zero's ZE_RESULT_ERROR_INVALID_ARGUMENT, the runtime's fault
+    // here and the caller's in other threads) is left unknown, so tuned it is still 2/3. Fewer
+    // right answers, or any wrong layer, fails.
     assert_holdout_round("holdout-round34.yaml", 3, ROUND34_FLOOR, &[]);
 }
 
-/// Round 34's first and only unseen measurement: 2/3 (67%) on an acceptable layer, no wrong
-/// layer.
+/// Round 34 tuned (no rule added: its one miss splits between layers across threads): 2/3, the
+/// same as its first and only unseen measurement, 2/3 (67%) with no wrong layer.
 const ROUND34_FLOOR: usize = 2;
 
 #[test]
