@@ -8,6 +8,8 @@
 //! with the `video` capability) → driver; a CUDA library inside a pip `nvidia/*/lib` folder in site-packages → the
 //! training library's wheels; a CUDA library in `/usr/local/cuda*` or `CUDA\vX.Y\bin`, or with
 //! no path → the toolkit; the library's own binaries (`torch\lib`, `onnxruntime`) → the library.
+//! An entry point the driver's DLL lacks is a driver older than the program; Windows' start-up
+//! dialog for a CUDA runtime DLL shares the cause with the program's own package.
 //! A CUDA library whose name carries another CUDA major than the toolkit the log shows (ONNX
 //! Runtime asking for `libcublasLt.so.11` beside `nvcc` 12.1) is a library built for the other
 //! CUDA.
@@ -54,8 +56,9 @@ const LOAD_FAILED: &[&str] = &[
     // not found"), faroit/CountNet#5 (TensorFlow's "Could not find 'nvcuda.dll'").
     ".dll not found",
     ".dll was not found",
-    // Windows' older loader dialog for the same: "The program can't start because X.dll is
-    // missing from your computer" (xmrMiner/xmrMiner-Win64#8, microsoft/CNTK#37).
+    // Windows' older loader dialog, the Windows 7/8 wording of "The code execution cannot
+    // proceed because X.dll was not found": "The program can't start because X.dll is missing
+    // from your computer" (xmrMiner/xmrMiner-Win64#8, microsoft/CNTK#37, yajiedesign/mxnet#5).
     "is missing from your computer",
     "tensorflow requires that this dll be installed",
     // Python's ctypes on Windows (3.8+): "Could not find module 'X.dll' (or one of its
@@ -75,6 +78,19 @@ const LOAD_FAILED: &[&str] = &[
     // that Paddle depends on is not configured correctly. (error code is 126)"
     // (PaddlePaddle/Paddle#34566, lazydog28/mc_auto_boss#110).
     "that paddle depends on is not configured correctly",
+];
+
+/// Words of Windows' start-up dialog ("python.exe - System Error", "The code execution cannot
+/// proceed because X.dll was not found", "The program can't start because X.dll is missing"):
+/// the loader refused a DLL an executable links at start, before any of its code ran. For a CUDA
+/// runtime DLL that executable's package is the first place that DLL is looked for, so the
+/// program's own package shares the cause with the toolkit (janhq/jan#6960: the app's backend
+/// downloaded again; graphdeco-inria/gaussian-splatting#1136: the prebuilt viewer ships without
+/// cudart64_12.dll; xmrMiner/xmrMiner-Win64#8: the DLL beside the exe, or the CUDA 8 toolkit).
+const STARTUP_DIALOG: &[&str] = &[
+    "code execution cannot proceed",
+    "can't start because",
+    "system error",
 ];
 
 /// Who ships a library file.
@@ -131,6 +147,7 @@ pub(super) fn find(text: &str, segments: &[Segment<'_>]) -> Vec<Finding> {
         })
         .filter(|seg| LOAD_FAILED.iter().any(|w| seg.lower.contains(w)))
         .filter_map(|seg| judge(seg, toolkit_seen, torch_preload))
+        .chain(segments.iter().filter_map(driver_entry_point_missing))
         .chain(segments.iter().filter_map(glibc_too_old))
         .chain(
             segments
@@ -190,6 +207,62 @@ fn glibc_too_old(seg: &Segment<'_>) -> Option<Finding> {
         return None;
     };
     Some(at(seg, id, layer, None, cause, fix, Mechanism::Plain, true))
+}
+
+/// An entry point the NVIDIA driver's own DLL lacks: Windows' dialog ("The procedure entry point
+/// cuDevicePrimaryCtxReset_v2 could not be located in the dynamic link library nvcuda.dll",
+/// trexminer/T-Rex#118) or .NET's EntryPointNotFoundException ("Unable to find an entry point
+/// named 'nvmlInitWithFlags' in DLL 'nvml'", nicehash/NiceHashQuickMiner#124, #192, #244). The
+/// DLL is there and loads; the function the program was built against is newer than the driver
+/// (or than the last driver branch for an old card), so the fix is a newer driver, not a
+/// reinstall of the same one. A CUDA library's missing entry point stays the loader's reading.
+fn driver_entry_point_missing(seg: &Segment<'_>) -> Option<Finding> {
+    let lower = &seg.lower;
+    let (symbol, dll) =
+        if let Some(at) = lower.find("could not be located in the dynamic link library") {
+            let before = &lower[..at];
+            let symbol = before
+                .rsplit_once("entry point ")
+                .map(|(_, s)| s.trim().to_string())?;
+            let after = &lower[at + "could not be located in the dynamic link library".len()..];
+            let dll = library_files(after).into_iter().next()?.file;
+            (symbol, dll)
+        } else {
+            // .NET: "... entry point name[d] 'X' in DLL 'nvml'" / "the entry point \"X\" in the
+            // \"nvml\" DLL"; the DLL is named without its extension.
+            let at = lower.find("entry point")?;
+            let rest = &lower[at..];
+            let quoted: Vec<&str> = rest.split(['\'', '"']).skip(1).step_by(2).take(2).collect();
+            let [symbol, dll] = quoted[..] else {
+                return None;
+            };
+            if !rest.contains(" dll") {
+                return None;
+            }
+            (symbol.to_string(), format!("{dll}.dll"))
+        };
+    if owner(&dll) != Some(Owner::Driver) || symbol.is_empty() {
+        return None;
+    }
+    let shown = seg
+        .text
+        .to_lowercase()
+        .find(&symbol)
+        .and_then(|at| seg.text.get(at..at + symbol.len()))
+        .unwrap_or(&symbol)
+        .to_string();
+    Some(at(
+        seg,
+        "drv-loader-entry-point-missing",
+        Driver,
+        None,
+        format!(
+            "{dll}, the NVIDIA driver's own library, loads but has no {shown}: the program was built against a newer driver interface than the installed driver provides (an old driver, or the last driver branch of a card too old for that CUDA)."
+        ),
+        "Install a newer NVIDIA driver (at least the one the program's CUDA release needs; the release notes of the program or of CUDA name it), reboot and run again; reinstalling the same driver does not add the function. If the newest driver for this card still lacks it, the card is past the program's support: use a build of the program for an older CUDA, or another GPU.",
+        Mechanism::Plain,
+        true,
+    ))
 }
 
 fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>, torch_preload: bool) -> Option<Finding> {
@@ -379,6 +452,20 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>, torch_preload: bool) -> O
             "Install the TensorRT release made for this CUDA (its tar or deb package, or the `tensorrt` pip wheel) and put its lib folder on the loader path (LD_LIBRARY_PATH or a file in /etc/ld.so.conf.d/ plus `ldconfig`; PATH on Windows). The Python bindings and the libraries must be the same TensorRT version.".to_string(),
             false,
         ),
+        // Windows' start-up dialog for an executable: the program's own package shares the
+        // cause (see STARTUP_DIALOG), and the dialog is evidence the catalogue's wording-only
+        // entries cannot see.
+        (Owner::Cuda, _) if windows && STARTUP_DIALOG.iter().any(|w| seg.lower.contains(w)) => {
+            let version = wanted.map_or(String::new(), |w| format!(" (CUDA {w})"));
+            f(
+                "tk-loader-cuda-dll-at-program-start",
+                Toolkit,
+                Some(Library),
+                format!("Windows could not start the program because {file}{version}, a CUDA runtime DLL it links, is neither in the program's own folder nor on PATH: the program's package leaves it out (or a download of it is incomplete), or the CUDA release it was built with is not installed."),
+                format!("First reinstall or re-download the program's GPU package (many ship {file} beside the .exe; a launcher's backend folder can be deleted so it is fetched again); if the program expects the toolkit, install the CUDA{version} release it was built with and put its bin folder on PATH (a newer CUDA major's DLLs have other names). Do not download single DLLs from DLL sites."),
+                true,
+            )
+        }
         (Owner::Cuda | Owner::Cudnn, _) => {
             let version = wanted.map_or(String::new(), |w| format!(" (CUDA {w})"));
             f(

@@ -5,7 +5,8 @@
 //!   symbol`, `Could not load library X`, Windows error 126/127), judged by *which* library it is
 //!   and *where it lives* (a pip CUDA wheel in site-packages, the toolkit's folder, the driver's
 //!   `libcuda`/`nvml`), and by the CUDA version its name carries against the one the log shows;
-//!   a binary needing a newer glibc than the host's, by where that binary lives.
+//!   a binary needing a newer glibc than the host's, by where that binary lives; an entry point
+//!   the driver's own DLL lacks (a driver older than the program's CUDA).
 //! - [`codes`]: the CUDA runtime's error codes and names (legacy THC `error=N` and `cuda runtime
 //!   error (N)` numbers translated to today's), and the driver's Xid numbers, as tables.
 //! - [`status`]: the CUDA math libraries' status codes (cuBLAS, cuSOLVER, cuSPARSE, cuFFT), as a
@@ -25,8 +26,9 @@
 //!   than CUDA 12's); the user's own code stays unknown.
 //! - [`own`]: stackpin's own failure texts and a `failed-run.yaml` given to `diagnose`.
 //! - [`windows`]: native Windows failures read from the tool's own line: pip's path past
-//!   MAX_PATH, the MSVC build tools, their Windows SDK or the runtime missing, nvcc's Visual Studio set-up, the retired
-//!   `tensorflow-gpu` package.
+//!   MAX_PATH, the MSVC build tools, their Windows SDK or the runtime missing, nvcc's Visual
+//!   Studio set-up, the retired `tensorflow-gpu` package, Windows' illegal-instruction status (a
+//!   build needing AVX).
 //! - [`video`]: the GPU's video and JPEG engines (NVDEC, NVENC, nvJPEG's hardware decoder):
 //!   a card without the engine or the codec, the NVENC session cap and API version, an ffmpeg
 //!   built without NVIDIA's codecs.

@@ -2,13 +2,14 @@
 //! pip refusing a path longer than Windows' MAX_PATH, the MSVC build tools, their Windows SDK or
 //! the runtime a wheel or an extension build needs, nvcc failing to set up Visual Studio's environment, a package
 //! name that no longer installs anything (`tensorflow-gpu`), and what torch's Windows builds lack
-//! or do differently (no NCCL, no libuv, workers started by spawn). Each is read from the line the tool
-//! itself prints; the threads behind every rule are cited in
+//! or do differently (no NCCL, no libuv, workers started by spawn), and Windows' illegal-instruction
+//! status (0xC000001D) from a build for CPU instructions the processor lacks. Each is read from
+//! the line the tool itself prints; the threads behind every rule are cited in
 //! `tests/fixtures/diagnose/variants/windows.yaml`.
 
 use super::rule::{Rule, find_each};
 use super::{Finding, Mechanism};
-use crate::diagnose::FailureLayer::{Library, Toolkit};
+use crate::diagnose::FailureLayer::{Hardware, Library, Toolkit};
 use crate::diagnose::matcher::Segment;
 
 pub(super) const RULES: &[Rule] = &[
@@ -242,6 +243,31 @@ pub(super) const RULES: &[Rule] = &[
         mechanism: Mechanism::Plain,
         cause: "pip could not write or replace one of the package's files: another process has it open (a Python, Jupyter kernel or IDE still running from this environment holds torch's DLLs; antivirus scanning the new files), or the environment is in a folder this user may not write (Program Files, the Microsoft Store Python's WindowsApps, an application's bundled Python).",
         fix: "Close every Python, notebook kernel and IDE using this environment (Task Manager: python.exe) and install again; delete any half-removed `~orch`-style folders pip left in site-packages; install into a venv in a folder you own (python -m venv C:\\venvs\\dl) rather than Program Files or the Store Python, or add --user; if it persists, exclude the venv from real-time antivirus scanning while installing.",
+        decisive: true,
+    },
+    // Windows' NTSTATUS for an illegal instruction (0xC000001D) as a process exit code, an
+    // exception code or a DLL load error code, in hex or as the signed (-1073741795) or unsigned
+    // (3221225501) decimal IDEs and launchers print: a binary built for CPU instructions this
+    // CPU lacks (AVX, AVX2) ran them. TensorFlow's wheels since 1.6 need AVX
+    // (tensorflow/tensorflow#19584: "fail to load with ... ImportError: DLL load failed"), dlib
+    // builds need AVX (takuya-takeuchi/FaceRecognitionDotNet#101), an app picked a backend its
+    // CPU cannot run (janhq/jan#6065). The GPU stack is not involved; CUDA's own "an illegal
+    // instruction was encountered" is a GPU kernel's and stays with the code table.
+    Rule {
+        id: "lib-win-cpu-instruction-missing",
+        patterns: &[
+            "0xc000001d",
+            "-1073741795",
+            "3221225501",
+            "status_illegal_instruction",
+            "exception code: c000001d",
+        ],
+        judge: None,
+        layer: Library,
+        second: Some(Hardware),
+        mechanism: Mechanism::Plain,
+        cause: "The process (or a DLL it loaded) stopped with Windows' illegal-instruction status (0xC000001D = -1073741795 = 3221225501): the binary was built for CPU instructions this processor does not have, usually AVX or AVX2 (TensorFlow's wheels since 1.6, dlib, llama.cpp backends built for AVX2), or an emulator or VM hides them. The GPU, its driver and CUDA are not involved.",
+        fix: "Check the CPU's instruction sets (CPU-Z, or `python -c \"import cpuinfo; print(cpuinfo.get_cpu_info()['flags'])\"` after `pip install py-cpuinfo`); install a build of the library made without them (an older release from before it required AVX, a community no-AVX wheel, the app's no-AVX or failsafe backend) or build it from source on this machine; in a VM or under emulation expose the host's AVX to the guest. A CPU with AVX2 runs the stock builds.",
         decisive: true,
     },
 ];
