@@ -1097,6 +1097,42 @@ pub(super) const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // The frameworks above torch ask `torch.cuda.is_available()` (or `device_count()`) before
+    // anything runs and word a False in their own terms: Lightning's device parser ("You
+    // requested GPUs: [0] But your machine only has: []", Lightning-AI/pytorch-lightning#899),
+    // its accelerator connector ("GPUAccelerator can not run on your system since the
+    // accelerator is not available", open-edge-platform/anomalib#510; "No supported gpu backend
+    // found!", microsoft/mattergen#217), YOLOv5/YOLOv7's select_device ("CUDA unavailable,
+    // invalid device 0 requested", WongKinYiu/yolov7#1248), Ultralytics' ("torch.cuda.is_available():
+    // False" under "Invalid CUDA 'device=0' requested", ogkalu2/comic-translate#17), accelerate's
+    // mixed-precision check ("fp16 mixed precision requires a GPU", bmaltais/kohya_ss#719) and
+    // transformers' TrainingArguments ("... can only be used on CUDA devices", LHRLAB/ChatKBQA#13).
+    // The cures of the threads that state one are a CPU-only torch (#899, anomalib#510,
+    // comic-translate#17; lightning or diffusers[torch] pulled it in: Lightning-AI/pytorch-
+    // lightning#18968), but is_available() is also False when torch cannot reach the driver (a
+    // driver older than the wheel's CUDA: hiyouga/LlamaFactory#1132, where torch's own warning
+    // says so and the catalogue answers): the library first, the driver second. Left alone: an
+    // index past the GPUs there are ("only has: [0]", YOLOv5's "Invalid CUDA '--device 0'"
+    // raised for either cause) and Lightning's "GPU available: True" banner.
+    Rule {
+        id: "lib-framework-sees-no-cuda",
+        patterns: &[
+            "but your machine only has: []",
+            "gpuaccelerator can not run on your system since the accelerator is not available",
+            "no supported gpu backend found",
+            "cuda unavailable, invalid device * requested",
+            "torch.cuda.is_available(): false",
+            "fp16 mixed precision requires a gpu",
+            "(`--fp16_full_eval`) can only be used on cuda devices",
+        ],
+        layer: Library,
+        second: Some(Driver),
+        cause: "The training framework (Lightning, YOLOv5/Ultralytics, accelerate, transformers' Trainer) asked torch for a CUDA device and torch said there is none (torch.cuda.is_available() is False): most often the installed torch is the CPU-only build (pip's default on Windows, or a dependency such as lightning or diffusers[torch] replaced the CUDA build), otherwise torch cannot reach the driver (none loaded, or older than the CUDA the wheel was built with).",
+        fix: "Run `python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\"`. A `+cpu` version or `None` for the CUDA version is the CPU build: reinstall torch and torchvision from the CUDA wheel index the manifest pins (e.g. .../whl/cu121), then install the framework after them (or with `--no-deps`) so it does not pull the CPU build back. With a CUDA build, run `nvidia-smi`: no driver, or a driver older than the wheel's CUDA, is the cause (install or update the driver). On a Mac there is no CUDA: pass accelerator='mps' or 'cpu'.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
     // PyTorch's DataLoader workers (torch.multiprocessing) hand batches over in shared memory
     // (/dev/shm), 64 MB by default in a Docker container: the worker dies of SIGBUS, or the
     // shared file cannot be written. bytedance/Protenix#2, fastai/docker-containers#21,
@@ -1508,21 +1544,26 @@ pub(super) const RULES: &[Rule] = &[
         judge: None,
     },
     // flash-attn's backward pass for a head dimension larger than this GPU's on-chip shared
-    // memory allows (1.x: above 64 only on A100/H100; 2.x: above 192), and 1.x's own sm80 check.
-    // Dao-AILab/flash-attention#51 and #69 (the maintainer: backward with head dim 128 needs an
-    // A100; FlashAttention-2 lifts it), Meituan-AutoML/MobileVLM#40, VITA-Group/LLaGA#16,
-    // modelscope/ms-swift#9 (flash attention switched off).
+    // memory allows (1.x: above 64 only on A100/H100; 2.x: above 192), and the fused kernels' own
+    // architecture checks, worded by TORCH_CHECK: 1.x's sm80 check, 1.x's sm75/sm8x-only check on
+    // a Hopper card (an H20: xiaomi-mlab/Orion#14, cured by flash-attn 2.x), torch 2.0's own
+    // fused attention asking for sm80/sm90 at large head dims on RTX 3090/4090
+    // (pytorch/pytorch#98140, closed there as torch's own). Dao-AILab/flash-attention#51 and #69 (the
+    // maintainer: backward with head dim 128 needs an A100; FlashAttention-2 lifts it),
+    // Meituan-AutoML/MobileVLM#40, VITA-Group/LLaGA#16, modelscope/ms-swift#9 (flash attention
+    // switched off). The same wording with a tensor's `is_cuda()` (input left on the CPU) is the
+    // user's code: not read.
     Rule {
         id: "lib-flash-attn-head-dim-backward",
         patterns: &[
             "flashattention backward for head dim > * requires a100 or h100",
             "head dim > * backward requires a100 or h100",
-            "expected is_sm80 to be true, but got false",
+            "expected is_sm* to be true, but got false",
         ],
         layer: Library,
         second: Some(Hardware),
-        cause: "Training (the backward pass) through flash-attn with a head dimension this GPU cannot hold in its on-chip shared memory: flash-attn 1.x runs the backward pass for head dim above 64 only on A100/H100 (sm80/sm90), flash-attn 2 up to 192 on any Ampere or newer card and above that only on A100/H100. Inference (the forward pass) still works.",
-        fix: "Upgrade to flash-attn 2 built for the installed torch (`pip install -U flash-attn --no-build-isolation`), which trains head dims up to 192 on RTX 30/40 and A40/A6000; otherwise turn flash attention off for training (transformers `attn_implementation=\"sdpa\"`, the tool's flash-attention switch off) or train on an A100/H100.",
+        cause: "Training (the backward pass) through flash-attn with a head dimension this GPU cannot hold in its on-chip shared memory: flash-attn 1.x runs the backward pass for head dim above 64 only on A100/H100 (sm80/sm90), flash-attn 2 up to 192 on any Ampere or newer card and above that only on A100/H100. Inference (the forward pass) still works. The same kernels check the architecture outright: flash-attn 1.x runs only on sm75/sm8x (not on Hopper), and torch 2.0's own fused attention asked for sm80/sm90 at some head sizes (a torch issue: upgrade torch).",
+        fix: "Upgrade to flash-attn 2 built for the installed torch (`pip install -U flash-attn --no-build-isolation`), which trains head dims up to 192 on RTX 30/40 and A40/A6000; otherwise turn flash attention off for training (transformers `attn_implementation=\"sdpa\"`, the tool's flash-attention switch off) or train on an A100/H100. When the check is torch's own (no flash-attn in the traceback), upgrade torch or turn its fused kernels off (`torch.backends.cuda.enable_flash_sdp(False)`, `enable_mem_efficient_sdp(False)`).",
         mechanism: Mechanism::Plain,
         decisive: false,
         judge: None,
