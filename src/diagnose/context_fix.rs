@@ -189,13 +189,22 @@ mod tests {
 
     const NVML: &str = "root@098b49afe624:/# nvidia-smi\nFailed to initialize NVML: Unknown Error";
 
+    /// What the host probe sees inside a Docker container.
+    fn container() -> crate::host::context::HostContext {
+        let mut sys = FakeSystem::new(Os::Linux);
+        sys.file("/.dockerenv", "");
+        probe(&sys)
+    }
+
+    fn in_a_container(log: &str) -> crate::diagnose::Diagnosis {
+        diagnose_in(log, Some(&container())).expect("a hit")
+    }
+
     #[test]
     fn a_driver_video_library_missing_in_a_container_asks_for_the_video_capability() {
         // NVIDIA/DALI#2362: the runtime's default capabilities leave libnvcuvid out.
         let log = "Assert on \"lib_handle_\" failed: Failed to load libnvcuvid.so, needed by the VideoReader operator.";
-        let mut sys = FakeSystem::new(Os::Linux);
-        sys.file("/.dockerenv", "");
-        let d = diagnose_in(log, Some(&probe(&sys))).expect("a hit");
+        let d = in_a_container(log);
         assert_eq!(d.layer, FailureLayer::Driver);
         assert!(
             d.fix
@@ -211,9 +220,7 @@ mod tests {
 
     #[test]
     fn an_nvml_failure_in_a_container_says_the_host_driver_is_fine() {
-        let mut sys = FakeSystem::new(Os::Linux);
-        sys.file("/.dockerenv", "");
-        let d = diagnose_in(NVML, Some(&probe(&sys))).expect("a hit");
+        let d = in_a_container(NVML);
         assert_eq!(d.layer, FailureLayer::Driver);
         assert!(d.fix.contains("restart the container"), "{}", d.fix);
         assert!(
@@ -299,9 +306,7 @@ mod tests {
 
     #[test]
     fn without_context_or_off_the_driver_layer_the_fix_is_unchanged() {
-        let mut sys = FakeSystem::new(Os::Linux);
-        sys.file("/.dockerenv", "");
-        let ctx = probe(&sys);
+        let ctx = container();
         assert_eq!(diagnose_in(NVML, None), diagnose(NVML));
         let oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.";
         assert_eq!(diagnose_in(oom, Some(&ctx)), diagnose(oom));
@@ -381,9 +386,7 @@ mod tests {
     #[test]
     fn a_missing_device_node_in_a_container_gets_the_container_fix_and_on_a_host_the_module() {
         let log = "no NVIDIA GPU device is present: /dev/nvidia0 does not exist";
-        let mut sys = FakeSystem::new(Os::Linux);
-        sys.file("/.dockerenv", "");
-        let d = diagnose_in(log, Some(&probe(&sys))).expect("a hit");
+        let d = in_a_container(log);
         assert_eq!(d.layer, FailureLayer::Driver);
         assert!(
             d.fix
