@@ -1046,6 +1046,26 @@ fn holdout_round34_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() 
 const ROUND34_FLOOR: usize = 2;
 
 #[test]
+fn holdout_round35_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() {
+    // Drawn after round 33 and breadth passes brH and brI were tuned on and merged (main
+    // ab3b2da), alongside breadth passes brJ and brK, after round 34, by the rule in the
+    // fixture's header (committed before the first search, 804c734; cases decided before
+    // diagnose ran, f11d123), a representative round of the tracebacks a vision lab pastes from
+    // the training scripts of detection, segmentation, GAN and diffusion, pose, tracking, re-id
+    // and video repositories, drawn with the repository plus a generic error word, 16 cases,
+    // and measured once, untuned: 5/16 acceptable, 11 unknown, 0 wrong, fix right 5/5. Tuned on
+    // since, by family (mmcv or diffusers missing from the interpreter, a name missing from an
+    // installed package's module, pip compiling mmcv for want of a prebuilt wheel, Keras's
+    // progress bar with the shell's "Killed" glued on): 13/16, no wrong layer. Fewer right
+    // answers, or any wrong layer, fails.
+    assert_holdout_round("holdout-round35.yaml", 16, ROUND35_FLOOR, &[]);
+}
+
+/// Round 35 after the changes made for its misses (tuned on): 13/16. Its first and only unseen
+/// measurement was 5/16 (31%) with no wrong layer.
+const ROUND35_FLOOR: usize = 13;
+
+#[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {
     let out = stackpin(
         &["diagnose", "-", "--host", "none"],

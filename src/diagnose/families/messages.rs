@@ -50,6 +50,27 @@ pub(super) const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // A library above torch that the vision repositories import (mmcv, diffusers) not importable
+    // at all: it is not installed in the interpreter that runs the script (a webui's or a tool's
+    // own venv, a notebook's kernel), or a switch between its packages (mmcv to mmcv-full) left
+    // none behind. The threads' cure was installing it into that environment:
+    // CrazyBoyM/dreambooth-for-diffusion#5, FahimF/sd-gui#9, hako-mikan/sd-webui-supermerger#9
+    // (inside the webui's venv), open-mmlab/mmcv#1226, open-mmlab/mmdetection#3271 (a clean
+    // reinstall of mmcv-full). The closing quote keeps submodules out ('mmcv._ext' is the ops
+    // build, 'diffusers.modeling_utils' an API of another release), and a name that is not in
+    // the table stays unknown: "No module named X" alone says nothing of which layer X belongs to
+    // (a repository's own package run outside its root, a driver tool's Python module).
+    Rule {
+        id: "lib-package-module-missing-in-interpreter",
+        patterns: &["no module named 'mmcv'", "no module named 'diffusers'"],
+        layer: Library,
+        second: None,
+        cause: "Python cannot find this library at all: it is not installed in the interpreter that runs the script (a web UI's or tool's own venv, a Jupyter kernel of another environment), or uninstalling one of its packages (mmcv before mmcv-full) removed the module the other needed.",
+        fix: "Print `sys.executable` where it fails and install the library into that interpreter (`<that python> -m pip install diffusers`; mmcv with `mim install` or from OpenMMLab's wheel index for the installed torch and CUDA, after `pip uninstall -y mmcv mmcv-full` until none is left); for a web UI activate its venv first. Then check `python -c \"import mmcv\"` with the same python. The driver and the CUDA toolkit are not involved.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
     // TensorFlow's own module lacking an attribute the code calls: the code and the installed
     // release disagree on the API (TF 1's tf.ConfigProto / tf.Session under TF 2, a tf.config
     // call newer or older than the release), whatever the driver and toolkit are.
@@ -1579,6 +1600,51 @@ pub(super) const RULES: &[Rule] = &[
         second: Some(Library),
         cause: "PyTorch's DataLoader workers hand tensors over as open file descriptors of shared memory (the file_descriptor sharing strategy), and the process hit its open-file limit (ulimit -n, often 1024), most often because the loop keeps many batches alive; the GPU is not involved.",
         fix: "Switch the sharing strategy after importing torch: `torch.multiprocessing.set_sharing_strategy('file_system')`, or raise the open-file limit (`ulimit -n 65535`, or the container's nofile limit); keep fewer batches alive (copy or convert what you store, e.g. `.numpy().copy()`), or use fewer workers (num_workers=0 works around it).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // pip compiling mmcv-full (or mmcv 2) from source and failing: no prebuilt wheel matched the
+    // installed torch, CUDA and Python, so pip fell back to building its CUDA ops. The cure in
+    // the threads was the prebuilt package for that torch and CUDA (open-mmlab/mmdetection#12051,
+    // HolyWu/vs-basicvsrpp#22); the same summary closes open-mmlab/mmcv#1055, #934 and
+    // open-mmlab/mmdetection#4900. When the log keeps the compiler's own error above the summary
+    // (nvcc not found, CUDA_HOME wrong: open-mmlab/mmcv#693), the compile family reads that line
+    // and its toolkit finding outranks this one, so the toolkit is this rule's second layer.
+    Rule {
+        id: "lib-mmcv-wheel-built-from-source",
+        patterns: &[
+            "failed building wheel for mmcv",
+            "building wheel for mmcv-full (setup.py) ... error",
+            "building wheel for mmcv (setup.py) ... error",
+            "running setup.py install for mmcv-full ... error",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "pip found no prebuilt mmcv wheel for the installed torch, CUDA and Python, fell back to compiling mmcv's CUDA ops from source, and the build failed (a compiler or nvcc that does not fit, often on Windows or a new torch). The compiler's own error above this summary, when the log keeps it, names the build's cause.",
+        fix: "Install the prebuilt mmcv built for the installed torch and CUDA instead of compiling it: `mim install \"mmcv-full==X\"` (or \"mmcv==2.x\"), or pip with OpenMMLab's wheel index for your cuXXX/torchX.Y (its install table lists the pairs it ships), after `pip uninstall -y mmcv mmcv-full`; pick a torch that table covers if yours is too new. Build from source only with nvcc of `torch.version.cuda` (CUDA_HOME) and a supported host compiler.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // Python's ImportError for a name an installed package's module lacks, the module's file in
+    // site-packages or dist-packages: the code and the installed package are from different
+    // releases (an API moved or removed: mmcv 2 against mmseg 0.x, torchvision's transforms.v2,
+    // diffusers' embeddings), or one package's files are mixed or shadowed by another package of
+    // the same name. m87-labs/moondream#70 (torchvision's ToImage: check the torch version),
+    // RSer-XDU/G-FSDet#15 (mmcv's Config: the mmcv version the codebase names). Left alone: a
+    // circular import ("from partially initialized module"), "(unknown location)" and a module
+    // outside the installed packages (the project's own code, a torch hub checkout).
+    Rule {
+        id: "lib-installed-package-name-missing",
+        patterns: &[
+            "cannot import name '*' from '*' (*site-packages",
+            "cannot import name '*' from '*' (*dist-packages",
+        ],
+        layer: Library,
+        second: None,
+        cause: "The code imports a name that the installed package's module does not define: the code and that package come from different releases (the name was added, moved or removed in another version), or the package in site-packages is not the one the code expects (a mixed install, another package with the same name).",
+        fix: "Compare the package's version (`pip show PACKAGE`, `python -c \"import PACKAGE; print(PACKAGE.__version__, PACKAGE.__file__)\"`) with the one the project's requirements or install guide name, and install that one (`pip install PACKAGE==X`, for OpenMMLab `mim install`), or the project's release written for the installed one; when the package's own files import each other, reinstall it cleanly (`pip uninstall -y PACKAGE` until none is left). The driver and the CUDA toolkit are not involved.",
         mechanism: Mechanism::Plain,
         decisive: false,
         judge: None,

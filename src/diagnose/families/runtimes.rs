@@ -448,8 +448,8 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 "mem-host-process-killed",
                 Memory,
                 None,
-                "The process was ended with SIGKILL (torchrun's exitcode -9, the shell's \"Killed\"): the kernel's out-of-memory killer, or a container's, WSL's or a job scheduler's memory limit, took it when host RAM ran out, most often while a model's weights were loaded into RAM (once per process under torchrun). GPU memory running out raises an error instead.",
-                "Confirm it with `dmesg | grep -i -E 'killed process|out of memory'` (or the scheduler's job record) and watch `free -h` while it loads; then load the weights in half precision and straight to the GPU (torch_dtype=torch.float16 / bfloat16, low_cpu_mem_usage=True, device_map), start fewer processes, or give the machine more RAM or swap (WSL: memory= and swap= in .wslconfig; docker --memory; SLURM --mem).",
+                "The process was ended with SIGKILL (torchrun's exitcode -9, the shell's \"Killed\"): the kernel's out-of-memory killer, or a container's, WSL's or a job scheduler's memory limit, took it when host RAM ran out, most often while a model's weights were loaded into RAM (once per process under torchrun) or as a training's data and loader workers grew. GPU memory running out raises an error instead.",
+                "Confirm it with `dmesg | grep -i -E 'killed process|out of memory'` (or the scheduler's job record) and watch `free -h` while it loads; then load the weights in half precision and straight to the GPU (torch_dtype=torch.float16 / bfloat16, low_cpu_mem_usage=True, device_map), start fewer processes (for a training: fewer loader workers, a shorter prefetch queue, less data held in RAM), or give the machine more RAM or swap (WSL: memory= and swap= in .wslconfig; docker --memory; SLURM --mem).",
                 Mechanism::Plain,
                 false,
             ));
@@ -591,6 +591,9 @@ fn is_sigkilled(lower: &str) -> bool {
         || line.contains("signal 9 (sigkill) received by pid")
         || line == "killed"
         || (line.ends_with("]killed") && line.contains("it/s"))
+        // Keras's progress bar, unterminated like tqdm's, with the shell's "Killed" glued to it:
+        // keras-team/keras#3476 (fewer workers and a shorter queue cured it).
+        || (line.ends_with("killed") && line.contains("] - eta:"))
 }
 
 /// torch's CPU allocator out of host memory.
