@@ -1,5 +1,6 @@
 //! Native Windows failures that are neither a loader line with a library's name nor a CUDA code:
-//! pip refusing a path longer than Windows' MAX_PATH, the MSVC build tools, their Windows SDK or
+//! pip refusing a path longer than Windows' MAX_PATH or a file it may not write or another process
+//! holds (read by Windows' error number, whatever language the OS words it in), the MSVC build tools, their Windows SDK or
 //! the runtime a wheel or an extension build needs, nvcc failing to set up Visual Studio's environment, a package
 //! name that no longer installs anything (`tensorflow-gpu`), and what torch's Windows builds lack
 //! or do differently (no NCCL, no libuv, workers started by spawn), and Windows' illegal-instruction
@@ -230,19 +231,29 @@ pub(super) const RULES: &[Rule] = &[
     // pip on Windows unable to replace or write a package's file: the file is open in a running
     // Python (a DLL in use cannot be replaced), or the environment lives in a folder the user may
     // not write (Program Files, the Microsoft Store Python's WindowsApps, an application's own
-    // Python); antivirus scanning the new files is the third.
+    // Python); antivirus scanning the new files is the third. Read by the Windows error number
+    // (5: access denied, 32: file in use), never by its text: the text after the number is the
+    // OS's, in the system's language ("拒绝访问。": OpenEthan/SMSBoom#19, "存取被拒。":
+    // wulutuolaman-username/import-xiaoer#7, "Accesso negato":
+    // Data-Centric-AI-Community/fg-data-profiling#907, "액세스가 거부되었습니다": pypa/pip#9152,
+    // "另一个程序正在使用此文件": TauricResearch/TradingAgents#151); pip before 21 says "an
+    // EnvironmentError" (pypa/pip#9152), and a Chinese input method may type the brackets
+    // full-width ("【WinError 5】", import-xiaoer#7). A bare PermissionError [WinError 5] is a
+    // program's own file access, not pip's install, and stays unread.
     Rule {
         id: "lib-win-pip-file-locked",
         patterns: &[
-            "could not install packages due to an oserror: [winerror 5] access is denied",
-            "could not install packages due to an oserror: [winerror 32] the process cannot access the file",
+            "could not install packages due to an *[winerror 5]",
+            "could not install packages due to an *[winerror 32]",
+            "could not install packages due to an *【winerror 5】",
+            "could not install packages due to an *【winerror 32】",
         ],
         judge: None,
         layer: Library,
         second: None,
         mechanism: Mechanism::Plain,
         cause: "pip could not write or replace one of the package's files: another process has it open (a Python, Jupyter kernel or IDE still running from this environment holds torch's DLLs; antivirus scanning the new files), or the environment is in a folder this user may not write (Program Files, the Microsoft Store Python's WindowsApps, an application's bundled Python).",
-        fix: "Close every Python, notebook kernel and IDE using this environment (Task Manager: python.exe) and install again; delete any half-removed `~orch`-style folders pip left in site-packages; install into a venv in a folder you own (python -m venv C:\\venvs\\dl) rather than Program Files or the Store Python, or add --user; if it persists, exclude the venv from real-time antivirus scanning while installing.",
+        fix: "Close every Python, notebook kernel and IDE using this environment (Task Manager: python.exe) and install again; delete any half-removed `~orch`-style folders pip left in site-packages; install into a venv in a folder you own (python -m venv C:\\venvs\\dl) rather than Program Files or the Store Python, or add --user (for an application's own Python under Program Files, such as Blender's, run that application or the shell as administrator once); if it persists, exclude the venv from real-time antivirus scanning while installing.",
         decisive: true,
     },
     // Windows' NTSTATUS for an illegal instruction (0xC000001D) as a process exit code, an
