@@ -78,6 +78,9 @@ const LOAD_FAILED: &[&str] = &[
     // that Paddle depends on is not configured correctly. (error code is 126)"
     // (PaddlePaddle/Paddle#34566, lazydog28/mc_auto_boss#110).
     "that paddle depends on is not configured correctly",
+    // TensorRT's (trtexec's) own wording: "Unable to open library: A due to B", B the dlerror
+    // of the file that failed (breadth pass brL: DDTRobot/tita_rl#2, NVIDIA/TensorRT#2908).
+    "unable to open library",
 ];
 
 /// Words of Windows' start-up dialog ("python.exe - System Error", "The code execution cannot
@@ -284,7 +287,14 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>, torch_preload: bool) -> O
         });
     }
     // "Failed to load library A with error: B: cannot open…": A asked for B, B is missing.
-    let (requester, missing) = match seg.lower.find("with error") {
+    // TensorRT writes "Unable to open library: A due to B" the same way.
+    let split_at = seg.lower.find("with error").or_else(|| {
+        seg.lower
+            .contains("unable to open library")
+            .then(|| seg.lower.find(" due to "))
+            .flatten()
+    });
+    let (requester, missing) = match split_at {
         Some(split) => (
             named.iter().find(|n| !seg.lower[split..].contains(&n.path)),
             named

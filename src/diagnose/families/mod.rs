@@ -21,6 +21,10 @@
 //!   driver API, the runtime's registration hooks).
 //! - [`runtimes`]: the runtimes around CUDA: NCCL's result codes, XLA's DNN start-up, ONNX
 //!   Runtime's provider library, the container toolkit's CUDA requirement.
+//! - [`tensorrt`]: TensorRT on the way from a model to an engine: a plugin no library
+//!   registered, a release without kernels for the card's SM, the `tensorrt` Python package
+//!   missing or another release's API, torch2trt without a converter, INT8 on a card without
+//!   fast INT8, the linker missing TensorRT's libraries.
 //! - [`compile`]: nvcc's and NVRTC's compile errors placed by where they are (the toolkit's
 //!   own headers, a CUDA intrinsic, a kernel the library generated, a library's thrust use older
 //!   than CUDA 12's); the user's own code stays unknown.
@@ -51,6 +55,7 @@ mod rule;
 pub mod runtimes;
 pub mod status;
 pub mod symbols;
+pub mod tensorrt;
 pub mod titles;
 pub mod video;
 pub mod windows;
@@ -105,6 +110,7 @@ pub fn best(text: &str) -> Option<Finding> {
     found.extend(status::find(&segments));
     found.extend(kernel_log::find(&segments));
     found.extend(runtimes::find(&segments));
+    found.extend(tensorrt::find(&segments));
     found.extend(compile::find(&segments));
     found.extend(windows::find(&segments));
     found.extend(video::find(&segments));

@@ -71,7 +71,7 @@ pub(super) fn first_on_line(rules: &[Rule], seg: &Segment<'_>) -> Option<Finding
 
 #[cfg(test)]
 mod tests {
-    use super::super::{compile, kernel_log, messages, video, windows};
+    use super::super::{compile, kernel_log, messages, tensorrt, video, windows};
 
     #[test]
     fn rule_patterns_are_lowercase() {
@@ -82,6 +82,7 @@ mod tests {
             kernel_log::NVRM_LINE,
             compile::RANKED,
             video::RULES,
+            tensorrt::RULES,
         ];
         for rule in tables.into_iter().flatten() {
             for p in rule.patterns {

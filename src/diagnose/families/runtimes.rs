@@ -174,6 +174,11 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
             // fixed in the TensorRT container it was built for; wang-xinyu/tensorrtx#287;
             // NVIDIA-AI-IOT/tf_to_trt_image_classification#16, the cudnnEngine.cpp wording).
             || lower.contains("mismatch between allocated memory size and expected size of serialized engine")
+            // TensorRT 6-7's archive reader refusing the engine file's header (breadth pass brL:
+            // NVIDIA/TensorRT#292, a TensorRT 7 engine read by TensorRT 6 on a Jetson;
+            // enazoe/yolo-tensorrt#72, its length wording, answered with the CUDA/TensorRT
+            // versions).
+            || lower.contains("serialization error in verifyheader")
         {
             found.push(at(
                 seg,

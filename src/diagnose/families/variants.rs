@@ -37,6 +37,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../tests/fixtures/diagnose/variants/status.yaml"),
     ),
     (
+        "tensorrt",
+        include_str!("../../../tests/fixtures/diagnose/variants/tensorrt.yaml"),
+    ),
+    (
         "symbols",
         include_str!("../../../tests/fixtures/diagnose/variants/symbols.yaml"),
     ),
@@ -210,6 +214,7 @@ fn module_findings(module: &str, log: &str) -> Result<Vec<Seen>, String> {
         "loader" => super::loader::find(log, &segments),
         "messages" => super::messages::find(&segments),
         "runtimes" => super::runtimes::find(&segments),
+        "tensorrt" => super::tensorrt::find(&segments),
         "status" => super::status::find(&segments),
         "windows" => super::windows::find(&segments),
         "titles" => super::titles::find(&segments),
