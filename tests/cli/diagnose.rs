@@ -1066,6 +1066,27 @@ fn holdout_round35_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() 
 const ROUND35_FLOOR: usize = 13;
 
 #[test]
+fn holdout_round36_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() {
+    // Drawn after rounds 33-35 and breadth passes brA-brK were tuned on and merged (main
+    // 96509b3), alongside breadth passes brL and brM, by the rule in the fixture's header
+    // (committed before the first search, f9b7141; cases decided before diagnose ran, 97edc01 and
+    // 67742fe), a representative round of the tracebacks a vision lab pastes from the training,
+    // inference and demo scripts of YOLO, face, OCR, super-resolution, NeRF, point-cloud, CLIP and
+    // Grounding DINO repositories, drawn with the repository plus a generic error word, 18
+    // cases, and measured once, untuned: 2/18 acceptable, 16 unknown, 0 wrong, fix right 2/2.
+    // Tuned on since, by family (InsightFace's sessions on the CPU provider alone, onnx's
+    // extension under an old Visual C++ runtime, setuptools' installed-version check, an
+    // extension's tensor.type() dispatch under a newer torch, Deformable DETR's attention op not
+    // built, basicsr missing or its losses layout, a torchvision module moved by its release):
+    // 11/18, no wrong layer. Fewer right answers, or any wrong layer, fails.
+    assert_holdout_round("holdout-round36.yaml", 18, ROUND36_FLOOR, &[]);
+}
+
+/// Round 36 after the changes made for its misses (tuned on): 11/18. Its first and only unseen
+/// measurement was 2/18 (11%) with no wrong layer.
+const ROUND36_FLOOR: usize = 11;
+
+#[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {
     let out = stackpin(
         &["diagnose", "-", "--host", "none"],

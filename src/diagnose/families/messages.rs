@@ -59,10 +59,18 @@ pub(super) const RULES: &[Rule] = &[
     // reinstall of mmcv-full). The closing quote keeps submodules out ('mmcv._ext' is the ops
     // build, 'diffusers.modeling_utils' an API of another release), and a name that is not in
     // the table stays unknown: "No module named X" alone says nothing of which layer X belongs to
-    // (a repository's own package run outside its root, a driver tool's Python module).
+    // (a repository's own package run outside its root, a driver tool's Python module). Round 36
+    // added basicsr, the super-resolution toolbox GFPGAN, Real-ESRGAN and the web UIs' restorers
+    // import (invoke-ai/InvokeAI#4029, machineminded/Fooocus-inswapper#9,
+    // Mikubill/sd-webui-controlnet#2675: installed into the venv that runs it); easyocr stays out,
+    // its other threads word it only in the user's words.
     Rule {
         id: "lib-package-module-missing-in-interpreter",
-        patterns: &["no module named 'mmcv'", "no module named 'diffusers'"],
+        patterns: &[
+            "no module named 'mmcv'",
+            "no module named 'diffusers'",
+            "no module named 'basicsr'",
+        ],
         layer: Library,
         second: None,
         cause: "Python cannot find this library at all: it is not installed in the interpreter that runs the script (a web UI's or tool's own venv, a Jupyter kernel of another environment), or uninstalling one of its packages (mmcv before mmcv-full) removed the module the other needed.",
@@ -603,6 +611,24 @@ pub(super) const RULES: &[Rule] = &[
         mechanism: Mechanism::Plain,
         decisive: true,
         judge: Some(lists_only_cpu_providers),
+    },
+    // InsightFace's own print of the providers each model's ONNX Runtime session got, when the
+    // list is the CPU one alone: with onnxruntime-gpu installed the session fell back to the CPU,
+    // because the CPU package shadows the GPU one or because the CUDA provider could not load the
+    // CUDA / cuDNN libraries its build needs (cured by importing torch first, whose wheels load
+    // them). deepinsight/insightface#2394 (only onnxruntime-gpu installed), #2756 (in docker),
+    // Mikubill/sd-webui-controlnet#3038 (the web UI's insightface preprocessor). A list with
+    // CUDAExecutionProvider is a session on the GPU and is left alone.
+    Rule {
+        id: "lib-insightface-session-on-cpu",
+        patterns: &["applied providers: ['cpuexecutionprovider']"],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "InsightFace's ONNX Runtime sessions run on the CPU provider only: the onnxruntime imported has no usable CUDA execution provider, either because the CPU-only `onnxruntime` package shadows `onnxruntime-gpu`, or because the CUDA provider could not load the CUDA / cuDNN libraries its build was made for.",
+        fix: "Check `pip list | grep onnxruntime`: keep only onnxruntime-gpu (`pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu`). Then check `onnxruntime.get_available_providers()` and the warnings printed before this line: where CUDAExecutionProvider is listed but not applied, install the onnxruntime-gpu build for the CUDA and cuDNN majors the machine has (the ONNX Runtime CUDA requirements table), or `import torch` before insightface so torch's CUDA libraries are loaded, and pass providers=['CUDAExecutionProvider', 'CPUExecutionProvider'] to FaceAnalysis.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
     },
     // The TensorRT provider is never in onnxruntime-gpu's wheel: where it cannot be created,
     // TensorRT's libraries (or the CUDA ones they need) are not installed or not on the loader
@@ -1645,6 +1671,101 @@ pub(super) const RULES: &[Rule] = &[
         second: None,
         cause: "The code imports a name that the installed package's module does not define: the code and that package come from different releases (the name was added, moved or removed in another version), or the package in site-packages is not the one the code expects (a mixed install, another package with the same name).",
         fix: "Compare the package's version (`pip show PACKAGE`, `python -c \"import PACKAGE; print(PACKAGE.__version__, PACKAGE.__file__)\"`) with the one the project's requirements or install guide name, and install that one (`pip install PACKAGE==X`, for OpenMMLab `mim install`), or the project's release written for the installed one; when the package's own files import each other, reinstall it cleanly (`pip uninstall -y PACKAGE` until none is left). The driver and the CUDA toolkit are not involved.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // setuptools' own dependency check in `setup.py develop` / `setup.py install` (easy_install):
+    // an installed distribution outside the range another package requires. The threads' cure is
+    // the version the requirement names, or an older duplicate copy removed:
+    // open-mmlab/OpenPCDet#773 (numpy for scikit-image, a former numpy deleted),
+    // selimsami/qforce#7 and nanoporetech/pomoxis#18 (numpy for numba and fast5-research).
+    Rule {
+        id: "lib-setuptools-installed-version-conflict",
+        patterns: &["error: * is installed but * is required by {"],
+        layer: Library,
+        second: None,
+        cause: "setuptools' dependency check (setup.py develop / install) found an installed package outside the version range another package requires: the environment holds a release (or an older duplicate copy) that package does not accept.",
+        fix: "Install a version inside the range the message names (`pip install \"numpy<1.21\"` for \"numpy<1.21 is required by {...}\"), or remove the older duplicate copy (`pip uninstall` until none is left, a user-site copy in ~/.local), then run the install again, preferably with pip (`pip install -e .`), whose resolver picks compatible versions. The driver and the CUDA toolkit are not involved.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // A C++/CUDA extension's own source passing `tensor.type()` (a DeprecatedTypeProperties) to
+    // AT_DISPATCH, which newer PyTorch headers accept only as a ScalarType: the extension was
+    // written for an older torch than it is built against. The threads' cure is `.scalar_type()`
+    // in the extension's source, or the torch it was written for: sjtu-medialab/RwkvCompress#9,
+    // xiawj-hub/CTLIB#21 (the patch), jinpeng0528/BalConpas#5 (MultiScaleDeformableAttention),
+    // amajee11us/SMILe-FSOD#3 (gcc's wording), PKU-VCL-3DV/SLAM3R#45, mattiasegu/sambamotr#9.
+    Rule {
+        id: "lib-extension-source-older-than-torch",
+        patterns: &["deprecatedtypeproperties* to *scalartype"],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "The extension's own C++/CUDA source passes `tensor.type()` (a deprecated DeprecatedTypeProperties) where the installed PyTorch's headers (AT_DISPATCH_*) need a ScalarType: the extension was written for an older PyTorch than the one it is built against.",
+        fix: "Patch the extension's sources: replace `X.type()` with `X.scalar_type()` in its AT_DISPATCH_* calls (and `x.type().is_cuda()` with `x.is_cuda()` in its checks), then rebuild; or build it against the older PyTorch release the project names. The CUDA toolkit and the driver are not the cause.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // A torchvision module the code imports that the installed torchvision no longer (or not
+    // yet) has: torchvision removed transforms.functional_tensor in 0.17 (deprecated in 0.15,
+    // renamed _functional_tensor) and models.utils (load_state_dict_from_url moved to torch.hub),
+    // and code written before that (basicsr 1.4.2's degradations.py under GFPGAN, Real-ESRGAN and
+    // the web UIs; older model zoos) imports the old path. The threads' cure is the torchvision the
+    // code was written for, or the import patched to the new path: XPixelGroup/BasicSR#663,
+    // vladmandic/sdnext#2543, ashleykleynhans/runpod-worker-real-esrgan#3, TencentARC/GFPGAN#539
+    // (functional_tensor), median-research-group/LibMTL#62, ultralytics/ultralytics#13155
+    // (models.utils). The dot keeps torchvision itself missing ("No module named 'torchvision'",
+    // the environment) out.
+    Rule {
+        id: "lib-torchvision-module-moved",
+        patterns: &["no module named 'torchvision."],
+        layer: Library,
+        second: None,
+        cause: "The code imports a torchvision module that the installed torchvision does not have: it was written against another release (transforms.functional_tensor was removed in torchvision 0.17, after being made private in 0.15; models.utils' load_state_dict_from_url moved to torch.hub), so the code and the installed torchvision disagree on the module's path.",
+        fix: "Check `python -c \"import torch, torchvision; print(torch.__version__, torchvision.__version__)\"` against the versions the project names, and either install the torchvision the code was written for together with its paired torch (e.g. torchvision 0.16 / torch 2.1 for transforms.functional_tensor), or patch the import to the new path (`torchvision.transforms.functional` for rgb_to_grayscale in basicsr's degradations.py; `torch.hub` for load_state_dict_from_url), or upgrade the package that carries the old import. The driver and the CUDA toolkit are not involved.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // basicsr's losses package reorganised in 1.4.0 (losses.losses split into basic_loss and
+    // gan_loss), so GFPGAN's code and the installed basicsr from releases on either side of it
+    // cannot import each other's module: TencentARC/GFPGAN#215 (gan_loss missing from an older
+    // basicsr; the cure a basicsr 1.4 or the older GFPGAN with basicsr 1.3.5), TencentARC/GFPGAN#361
+    // (losses.losses missing from basicsr 1.4.2). basicsr missing altogether is the rule above;
+    // 'basicsr.version' (a source checkout never set up) is left alone.
+    Rule {
+        id: "lib-basicsr-losses-release-mismatch",
+        patterns: &["no module named 'basicsr.losses."],
+        layer: Library,
+        second: None,
+        cause: "The code imports a basicsr losses module that the installed basicsr does not have: basicsr 1.4.0 reorganised its losses package (losses.losses split into basic_loss and gan_loss), and GFPGAN's code and the installed basicsr come from releases on either side of that change.",
+        fix: "Install the basicsr release the GFPGAN (or other) code was written for: `pip install basicsr==1.3.5` with a GFPGAN from before July 2022, or basicsr 1.4.x with a current GFPGAN (`pip install --upgrade gfpgan basicsr`), then `python -c \"import basicsr, gfpgan; print(basicsr.__version__, gfpgan.__version__)\"`. The driver and the CUDA toolkit are not involved.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // Deformable DETR's multi-scale deformable attention op, which Deformable DETR's descendants
+    // (DINO, Meta-DETR, ViT-Adapter, GroundingDINO) compile from their own ops folder: when it
+    // was not built, or built for another torch or Python, the module is missing or has no
+    // forward function, and the Python side finds the name on whatever it imported instead
+    // (GroundingDINO's `_C`, torch._C). The threads' cure was compiling the op (make.sh / setup.py
+    // build install) for the installed torch: ZhangGongjie/Meta-DETR#27, tgxs002/CORA#7 (no
+    // module), fundamentalvision/Deformable-DETR#220 (built, but for another Python and torch),
+    // open-mmlab/mmcv#2138 (the same missing function). MMCV's own op without a CUDA kernel
+    // ("ms_deform_attn_impl_forward: implementation for device cuda:0 not found") is MMCV's ops
+    // build, its own rule.
+    Rule {
+        id: "lib-deformable-attention-op-not-built",
+        patterns: &[
+            "has no attribute 'ms_deform_attn_forward'",
+            "no module named 'multiscaledeformableattention'",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "The multi-scale deformable attention CUDA op (Deformable DETR's MultiScaleDeformableAttention, compiled by the repository from its ops folder) is not built, or was built for another torch or Python, so its forward function cannot be found.",
+        fix: "Compile the op in the environment that runs the code: from the repository's ops folder (models/ops, detection/ops) run `sh make.sh` or `python setup.py build install` (GroundingDINO: `pip install --no-build-isolation -e .` from its root, after removing build/), with CUDA_HOME set to the toolkit matching torch.version.cuda; then run the folder's test.py. Rebuild it after changing torch or Python.",
         mechanism: Mechanism::Plain,
         decisive: false,
         judge: None,

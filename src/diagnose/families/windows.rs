@@ -127,11 +127,16 @@ pub(super) const RULES: &[Rule] = &[
     // The Microsoft Visual C++ runtime a library's DLLs link against, missing or older than the
     // release was built with: torch's own import-time warning, or a library DLL whose start-up
     // code fails (WinError 1114, DLL initialization routine failed) when loaded from the
-    // library's folder.
+    // library's folder. Round 36 added onnx's own extension module: onnx 1.16.2 and 1.17's
+    // Windows wheels need a newer runtime than many machines have (onnx/onnx#6267, the
+    // maintainers: at least the MSVC 2015 runtime; the users: onnx 1.16.1 works), worded
+    // "DLL load failed while importing onnx_cpp2py_export" (onnxsim/onnxsim#346,
+    // tonykipkemboi/ollama_pdf_rag#21, spacewalk01/yolov11-tensorrt#2).
     Rule {
         id: "lib-win-msvc-runtime",
         patterns: &[
             "microsoft visual c++ redistributable is not installed, this may lead to the dll load failure",
+            "dll load failed while importing onnx_cpp2py_export",
             "winerror 1114*error loading*torch\\lib\\",
             "winerror 1114*error loading*torch/lib/",
             "winerror 1114*error loading*\\c10.dll",
@@ -140,8 +145,8 @@ pub(super) const RULES: &[Rule] = &[
         layer: Library,
         second: None,
         mechanism: Mechanism::Plain,
-        cause: "The library's own DLLs (torch\\lib's c10.dll and the rest) need the Microsoft Visual C++ runtime (vcruntime140, msvcp140), and the one Windows finds is missing or older than the release was built with, so a DLL's start-up code fails (WinError 1114) or torch warns that it is not installed.",
-        fix: "Install the latest Microsoft Visual C++ Redistributable for Visual Studio 2015-2022 (x64), reboot, and import again; if a newer release still fails, pin the previous release of the library (e.g. torch 2.8 instead of 2.9) until the runtime is updated. Do not copy DLLs by hand.",
+        cause: "The library's own DLLs (torch\\lib's c10.dll and the rest, onnx's onnx_cpp2py_export) need the Microsoft Visual C++ runtime (vcruntime140, msvcp140), and the one Windows finds is missing or older than the release was built with, so a DLL's start-up code fails (WinError 1114) or torch warns that it is not installed.",
+        fix: "Install the latest Microsoft Visual C++ Redistributable for Visual Studio 2015-2022 (x64), reboot, and import again; if a newer release still fails, pin the previous release of the library (e.g. torch 2.8 instead of 2.9; onnx 1.16.1 instead of 1.16.2 or 1.17) until the runtime is updated. Do not copy DLLs by hand.",
         decisive: true,
     },
     // torch's Windows (and macOS) builds carry no NCCL: a script or launcher that asks for the
