@@ -2,7 +2,8 @@
 //! device lists the libraries print, version pairs printed in the message, allocator failures
 //! in each library's words, the driver's state as NVML reports it, the NVIDIA container stack's
 //! own lines (its hook, ldconfig, privileges, cgroup device rules, driver service; Kubernetes'
-//! runtime handler and device plugin), conda's missing `__cuda`, and the installers' own log
+//! runtime handler and device plugin), conda's missing or too old `__cuda` and its CUDA pins that
+//! cannot agree, pixi's manifest without a cuda requirement, and the installers' own log
 //! lines (where the evidence is the line that names the cause: the `modpost` line, not the
 //! installer's generic `ERROR: An error occurred while performing the step`).
 
@@ -1076,6 +1077,83 @@ pub(super) const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // conda/mamba's solver found a `__cuda` virtual package, but older than the package asks
+    // for: cudatoolkit X (and what pins it) constrains `__cuda >= X`, and `__cuda` is the CUDA the
+    // installed driver supports. MPI-Dortmund/tomotwin-cryoet#3 (cured by a newer driver),
+    // mamba-org/mamba#969 (worked around with a cudatoolkit build without the constraint: the
+    // package's side, hence library second). conda's own hint "specifications were found to be
+    // incompatible with your CUDA driver" is left alone: conda names `__cuda` there even when
+    // another pin is the conflict (conda/conda#9897).
+    Rule {
+        id: "drv-conda-cuda-virtual-package-too-old",
+        patterns: &["has constraint __cuda*conflicting with __cuda"],
+        layer: Driver,
+        second: Some(Library),
+        cause: "conda's solver found the machine's `__cuda` virtual package (the CUDA version the installed NVIDIA driver supports) older than the package asks for: a cudatoolkit (or a package pinned to it) built for a newer CUDA than this driver runs.",
+        fix: "Either update the NVIDIA driver to one whose CUDA (the \"CUDA Version\" `nvidia-smi` shows) is at least the package's, or ask for the build of the driver's CUDA: `conda info` shows `__cuda=X.Y`; pin cudatoolkit=X.Y (conda-forge: cuda-version=X.Y) and the framework build for it. Do not force the solve with CONDA_OVERRIDE_CUDA on the machine that runs it: the CUDA runtime refuses a driver older than itself.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // pixi's solver (rattler) without a `__cuda` candidate: pixi solves the lock file from the
+    // manifest's `[system-requirements]` (cuda = "12"), not from the machine, so a CUDA build
+    // (jaxlib *cuda*, pytorch cuda*) cannot be locked until the manifest declares it.
+    // prefix-dev/pixi#1288 (cured by `[system-requirements] cuda = "12"`), prefix-dev/pixi#3949.
+    Rule {
+        id: "lib-pixi-no-cuda-system-requirement",
+        patterns: &["__cuda*for which no candidates were found"],
+        layer: Library,
+        second: None,
+        cause: "pixi could not lock a CUDA build (jaxlib, pytorch, …) because its solve has no `__cuda` virtual package: pixi takes `__cuda` from the manifest's `[system-requirements]` (or the workspace's platform), not from the machine's driver, and this manifest (or this feature or environment) declares no cuda.",
+        fix: "Declare the CUDA the target machines' driver supports in the manifest: `[system-requirements]` `cuda = \"12\"` (pixi.toml; `[tool.pixi.system-requirements]` in pyproject.toml; or in the feature of the GPU environment: `pixi workspace system-requirements add cuda 12`), then `pixi lock`. Installing that lock on a machine without a GPU driver (CI, a docker build) also needs CONDA_OVERRIDE_CUDA=12.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // conda/mamba cannot find one set of packages whose CUDA pins agree: packages built against
+    // different cudatoolkit / cuda-version ranges, or channels (and their priority) that do not
+    // carry the matching CUDA packages. The conflict names cudatoolkit itself, not `__cuda` (the
+    // driver's side, the rule above). NVIDIA/cudf#11070 (a package's own duplicate pin),
+    // Kaggle/docker-python#791 (channels missing: -c nvidia -c conda-forge),
+    // torchmd/torchmd-net#249 (mamba where conda solved it), pytorch/benchmark#150. A log that
+    // also names `__cuda` goes to the `__cuda` rules above: they come first in the table.
+    Rule {
+        id: "lib-conda-cuda-pins-conflict",
+        patterns: &[
+            "requires cudatoolkit*but none of the providers can be installed",
+            "package cudatoolkit conflicts for:",
+            "cudatoolkit is not installable because it conflicts with any installable versions",
+        ],
+        layer: Library,
+        second: None,
+        cause: "conda's solver found no set of packages whose CUDA pins agree: the packages asked for were built against different cudatoolkit / cuda-version ranges, one pins cudatoolkit twice or too tightly, or the channels given (and their priority) do not carry the CUDA packages that would match. The driver is not what the solver rejected: no `__cuda` constraint is named.",
+        fix: "Pin one CUDA for the whole environment (conda-forge: `cuda-version=X.Y`; older: `cudatoolkit=X.Y`) and ask every CUDA package for builds of it, with the channels their install guide lists in that order (e.g. `-c rapidsai -c conda-forge -c nvidia`); build a fresh environment rather than changing the CUDA of an existing one, and if mamba fails where conda solves (or the reverse), try the other solver. `conda search <pkg> --info` shows each build's cudatoolkit pin.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // NVRTC compiles at run time and loads its builtins library (libnvrtc-builtins.so.X.Y,
+    // nvrtc-builtins64_XYZ.dll) of its own release by name from the loader path. It is missing
+    // when libnvrtc came from a package (a conda env, a wheel, an app's bundled lib folder) whose
+    // folder is not on the loader path, or when the libnvrtc that loaded belongs to another
+    // release than the builtins present. The threads' cures split: the package's side (a wheel or
+    // bundle that does not find its own builtins) and the loader path to the env's CUDA libraries
+    // (lfranke/TRIPS#13); WisconsinAIVision/yolact_edge#186, nanoporetech/dorado#1319 variants.
+    Rule {
+        id: "lib-nvrtc-builtins-not-found",
+        patterns: &[
+            "failed to open libnvrtc-builtins",
+            "failed to open nvrtc-builtins64_",
+            "make sure that libnvrtc-builtins*is installed correctly",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "NVRTC (the CUDA runtime compiler a library uses for its JIT kernels) could not load its builtins library of the same release (libnvrtc-builtins.so.X.Y / nvrtc-builtins64_XYZ.dll): the libnvrtc that loaded came from a package (torch's or an app's lib folder, a wheel, a conda env) whose builtins are not on the loader path, or from another CUDA release than the builtins installed.",
+        fix: "Put the builtins of the same release as the loaded libnvrtc on the loader path: for a conda env `export LD_LIBRARY_PATH=$CONDA_PREFIX/lib:$LD_LIBRARY_PATH` (with cuda-nvrtc of that X.Y installed); for pip, the nvidia-cuda-nvrtc wheel of that major and its lib folder; otherwise the toolkit's lib64 of that release. `ldd`/`ls` on the libnvrtc in use shows which release it is; a package that bundles libnvrtc without its builtins needs its fixed release.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
     // PyTorch's CUDA *driver* API calls (C10_CUDA_DRIVER_CHECK: the expandable_segments allocator's
     // cuMemCreate / cuMemMap / cuMemSetAccess, symmetric memory) refused: a full card, or a driver
     // whose virtual-memory calls fail with memory free (WSL's GPU paravirtualisation, Jetson).
@@ -1466,16 +1544,21 @@ pub(super) const RULES: &[Rule] = &[
     // is old. pytorch/pytorch#157709 (the env's libstdc++.so.6 link missing),
     // VKCOM/YouTokenToMe#113 (conda's libgcc and the env's lib on LD_LIBRARY_PATH),
     // kvcache-ai/ktransformers#524, FFTAI/Wiki-GRx-Gym#6 (the env's libstdcxx-ng outdated).
+    // Its C++ ABI version nodes (CXXABI_1.3.x) are the same library's:
+    // ContinuumIO/anaconda-issues#5191 (an old conda libgcc; cured by libgcc-ng),
+    // OSGeo/gdal#1759 (the system's copy first), CompuCell3D/CompuCell3D#830.
     Rule {
         id: "lib-libstdcxx-too-old",
         patterns: &[
             "version `glibcxx_3.4.*' not found",
             "version 'glibcxx_3.4.*' not found",
+            "version `cxxabi_1.3.*' not found",
+            "version 'cxxabi_1.3.*' not found",
         ],
         layer: Library,
         second: None,
         cause: "The C++ runtime that loads (libstdc++.so.6) is older than the one this package was built against: usually the system's copy is found before the newer one in the conda env (or the env's own libstdc++ is outdated, or its libstdc++.so.6 link is missing). The GPU stack is not involved.",
-        fix: "Give the process a libstdc++ with that GLIBCXX version: in a conda env `conda install -c conda-forge libstdcxx-ng` (or `libgcc`) and put $CONDA_PREFIX/lib first on LD_LIBRARY_PATH (restore its libstdc++.so.6 link if it is missing); outside conda update the system's libstdc++6 (the GCC runtime) or install a build of the package for this OS. Check with `strings <the libstdc++.so.6 it names> | grep GLIBCXX`.",
+        fix: "Give the process a libstdc++ with that GLIBCXX (or CXXABI) version: in a conda env `conda install -c conda-forge libstdcxx-ng` (or `libgcc`) and put $CONDA_PREFIX/lib first on LD_LIBRARY_PATH (restore its libstdc++.so.6 link if it is missing); outside conda update the system's libstdc++6 (the GCC runtime) or install a build of the package for this OS. Check with `strings <the libstdc++.so.6 it names> | grep -E 'GLIBCXX|CXXABI'`.",
         mechanism: Mechanism::Plain,
         decisive: false,
         judge: None,
