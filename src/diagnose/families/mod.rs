@@ -17,6 +17,10 @@
 //!   (torch vs torchvision, cuDNN compiled vs loaded), allocator failures worded by ONNX Runtime,
 //!   TensorFlow or thrust, extensions built without CUDA or for other GPUs, and the installers'
 //!   own log lines (the `modpost` line, `cl.exe`, CMake's CUDA toolset).
+//! - [`releases`]: a name a dependency's release removed or moved (NumPy 1.24's aliases and 2.0's
+//!   ABI, torch 2.0's `torch._six`, Pillow 10, protobuf 4, huggingface_hub, setuptools and
+//!   Python 3.12, mmcv 2, pytorch-lightning, scikit-image, SciPy, OpenCV's contrib wheel), as a
+//!   table of package, name, release and cure.
 //! - [`symbols`]: undefined symbols placed by what they belong to (torch's C++ API, the CUDA
 //!   driver API, the runtime's registration hooks).
 //! - [`runtimes`]: the runtimes around CUDA: NCCL's result codes, XLA's DNN start-up, ONNX
@@ -51,6 +55,7 @@ pub mod kernel_log;
 pub mod loader;
 pub mod messages;
 pub mod own;
+pub mod releases;
 mod rule;
 pub mod runtimes;
 pub mod status;
@@ -106,6 +111,8 @@ pub fn best(text: &str) -> Option<Finding> {
     let mut found = Vec::new();
     found.extend(loader::find(text, &segments));
     found.extend(codes::find(&segments));
+    // Before `messages`: a release's removed name outranks its broad name-missing rule on a line.
+    found.extend(releases::find(&segments));
     found.extend(messages::find(&segments));
     found.extend(status::find(&segments));
     found.extend(kernel_log::find(&segments));

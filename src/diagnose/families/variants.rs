@@ -29,6 +29,10 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../../tests/fixtures/diagnose/variants/own.yaml"),
     ),
     (
+        "releases",
+        include_str!("../../../tests/fixtures/diagnose/variants/releases.yaml"),
+    ),
+    (
         "runtimes",
         include_str!("../../../tests/fixtures/diagnose/variants/runtimes.yaml"),
     ),
@@ -213,6 +217,7 @@ fn module_findings(module: &str, log: &str) -> Result<Vec<Seen>, String> {
         "kernel_log" => super::kernel_log::find(&segments),
         "loader" => super::loader::find(log, &segments),
         "messages" => super::messages::find(&segments),
+        "releases" => super::releases::find(&segments),
         "runtimes" => super::runtimes::find(&segments),
         "tensorrt" => super::tensorrt::find(&segments),
         "status" => super::status::find(&segments),
