@@ -64,18 +64,27 @@ pub(super) const RULES: &[Rule] = &[
     // added basicsr, the super-resolution toolbox GFPGAN, Real-ESRGAN and the web UIs' restorers
     // import (invoke-ai/InvokeAI#4029, machineminded/Fooocus-inswapper#9,
     // Mikubill/sd-webui-controlnet#2675: installed into the venv that runs it); easyocr stays out,
-    // its other threads word it only in the user's words.
+    // its other threads word it only in the user's words. Round 37 added insightface, which the
+    // face nodes of ComfyUI and the web UIs (IPAdapter FaceID, ReActor, InstantID) import
+    // (Acly/krita-ai-diffusion#365, Gourieff/comfyui-reactor-node#515, Gourieff/ComfyUI-ReActor#172:
+    // the prebuilt wheel for that Python installed into the UI's embedded Python); its
+    // 'insightface.app' (a partial install) is left alone. numpy too: a tool started with
+    // another Python than the one its requirements went into (oxysoft/stable-diffusion-webui#1,
+    // lllyasviel/Fooocus#1665, OpenHands/OpenHands#520: installed in another environment);
+    // numpy's own submodules ('numpy.core._multiarray_umath', a source folder shadowing it) stay out.
     Rule {
         id: "lib-package-module-missing-in-interpreter",
         patterns: &[
             "no module named 'mmcv'",
             "no module named 'diffusers'",
             "no module named 'basicsr'",
+            "no module named 'insightface'",
+            "no module named 'numpy'",
         ],
         layer: Library,
         second: None,
         cause: "Python cannot find this library at all: it is not installed in the interpreter that runs the script (a web UI's or tool's own venv, a Jupyter kernel of another environment), or uninstalling one of its packages (mmcv before mmcv-full) removed the module the other needed.",
-        fix: "Print `sys.executable` where it fails and install the library into that interpreter (`<that python> -m pip install diffusers`; mmcv with `mim install` or from OpenMMLab's wheel index for the installed torch and CUDA, after `pip uninstall -y mmcv mmcv-full` until none is left); for a web UI activate its venv first. Then check `python -c \"import mmcv\"` with the same python. The driver and the CUDA toolkit are not involved.",
+        fix: "Print `sys.executable` where it fails and install the library into that interpreter (`<that python> -m pip install diffusers`; mmcv with `mim install` or from OpenMMLab's wheel index for the installed torch and CUDA, after `pip uninstall -y mmcv mmcv-full` until none is left); for a web UI activate its venv first (a portable ComfyUI: `python_embeded\\python.exe -m pip install ...`; insightface: the prebuilt wheel for that Python's version). Then check `python -c \"import mmcv\"` with the same python. The driver and the CUDA toolkit are not involved.",
         mechanism: Mechanism::Plain,
         decisive: false,
         judge: None,
@@ -361,6 +370,13 @@ pub(super) const RULES: &[Rule] = &[
             // build (facebookresearch/xformers#1186, #799, yufu-wang/PromptHMR#4); its "is not
             // supported because" lines name the rest (device=cpu, a dtype, the GPU's capability).
             "no operator found for `memory_efficient_attention_",
+            // Round 37: the dispatcher's reason for one operator ("operator wasn't built", a build
+            // without it: IgorAherne/trellis-stable-projectorz#52, yufu-wang/PromptHMR#4) and older
+            // releases' "No such operator xformers::... - did you forget to build xformers"
+            // (facebookresearch/xformers#650, #671: flash attention disabled at build time;
+            // mayuelala/FollowYourPose#37: rebuilt for the card), the same build family.
+            "operator wasn't built - see `python -m xformers.info`",
+            "no such operator xformers*did you forget to build xformers",
         ],
         layer: Library,
         second: None,
@@ -1853,7 +1869,116 @@ pub(super) const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // Round 37: pip's resolver, after an install, listing installed packages whose pins the
+    // environment no longer meets ("X requires Y==v, but you have Y w which is incompatible"):
+    // one install replaced a version another package was built or tested with (torch under
+    // torchvision, torchaudio or xformers; transformers or tokenizers under another tool). The
+    // threads' cure is the version pair that agrees, or separate environments:
+    // R3gm/SD_diffusers_interactive#20 (torchtext's pin), declare-lab/TangoFlux#7 (xformers' pin;
+    // a conda environment of its own), MrForExample/ComfyUI-AnimateAnyone-Evolved#30 (protobuf),
+    // tenstorrent/tt-forge#806 (the pair corrected in the requirements). A torchvision line
+    // (torch/torch7#1249) stays with the torch / torchvision pair's own family, and pip's "No
+    // matching distribution found" (no build of that version on the index) with pip's.
+    Rule {
+        id: "lib-pip-resolver-version-conflict",
+        patterns: &["requires *, but you have * which is incompatible"],
+        layer: Library,
+        second: None,
+        cause: "pip's resolver reports installed packages whose requirements the environment no longer meets: installing one package (or a requirements file) replaced a version another installed package pins (torch under torchvision, torchaudio or xformers; transformers or tokenizers under another tool), so those packages now come from releases that were not built or tested together.",
+        fix: "Install versions that agree: the version the line names for the package that requires it (`pip install torch==2.3.0` for \"torchvision 0.18.0 requires torch==2.3.0\"), or the release of the requiring package made for the version you need (the torchvision / torchaudio / xformers paired with your torch); then `pip check` lists what is still inconsistent. Give tools whose pins conflict their own venv or conda environment instead of one shared one. The driver and the CUDA toolkit are not involved.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // Round 37: ComfyUI reporting torch's out-of-memory error by its message alone: the line is
+    // "Allocation on device" with nothing after it (torch.OutOfMemoryError's text under ComfyUI's
+    // allocator; its error report puts it after "Exception Message:", its log after "!!! Exception
+    // during processing !!!"). Comfy-Org/ComfyUI#4852 (the report names torch.OutOfMemoryError),
+    // kijai/ComfyUI-SUPIR#150, daniabib/ComfyUI_ProPainter_Nodes#3, smthemex/ComfyUI_Diffree#2,
+    // Comfy-Org/ComfyUI#7853. The allocator's "Allocation on device 0 would exceed allowed memory"
+    // goes on (another family's line), so only a line ending with the words is read.
+    Rule {
+        id: "mem-comfyui-allocation-on-device",
+        patterns: &[],
+        layer: Memory,
+        second: None,
+        cause: "The GPU ran out of memory: ComfyUI reports torch's out-of-memory error (torch.OutOfMemoryError) by its message alone, \"Allocation on device\", when a node's models and tensors (the resolution, the frame count or batch, the models kept loaded) need more memory than the card has free.",
+        fix: "Lower what the workflow holds at once: a smaller resolution, fewer frames or a smaller batch, a smaller or quantised model (fp16, fp8, GGUF); start ComfyUI with --lowvram (or --novram) so it offloads models, unload models between runs, and close other programs that use the GPU (`nvidia-smi` lists them). If the same workflow fitted before an update, compare with the ComfyUI and node releases it ran under.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: Some(ends_with_allocation_on_device),
+    },
+    // Round 37: bitsandbytes not importable in a LoRA trainer's venv: sd-scripts (kohya_ss,
+    // lora-scripts) raises its own "No bitsandbytes / bitsandbytesがインストールされていないようです"
+    // when `import bitsandbytes` fails, and the Windows bitsandbytes 0.41.x builds lack their own
+    // cuda_setup/paths.py, which cuda_setup.main imports (jllllll/bitsandbytes-windows-webui#22).
+    // The threads' cure was one bitsandbytes reinstalled cleanly (the trainer's setup choice):
+    // bmaltais/kohya_ss#1999, #1692, #1798, #1918 (the maintainer: the optional bitsandbytes
+    // version of the setup), Akegarasu/lora-scripts#228 (reinstalling bitsandbytes cured it).
+    // bitsandbytes' own CUDA set-up lines are the rule at the top of this table.
+    Rule {
+        id: "lib-bitsandbytes-import-broken",
+        patterns: &[
+            "importerror: no bitsandbytes / bitsandbytes",
+            "no module named 'bitsandbytes.cuda_setup.paths'",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "bitsandbytes does not import in the trainer's environment: it is missing, or the installed release is broken or mixed (the Windows bitsandbytes 0.41.x builds lack cuda_setup/paths.py, which their own cuda_setup.main imports; an install over another copy leaves a partial package), or its CUDA set-up fails on import. sd-scripts (kohya_ss, lora-scripts) then raises its own \"No bitsandbytes\" ImportError for the 8-bit optimizer.",
+        fix: "Inside the trainer's venv (activate it first) run `python -c \"import bitsandbytes\"` to see the real error; reinstall one bitsandbytes cleanly: `pip uninstall -y bitsandbytes bitsandbytes-windows` until none is left, then the release the trainer's setup offers (kohya_ss' setup menu: its optional bitsandbytes versions) or a current one (`pip install -U bitsandbytes`: releases from 0.43 ship Windows builds), and check with `python -m bitsandbytes`. Or choose an optimizer that does not need it (AdamW instead of AdamW8bit).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // Round 37: transformers' lazy import reporting, on its own line, that flash-attn's compiled
+    // extension (flash_attn_2_cuda) would not load: a flash-attn build for another torch, CUDA,
+    // Python or C++ ABI (an undefined symbol, a DLL that does not load). When the log keeps the
+    // loader's own line, the loader family reads it the same way. The threads' cure was the
+    // flash-attn wheel for the installed torch, or a rebuild against it:
+    // prometheus-eval/prometheus-eval#23 (the versions of torch and flash-attn not matching),
+    // oobabooga/textgen#4357 (flash-attn 2.5.8's wheel for that CUDA and torch),
+    // Dao-AILab/flash-attention#1612, 2U1/Qwen-VL-Series-Finetune#49 (the maintainer: torch and
+    // flash-attn conflict, reinstall flash-attn). transformers' own missing name
+    // ("cannot import name 'is_flash_attn_greater_or_equal_2_10'") is another release pair: not read.
+    Rule {
+        id: "lib-transformers-flash-attn-extension-not-loading",
+        patterns: &[
+            "failed to import transformers*because of the following error*flash_attn_2_cuda",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "transformers could not import a model module because flash-attn's compiled extension (flash_attn_2_cuda) does not load: the installed flash-attn was built for another torch, CUDA, Python or C++ ABI (an undefined torch symbol, a Windows DLL that will not load), or its build never finished.",
+        fix: "Install the flash-attn build that matches the installed torch: the release's prebuilt wheel named for your CUDA, torch, C++ ABI and Python (cuXXXtorchX.Ycxx11abiFALSE/TRUE-cpXY), or rebuild it against this torch with `pip install flash-attn --no-build-isolation --no-cache-dir`; check with `python -c \"import flash_attn_2_cuda\"`. Or uninstall flash-attn so transformers falls back to its sdpa attention.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // Round 37: Python's site module failing on setuptools' distutils-precedence.pth at start-up:
+    // the .pth left in site-packages imports setuptools' _distutils_hack, which is missing or from
+    // another setuptools release (a partial uninstall or upgrade, a copied environment). The
+    // threads' cure was setuptools reinstalled into that Python: genid/Yleaf#13 (`pip install -U
+    // pip setuptools`), pypa/setuptools#2983 (after an upgrade, "has no attribute
+    // 'ensure_shim'"), Jacklinkk/TorchGRL#6, pdm-project/pdm#821,
+    // Second-Hand-Friends/kleinanzeigen-bot#227. Usually a warning: the error after it, when there
+    // is one, names the real failure.
+    Rule {
+        id: "lib-setuptools-distutils-shim-broken",
+        patterns: &["error processing line 1 of *distutils-precedence.pth"],
+        layer: Library,
+        second: None,
+        cause: "Python's start-up could not run setuptools' distutils-precedence.pth: the file in site-packages imports setuptools' _distutils_hack, which is missing or from another setuptools release (a partial uninstall or upgrade, an environment copied or patched by hand), so that environment's packages are not consistent. Python goes on without it; an error after these lines names what then fails.",
+        fix: "Reinstall setuptools into the Python that prints it: `<that python> -m pip install --upgrade --force-reinstall pip setuptools` (a portable bundle: its own python_embeded\\python.exe), then reinstall the tool's requirements with the same python; if setuptools cannot be repaired, delete the stray distutils-precedence.pth from that site-packages. The driver and the CUDA toolkit are not involved.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
 ];
+
+/// ComfyUI's out-of-memory line: "Allocation on device" and nothing after it (its report's
+/// "Exception Message:" or its log's "!!! Exception during processing !!!" may come before).
+fn ends_with_allocation_on_device(lower: &str) -> bool {
+    lower.trim_end().ends_with("allocation on device")
+}
 
 /// torch's "expected scalar type X but found Y" where both are floating-point precisions.
 fn mixes_float_precisions(lower: &str) -> bool {
