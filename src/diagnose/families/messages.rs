@@ -1852,7 +1852,12 @@ pub(super) const RULES: &[Rule] = &[
     // (GroundingDINO's `_C`, torch._C). The threads' cure was compiling the op (make.sh / setup.py
     // build install) for the installed torch: ZhangGongjie/Meta-DETR#27, tgxs002/CORA#7 (no
     // module), fundamentalvision/Deformable-DETR#220 (built, but for another Python and torch),
-    // open-mmlab/mmcv#2138 (the same missing function). MMCV's own op without a CUDA kernel
+    // open-mmlab/mmcv#2138 (the same missing function); Mask2Former's guarded import says so in
+    // its own words ("Please compile MultiScaleDeformableAttention CUDA op"):
+    // Picsart-AI-Research/SeMask-Segmentation#17, UX-Decoder/LLaVA-Grounding#6; and the op's own
+    // CUDA entry point missing from its .so (built without its .cu, or for another torch and
+    // CUDA; cured by the matching torch and a rebuild): SHI-Labs/OneFormer#81,
+    // fundamentalvision/Deformable-DETR#225. MMCV's own op without a CUDA kernel
     // ("ms_deform_attn_impl_forward: implementation for device cuda:0 not found") is MMCV's ops
     // build, its own rule.
     Rule {
@@ -1860,11 +1865,64 @@ pub(super) const RULES: &[Rule] = &[
         patterns: &[
             "has no attribute 'ms_deform_attn_forward'",
             "no module named 'multiscaledeformableattention'",
+            "please compile multiscaledeformableattention cuda op",
+            "undefined symbol: *ms_deform_attn_cuda_forward",
         ],
         layer: Library,
         second: Some(Toolkit),
         cause: "The multi-scale deformable attention CUDA op (Deformable DETR's MultiScaleDeformableAttention, compiled by the repository from its ops folder) is not built, or was built for another torch or Python, so its forward function cannot be found.",
         fix: "Compile the op in the environment that runs the code: from the repository's ops folder (models/ops, detection/ops) run `sh make.sh` or `python setup.py build install` (GroundingDINO: `pip install --no-build-isolation -e .` from its root, after removing build/), with CUDA_HOME set to the toolkit matching torch.version.cuda; then run the folder's test.py. Rebuild it after changing torch or Python.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // The deformable-convolution CUDA ops that vision repositories compile from their own
+    // folders: InternImage's ops_dcnv3 (module DCNv3), DCNv4's DCNv4_op (DCNv4, its `ext`) and
+    // CharlesShang's DCNv2 (`_ext`, vendored by CenterNet, FairMOT, AECR-Net and the video
+    // restorers). Not built (or built for another torch or Python), the module is missing or has
+    // no forward function. The threads' cure was compiling the op (make.sh / setup.py build
+    // install) or installing its wheel for the installed torch: OpenGVLab/InternImage#84,
+    // ViTAE-Transformer/SAMRS#29 (DCNv3), OpenGVLab/DCNv4#101 (DCNv4), OpenGVLab/InternImage#241
+    // (dcnv3_forward missing), CharlesShang/DCNv2#39, GlassyWu/AECR-Net#26 (`_ext`). The quote
+    // before `_ext` keeps MMCV's own mmcv._ext (MMCV's ops build) out; a missing dcn_v2.py (a
+    // source file, ifzhang/FairMOT#541) is not the op.
+    Rule {
+        id: "lib-deformable-conv-op-not-built",
+        patterns: &[
+            "no module named 'dcnv3'",
+            "no module named 'dcnv4'",
+            "has no attribute 'dcnv3_forward'",
+            "no module named '_ext'",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "The deformable-convolution CUDA op the repository compiles from its own folder (InternImage's DCNv3, DCNv4's DCNv4_op, DCNv2's `_ext`) is not built in this environment, or was built for another torch or Python, so the module or its forward function cannot be found.",
+        fix: "Compile the op in the environment that runs the code: from its folder (ops_dcnv3, DCNv4_op, DCNv2) remove build/ and run `sh make.sh` or `python setup.py build install`, with CUDA_HOME set to the toolkit matching torch.version.cuda, then run the folder's test.py; or install the op's wheel built for your torch, CUDA and Python. Rebuild it after changing torch or Python.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
+    // The selective-scan and causal-conv1d CUDA ops that Mamba's vision descendants (VMamba,
+    // Vision Mamba, SegMamba, the Mamba U-Nets) import as modules of their own: mamba_ssm's and
+    // causal-conv1d's setup.py build selective_scan_cuda and causal_conv1d_cuda, and VMamba's
+    // kernels/selective_scan builds selective_scan_cuda_core / _oflex; when that build was skipped
+    // (no nvcc, a wheel for another torch, the repository's vendored copy never installed) the
+    // Python side has no module, or a guarded import leaves the name undefined. The threads' cure
+    // was installing (building) the op for the installed torch: state-spaces/mamba#237,
+    // ge-xing/SegMamba#52, YonghengSun1997/R2Gen-Mamba#1, MzeroMiko/VMamba#313 and #308 (the
+    // guarded import), Dao-AILab/causal-conv1d#9. An op that is there but asks torch for a
+    // symbol it lacks (undefined symbol) is the loader's built-for-other-torch check.
+    Rule {
+        id: "lib-mamba-scan-op-not-built",
+        patterns: &[
+            "no module named 'selective_scan_cuda",
+            "name 'selective_scan_cuda* is not defined",
+            "no module named 'causal_conv1d_cuda'",
+        ],
+        layer: Library,
+        second: Some(Toolkit),
+        cause: "The selective-scan / causal-conv1d CUDA op (mamba_ssm's selective_scan_cuda, causal-conv1d's causal_conv1d_cuda, VMamba's selective_scan_cuda_core / _oflex) is not installed in this environment: its build was skipped or failed (no nvcc, a prebuilt wheel for another torch or CUDA), or the repository's own copy of the kernels was never installed.",
+        fix: "Install the op for the installed torch: a mamba-ssm / causal-conv1d wheel whose name matches torch's version, CUDA major, C++ ABI (`python -c \"import torch; print(torch.__version__, torch.version.cuda, torch._C._GLIBCXX_USE_CXX11_ABI)\"`) and Python, or build it (`pip install --no-build-isolation mamba-ssm causal-conv1d`; VMamba: `pip install kernels/selective_scan`) with CUDA_HOME set to the toolkit matching torch.version.cuda; then `python -c \"import torch, selective_scan_cuda\"` (import torch first).",
         mechanism: Mechanism::Plain,
         decisive: false,
         judge: None,
