@@ -1108,6 +1108,25 @@ fn holdout_round37_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() 
 const ROUND37_FLOOR: usize = 12;
 
 #[test]
+fn holdout_round38_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() {
+    // Drawn after rounds 33-37 and breadth passes brA-brO were tuned on and merged (main
+    // a68ca98), alongside breadth passes brP and brQ, by the rule in the fixture's header
+    // (committed before the first search, 05a2fb6; cases decided before diagnose ran, 7b8b7fc),
+    // a representative round of the tracebacks a vision lab pastes from the mainstream training
+    // tutorials and templates it starts from (Keras / TensorFlow tutorials, TensorFlow.NET's
+    // examples, the Object Detection API, fastai, KerasCV, PyTorch's examples), drawn with the
+    // repository or task plus a generic error word, 20 cases, and measured once, untuned: 14/20
+    // acceptable, 6 unknown, 0 wrong, fix right 13/14. Tuned on since, by family (fastai's
+    // majors lacking each other's modules, keras_core missing from the interpreter): 17/20, no
+    // wrong layer. Fewer right answers, or any wrong layer, fails.
+    assert_holdout_round("holdout-round38.yaml", 20, ROUND38_FLOOR, &[]);
+}
+
+/// Round 38 after the changes made for its misses (tuned on): 17/20. Its first and only unseen
+/// measurement was 14/20 (70%) with no wrong layer.
+const ROUND38_FLOOR: usize = 17;
+
+#[test]
 fn an_ambiguous_message_names_its_second_layer_and_says_likely() {
     let out = stackpin(
         &["diagnose", "-", "--host", "none"],

@@ -72,6 +72,9 @@ pub(super) const RULES: &[Rule] = &[
     // another Python than the one its requirements went into (oxysoft/stable-diffusion-webui#1,
     // lllyasviel/Fooocus#1665, OpenHands/OpenHands#520: installed in another environment);
     // numpy's own submodules ('numpy.core._multiarray_umath', a source folder shadowing it) stay out.
+    // Round 38 added keras_core, the Keras 3 preview that keras_cv 0.6 imports without declaring
+    // it (keras-team/keras-cv#2026, #1944: installed with `pip install keras-core`); its
+    // submodules ('keras_core.src...') stay out by the closing quote.
     Rule {
         id: "lib-package-module-missing-in-interpreter",
         patterns: &[
@@ -80,6 +83,7 @@ pub(super) const RULES: &[Rule] = &[
             "no module named 'basicsr'",
             "no module named 'insightface'",
             "no module named 'numpy'",
+            "no module named 'keras_core'",
         ],
         layer: Library,
         second: None,

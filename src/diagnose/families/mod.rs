@@ -19,8 +19,8 @@
 //!   own log lines (the `modpost` line, `cl.exe`, CMake's CUDA toolset).
 //! - [`releases`]: a name a dependency's release removed or moved (NumPy 1.24's aliases and 2.0's
 //!   ABI, torch 2.0's `torch._six`, Pillow 10, protobuf 4, huggingface_hub, setuptools and
-//!   Python 3.12, mmcv 2, pytorch-lightning, scikit-image, SciPy, OpenCV's contrib wheel), as a
-//!   table of package, name, release and cure.
+//!   Python 3.12, mmcv 2, pytorch-lightning, scikit-image, SciPy, OpenCV's contrib wheel,
+//!   fastai's majors), as a table of package, name, release and cure.
 //! - [`symbols`]: undefined symbols placed by what they belong to (torch's C++ API, the CUDA
 //!   driver API, the runtime's registration hooks).
 //! - [`runtimes`]: the runtimes around CUDA: NCCL's result codes, XLA's DNN start-up, ONNX
