@@ -377,10 +377,17 @@ pub const RULES: &[Rule] = &[
     },
 ];
 
+/// Advice a launcher prints on every exit, whatever the cause: ComfyUI portable's
+/// run_nvidia_gpu.bat echoes "If you see this and ComfyUI did not start try updating your Nvidia
+/// Drivers" after python stops, also on the newest driver (Comfy-Org/ComfyUI#10981, #13798). Its
+/// words are no evidence of a layer, so no broad rule reads that line.
+const LAUNCHER_ADVICE: &[&str] = &["if you see this and comfyui did not start"];
+
 /// The broad rule that best places `text`, by the rule in the module docs; `None` when no
 /// layer's vocabulary appears.
 pub fn best(text: &str) -> Option<BroadHit> {
     let segments: Vec<(matcher::Segment<'_>, String)> = matcher::segments(text)
+        .filter(|seg| !LAUNCHER_ADVICE.iter().any(|a| seg.lower.contains(a)))
         .map(|seg| {
             let padded = format!(" {} ", seg.lower);
             (seg, padded)
@@ -420,6 +427,18 @@ pub fn best(text: &str) -> Option<BroadHit> {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn a_launchers_exit_advice_names_no_layer() {
+        let echo = "K:\\ComfyUI_windows_portable_3>echo If you see this and ComfyUI did not start try updating your Nvidia Drivers to the latest. If you get a c10.dll error you need to install vc redist that you can find: https://aka.ms/vc14/vc_redist.x64.exe\n\
+                    If you see this and ComfyUI did not start try updating your Nvidia Drivers to the latest. If you get a c10.dll error you need to install vc redist that you can find: https://aka.ms/vc14/vc_redist.x64.exe";
+        assert!(best(echo).is_none());
+        let with_cause = format!("RuntimeError: cuInit failed: unknown error\n{echo}");
+        assert_eq!(
+            best(&with_cause).map(|h| h.rule.id),
+            Some("drv-likely-driver-failed")
+        );
+    }
 
     #[test]
     fn every_rule_example_is_placed_by_that_rule_alone() {

@@ -2034,6 +2034,22 @@ pub(super) const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // InvokeAI's start-up line naming the device its choose_torch_device() picked: `cpu` when
+    // torch in its venv cannot see CUDA. On a machine meant to use an NVIDIA GPU the threads'
+    // cure was the torch build: invoke-ai/InvokeAI#1202 (torch reinstalled from the CUDA
+    // requirements), #2460 (a +cpu torch where +cu117 belonged). The driver is second: a torch
+    // with CUDA also says cpu when no driver answers. `cuda` or `mps` there is no failure.
+    Rule {
+        id: "lib-invokeai-device-type-cpu",
+        patterns: &[">> using device_type cpu", "using device_type cpu"],
+        judge: None,
+        layer: Library,
+        second: Some(Driver),
+        mechanism: Mechanism::Plain,
+        cause: "InvokeAI chose the CPU because torch in its environment cannot use CUDA: most often the installed torch is a CPU-only build (its version ends in +cpu, or the installer's \"choose for me\" or a later package pulled the CPU wheel), less often the NVIDIA driver is missing or too old for that torch's CUDA.",
+        fix: "In InvokeAI's own environment (its .venv, or the launcher's developer console) run `python -c \"import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())\"`. A +cpu version or None: reinstall torch and torchvision from PyTorch's CUDA wheel index for a CUDA the driver supports (or rerun the installer and choose the NVIDIA GPU option explicitly). A CUDA build that still says False: check `nvidia-smi` and update the driver to the one that torch's CUDA needs.",
+        decisive: false,
+    },
 ];
 
 /// ComfyUI's out-of-memory line: "Allocation on device" and nothing after it (its report's

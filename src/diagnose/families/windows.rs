@@ -4,7 +4,8 @@
 //! the runtime a wheel or an extension build needs, nvcc failing to set up Visual Studio's environment, a package
 //! name that no longer installs anything (`tensorflow-gpu`), and what torch's Windows builds lack
 //! or do differently (no NCCL, no libuv, workers started by spawn), and Windows' illegal-instruction
-//! status (0xC000001D) from a build for CPU instructions the processor lacks. Each is read from
+//! status (0xC000001D) from a build for CPU instructions the processor lacks, and a Scripts\*.exe
+//! launcher naming a Python that was moved (a portable bundle's pip.exe). Each is read from
 //! the line the tool itself prints; the threads behind every rule are cited in
 //! `tests/fixtures/diagnose/variants/windows.yaml`.
 
@@ -259,6 +260,24 @@ pub(super) const RULES: &[Rule] = &[
         mechanism: Mechanism::Plain,
         cause: "pip could not write or replace one of the package's files: another process has it open (a Python, Jupyter kernel or IDE still running from this environment holds torch's DLLs; antivirus scanning the new files), or the environment is in a folder this user may not write (Program Files, the Microsoft Store Python's WindowsApps, an application's bundled Python).",
         fix: "Close every Python, notebook kernel and IDE using this environment (Task Manager: python.exe) and install again; delete any half-removed `~orch`-style folders pip left in site-packages; install into a venv in a folder you own (python -m venv C:\\venvs\\dl) rather than Program Files or the Store Python, or add --user (for an application's own Python under Program Files, such as Blender's, run that application or the shell as administrator once); if it persists, exclude the venv from real-time antivirus scanning while installing.",
+        decisive: true,
+    },
+    // A console script's .exe on Windows (pip.exe, pip3.exe, any entry point pip writes into
+    // Scripts\) is a launcher stub with the absolute path of the Python that installed it
+    // written inside. When that Python is no longer there the stub stops before pip runs: a
+    // portable bundle built on CI and unzipped elsewhere (ComfyUI portable's pip.exe names the
+    // build machine's `D:\a\ComfyUI\python_embeded\python.exe`: Comfy-Org/ComfyUI#6998 and
+    // #3263, both cured by `python_embeded\python.exe -m pip`), a venv moved or copied, a Python
+    // uninstalled. The package asked for and the GPU stack are not involved.
+    Rule {
+        id: "lib-win-script-launcher-python-moved",
+        patterns: &["fatal error in launcher: unable to create process using"],
+        judge: None,
+        layer: Library,
+        second: None,
+        mechanism: Mechanism::Plain,
+        cause: "The pip.exe (or other Scripts\\*.exe) that was run is a launcher stub holding the path of the Python it was installed with, and that Python is not at that path any more: a portable bundle (ComfyUI portable, a web UI's bundled Python) built on another machine and unzipped here, a venv moved or copied, or a Python uninstalled. pip itself never started; the package and the GPU stack are not involved.",
+        fix: "Run pip through the interpreter itself instead of the .exe: `<that python> -m pip install ...` (ComfyUI portable: from its folder, `python_embeded\\python.exe -m pip install ...`; a web UI's venv: `venv\\Scripts\\python.exe -m pip install ...`). To repair the stubs, `<that python> -m pip install --force-reinstall pip` rewrites them with this Python's path; a moved venv is best recreated where it now lives.",
         decisive: true,
     },
     // Windows' NTSTATUS for an illegal instruction (0xC000001D) as a process exit code, an
