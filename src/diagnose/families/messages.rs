@@ -1478,6 +1478,46 @@ pub(super) const RULES: &[Rule] = &[
         decisive: false,
         judge: None,
     },
+    // CUPTI refused by the driver: since 418.43 the driver lets only administrators read the
+    // GPU performance counters (NVIDIA's ERR_NVGPUCTRPERM), so every profiler on CUPTI fails
+    // the same way (TensorFlow's cupti_tracer, Paddle's device_tracer, habitat, Nsight
+    // Compute). PaddlePaddle/Paddle#35857 (a container: --cap-add SYS_ADMIN as root),
+    // geoffxy/habitat#5, HazyResearch/ThunderKittens#73 (ncu's wording). torch's Kineto prints
+    // the code as a hint ("If you see CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, refer to ...") with
+    // other errors: that line is left alone (`cupti_privileges_refused`).
+    Rule {
+        id: "drv-cupti-counters-admin-only",
+        patterns: &[],
+        layer: Driver,
+        second: None,
+        cause: "The NVIDIA driver restricts the GPU performance counters to administrators (its default since 418.43), so the profiler (CUPTI: TensorBoard's or torch.profiler's GPU trace, Nsight Compute) is refused; training itself is not affected.",
+        fix: "Allow profiling for all users in the driver (`options nvidia NVreg_RestrictProfilingToAdminUsers=0` in /etc/modprobe.d/, then rebuild the initramfs and reboot; on Windows the NVIDIA Control Panel's developer setting), or run the profiler as root; in a container start it with `--cap-add SYS_ADMIN`. Or turn the GPU profiling off (TensorBoard's profile_batch=0).",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: Some(cupti_privileges_refused),
+    },
+    // triton's compiled part (triton/_C/libtriton.so, and in 3.x the NVIDIA backend's _C) is not
+    // where the package looks: a source checkout imported before it was built, an editable
+    // install run from elsewhere, or an incomplete wheel. triton-lang/triton#4272 (built with
+    // `pip install -e python`), ByteDance-Seed/Triton-distributed#28. A module triton's release
+    // moved ('triton.code_gen', 'triton.common') and a folder named triton shadowing the package
+    // ("'triton' is not a package") are other causes, left alone.
+    Rule {
+        id: "lib-triton-compiled-module-missing",
+        patterns: &[
+            "no module named 'triton._c",
+            "no module named `triton._c",
+            "no module named 'triton.backends.nvidia._c",
+            "no module named `triton.backends.nvidia._c",
+        ],
+        layer: Library,
+        second: None,
+        cause: "The installed triton package lacks its compiled part (triton._C / libtriton, or the NVIDIA backend's _C): a source checkout imported before it was built, an editable install used from another folder, or an incomplete wheel for this Python.",
+        fix: "Reinstall triton as a complete build for this interpreter: the triton release the installed torch pins (`pip install --force-reinstall triton==<the version torch requires>`, see `pip show torch`), or from a source checkout build it (`pip install -e python`, or a plain `pip install .`) before importing.",
+        mechanism: Mechanism::Plain,
+        decisive: false,
+        judge: None,
+    },
     // torch.utils.cpp_extension builds C++/CUDA extensions with ninja and cannot run it: not
     // installed in the venv, or not on the PATH of the process (a Jupyter kernel, an IDE,
     // Windows). NX-AI/xlstm#76, zhanghang1989/PyTorch-Encoding#89, #167 (ninja.exe on PATH).
@@ -2094,6 +2134,13 @@ fn lists_only_cpu_providers(lower: &str) -> bool {
             let list = rest.split([']', '\n']).next().unwrap_or(rest);
             list.contains("cpuexecutionprovider") && !GPU_PROVIDERS.iter().any(|g| list.contains(g))
         })
+}
+
+/// CUPTI's privileges code as a failure, not torch Kineto's hint that names it
+/// ("If you see CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, refer to ..."); ncu's ERR_NVGPUCTRPERM.
+fn cupti_privileges_refused(line: &str) -> bool {
+    (line.contains("cupti_error_insufficient_privileges") && !line.contains("if you see"))
+        || line.contains("err_nvgpuctrperm - the user does not have permission")
 }
 
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
