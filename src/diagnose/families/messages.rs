@@ -2081,7 +2081,7 @@ pub(super) const RULES: &[Rule] = &[
     // with CUDA also says cpu when no driver answers. `cuda` or `mps` there is no failure.
     Rule {
         id: "lib-invokeai-device-type-cpu",
-        patterns: &[">> using device_type cpu", "using device_type cpu"],
+        patterns: &["using device_type cpu"],
         judge: None,
         layer: Library,
         second: Some(Driver),

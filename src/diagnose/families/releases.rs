@@ -18,9 +18,10 @@
 //! a name missing from any installed package's module is `messages`' broad
 //! `lib-installed-package-name-missing`, which these rows outrank on the same line.
 
+use super::rule::line_matches;
 use super::{Finding, Mechanism, at};
 use crate::diagnose::FailureLayer::Library;
-use crate::diagnose::matcher::{Segment, pattern_matches};
+use crate::diagnose::matcher::Segment;
 
 /// One package change: the names its message prints, the release that changed them, the cure.
 struct Removal {
@@ -269,16 +270,14 @@ fn torch_six_at_line_end(lower: &str) -> bool {
     lower.trim_end().ends_with("no module named 'torch._six")
 }
 
-fn matches(row: &Removal, lower: &str) -> bool {
-    row.patterns.iter().any(|p| pattern_matches(p, lower)) || row.judge.is_some_and(|j| j(lower))
-}
-
 /// Each row's finding at the first line it matches, in the table's order.
 pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
     TABLE
         .iter()
         .filter_map(|row| {
-            let seg = segments.iter().find(|seg| matches(row, &seg.lower))?;
+            let seg = segments
+                .iter()
+                .find(|seg| line_matches(row.patterns, row.judge, &seg.lower))?;
             Some(at(
                 seg,
                 row.id,

@@ -20,13 +20,23 @@ pub(super) struct Rule {
     pub judge: Option<fn(&str) -> bool>,
 }
 
+/// Whether a lowercased line matches any of `patterns`, or passes `judge`: the test every table
+/// of this shape applies to a line (rules here, the rows of `releases`).
+pub(super) fn line_matches(
+    patterns: &[&str],
+    judge: Option<fn(&str) -> bool>,
+    lower: &str,
+) -> bool {
+    patterns.iter().any(|p| pattern_matches(p, lower)) || judge.is_some_and(|judge| judge(lower))
+}
+
 impl Rule {
     fn matches(&self, seg: &Segment<'_>) -> bool {
-        self.patterns.iter().any(|p| pattern_matches(p, &seg.lower))
-            || self.judge.is_some_and(|judge| judge(&seg.lower))
+        line_matches(self.patterns, self.judge, &seg.lower)
     }
 
-    fn finding(&self, seg: &Segment<'_>) -> Finding {
+    /// This rule's finding at `seg`.
+    pub(super) fn finding(&self, seg: &Segment<'_>) -> Finding {
         at(
             seg,
             self.id,

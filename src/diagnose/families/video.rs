@@ -16,7 +16,7 @@
 //! on a card whose NVDEC has H.264).
 
 use super::rule::{Rule, find_each};
-use super::{Finding, Mechanism, at};
+use super::{Finding, Mechanism};
 use crate::diagnose::FailureLayer::{Driver, Hardware, Library};
 use crate::diagnose::matcher::Segment;
 
@@ -194,16 +194,7 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
         })
         && let Some(rule) = RULES.iter().find(|r| r.id == NO_CODEC_IN_NVDEC)
     {
-        found.push(at(
-            seg,
-            rule.id,
-            rule.layer,
-            rule.second,
-            rule.cause,
-            rule.fix,
-            rule.mechanism,
-            rule.decisive,
-        ));
+        found.push(rule.finding(seg));
     }
     found
 }
