@@ -1,4 +1,4 @@
-//! The house the source keeps to (README, "Architecture"): modules stand in rows, and a module
+//! The house the source keeps to (docs/architecture.md): modules stand in rows, and a module
 //! may use only modules in rows below its own; no two files use each other, directly or round a
 //! circle; only the process runner starts processes; no command module uses another.
 //!
@@ -546,7 +546,7 @@ fn every_module_has_its_row_in_the_house() {
         .collect();
     assert!(
         homeless.is_empty(),
-        "modules without a row in tests/architecture.rs's HOUSE (give each its row, and the README's picture): {homeless:?}"
+        "modules without a row in tests/architecture.rs's HOUSE (give each its row, and docs/architecture.md's picture): {homeless:?}"
     );
 }
 
@@ -642,19 +642,17 @@ fn the_reader_sees_through_comments_strings_groups_and_tests() {
     );
 }
 
-/// The rows as the README's picture draws them: `  7 │ install · prove     the two long jobs`.
-fn readme_rows() -> Vec<(usize, Vec<String>)> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md reads");
-    let section = readme
-        .split("\n## Architecture\n")
-        .nth(1)
-        .expect("README.md has an Architecture section");
-    let picture = section
+/// The rows as docs/architecture.md's picture draws them:
+/// `  7 │ install · prove     the two long jobs`.
+fn drawn_rows() -> Vec<(usize, Vec<String>)> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
+            .expect("docs/architecture.md reads");
+    let picture = doc
         .split("```text\n")
         .nth(1)
         .and_then(|rest| rest.split("```").next())
-        .expect("the Architecture section opens with its picture");
+        .expect("docs/architecture.md opens with its picture");
     picture
         .lines()
         .filter_map(|line| {
@@ -670,8 +668,8 @@ fn readme_rows() -> Vec<(usize, Vec<String>)> {
 }
 
 #[test]
-fn the_readme_draws_the_house_the_test_holds() {
-    let mut drawn = readme_rows();
+fn the_architecture_doc_draws_the_house_the_test_holds() {
+    let mut drawn = drawn_rows();
     drawn.sort();
     let held: Vec<(usize, Vec<String>)> = HOUSE
         .iter()
@@ -680,6 +678,6 @@ fn the_readme_draws_the_house_the_test_holds() {
         .collect();
     assert_eq!(
         drawn, held,
-        "README.md's Architecture picture and tests/architecture.rs's HOUSE must name the same rows"
+        "docs/architecture.md's picture and tests/architecture.rs's HOUSE must name the same rows"
     );
 }
