@@ -7,7 +7,8 @@
 //! Every place that used to branch on `"torch"` or `"tensorflow"` asks the table instead: the
 //! probe picks its Python function by [`LibraryDescription::probe`], `pin` writes
 //! [`LibraryDescription::example_run`], the texts quote [`Asks`]. Adding a library is a row in the
-//! data and one probe function (see the README). This module reads nothing and runs nothing.
+//! data and one probe function (see docs/release-data.md, "Adding a library"). This module
+//! reads nothing and runs nothing.
 
 use serde::{Deserialize, Serialize};
 

@@ -4,7 +4,7 @@
 //! card family. `pin` writes these into a manifest and `check` holds a manifest to them; this
 //! module reads no files and runs nothing.
 //!
-//! Sources (read for this module; cited again in the README's Windows section):
+//! Sources (read for this module; cited again in docs/windows.md):
 //! - CUDA 12.x sub-packages: pytorch/pytorch `.ci/pytorch/windows/internal/cuda_install.bat`
 //!   (the `ARGS` of its cuda124 … cuda129 sections).
 //! - CUDA 13.x: `nvcc_13.0`, `crt_13.0`, `nvvm_13.0`, `cudart_13.0` as separate sub-packages

@@ -338,7 +338,7 @@ pub fn main() -> ExitCode {
 /// The one JSON document a `--json` run prints, whatever the exit path: what the command
 /// reported (kept by [`print_json`]) with `schema_version`, `ok`, `exit_code`, on failure
 /// `error`, and for the commands that can stop for a reboot `reboot_required` beside it
-/// (README, "JSON output").
+/// (docs/json.md).
 static DOCUMENT: std::sync::Mutex<Option<serde_json::Value>> = std::sync::Mutex::new(None);
 
 /// The version of the `--json` documents' shape; a change that renames or removes a field

@@ -606,7 +606,8 @@ mod tests {
 
     #[test]
     fn the_failure_kinds_round_3_missed_are_known_entries() {
-        // Round 3's misses (README.md), each placed by a specific entry now.
+        // Round 3's misses (tests/fixtures/failures/README.md), each placed by a specific entry
+        // now.
         let cases = [
             (
                 "F0303 syncedmem.cpp:78] Check failed: error == cudaSuccess (2 vs. 0)  out of memory",
@@ -681,7 +682,8 @@ mod tests {
 
     #[test]
     fn crashes_that_name_no_layer_stay_unknown() {
-        // README.md: ambiguous with no resolution in round 2; no layer's vocabulary in them.
+        // Ambiguous with no resolution in round 2 (tests/fixtures/failures/README.md); no layer's
+        // vocabulary in them.
         for log in [
             "RuntimeError: CUDA error: unknown error",
             "Segmentation fault (core dumped)",

@@ -63,7 +63,8 @@ fn every_reference_catalogue_row_is_placed_on_its_layer() {
 
 #[test]
 fn holdout_round1_is_now_a_regression_set_and_all_placed_right() {
-    // Measured 3/12 against the frozen catalogue (README.md); the catalogue was extended after.
+    // Measured 3/12 against the frozen catalogue (tests/fixtures/failures/README.md); the catalogue
+    // was extended after.
     let (right, total) = score("holdout-round1.yaml");
     assert!(total >= 12);
     assert_eq!(right, total);
@@ -98,7 +99,8 @@ fn holdout_round2_never_names_a_wrong_layer_and_keeps_its_measured_accuracy() {
 #[test]
 fn holdout_round3_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // Drawn after the round-2 extension (commit f4d6d5c) by the rule in the fixture's header
-    // and measured once with no catalogue change after: see README.md here for the number.
+    // and measured once with no catalogue change after: see tests/fixtures/failures/README.md for
+    // the number.
     let all = cases("holdout-round3.yaml");
     assert!(all.len() >= 18, "round 3 needs at least 18 messages");
     let (right, total) = score("holdout-round3.yaml");
@@ -120,13 +122,15 @@ fn holdout_round3_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
 }
 
 /// Measured on round 3's first run: 8/18 (44%), 10 unknown, 0 wrong. Its misses then became
-/// catalogue entries (README.md), so round 3 is a regression set now: all 18 right.
+/// catalogue entries (tests/fixtures/failures/README.md), so round 3 is a regression set now: all
+/// 18 right.
 const ROUND3_FLOOR: usize = 18;
 
 #[test]
 fn holdout_round4_keeps_its_measured_accuracy_and_counts_wrong_layers() {
     // Drawn after the broad second tier and the round-3 entries were committed, by the rule in
-    // the fixture's header; measured once with no catalogue change after (README.md).
+    // the fixture's header; measured once with no catalogue change after
+    // (tests/fixtures/failures/README.md).
     let all = cases("holdout-round4.yaml");
     assert!(all.len() >= 18, "round 4 needs at least 18 messages");
     let (right, total) = score("holdout-round4.yaml");
@@ -147,8 +151,8 @@ fn holdout_round4_keeps_its_measured_accuracy_and_counts_wrong_layers() {
     assert!(wrong.is_empty(), "wrong layers named for {wrong:?}");
 }
 
-/// Round 4's first and only measurement (README.md): 16/18 (89%), at least 5 in 6; 12 by a
-/// catalogue entry, 4 by a broad rule ("likely"), 2 unknown.
+/// Round 4's first and only measurement (tests/fixtures/failures/README.md): 16/18 (89%), at least
+/// 5 in 6; 12 by a catalogue entry, 4 by a broad rule ("likely"), 2 unknown.
 const ROUND4_FLOOR: usize = 16;
 
 fn stackpin(args: &[&str], stdin: Option<&str>) -> Output {
@@ -529,8 +533,8 @@ fn assert_holdout_round(name: &str, total: usize, floor: usize, known_wrong: &[&
 
 #[test]
 fn holdout_round5_is_a_regression_set_after_its_families_were_added() {
-    // Measured once before any rule saw it (fixture header, README): 10/23 acceptable,
-    // 11 unknown, 2 wrong. The families were then extended for its misses, so it is a
+    // Measured once before any rule saw it (fixture header, docs/diagnose-history.md): 10/23
+    // acceptable, 11 unknown, 2 wrong. The families were then extended for its misses, so it is a
     // regression set now: every case acceptable and, above all, no wrong layer.
     let (right, total, wrong) = score_acceptable("holdout-round5.yaml");
     assert_eq!(total, 23);
@@ -541,7 +545,8 @@ fn holdout_round5_is_a_regression_set_after_its_families_were_added() {
 #[test]
 fn holdout_round6_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 5's extension (3da3cd4) by the rule in the fixture's header and
-    // measured once with no rule change after: 14/20 acceptable, 6 unknown, 0 wrong (README).
+    // measured once with no rule change after: 14/20 acceptable, 6 unknown, 0 wrong
+    // (docs/diagnose-history.md).
     assert_holdout_round("holdout-round6.yaml", 20, ROUND6_FLOOR, &[]);
 }
 
@@ -552,7 +557,8 @@ const ROUND6_FLOOR: usize = 14;
 fn holdout_round7_keeps_its_measured_accuracy_and_no_new_wrong_layer() {
     // Drawn after round 6's extension (bdb09b2) by the rule in the fixture's header and
     // measured once: 20/24 acceptable, 3 unknown, 1 wrong (r7-14, an illegal memory access the
-    // thread resolved as an out-of-memory; the catalogue files it under library). README.md.
+    // thread resolved as an out-of-memory; the catalogue files it under library).
+    // docs/diagnose-history.md.
     let (right, total, wrong) = score_acceptable("holdout-round7.yaml");
     assert_eq!(total, 24);
     assert!(
@@ -572,9 +578,9 @@ const ROUND7_FLOOR: usize = 20;
 #[test]
 fn holdout_round8_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // Drawn after the changes made for round 7 (68d7a8a) by the rule in the fixture's header
-    // and measured once: 17/23 acceptable, 6 unknown, 0 wrong (README.md). The families were
-    // then extended for its kinds of miss (29317bc), so it is tuned on now: 22/23, only the bare
-    // title r8-03 unknown.
+    // and measured once: 17/23 acceptable, 6 unknown, 0 wrong (docs/diagnose-history.md). The
+    // families were then extended for its kinds of miss (29317bc), so it is tuned on now: 22/23,
+    // only the bare title r8-03 unknown.
     assert_holdout_round("holdout-round8.yaml", 23, ROUND8_FLOOR, &[]);
 }
 
@@ -586,9 +592,9 @@ const ROUND8_FLOOR: usize = 22;
 fn holdout_round9_keeps_its_measured_accuracy_and_no_new_wrong_layer() {
     // Drawn after the family extension for round 8 (29317bc) by the rule in the fixture's header
     // and measured once: 11/20 acceptable, 6 unknown, 3 wrong (r9-09, r9-15, r9-16: catalogue
-    // entries said with confidence; README.md). Tuned on since (2aad631: the cuDNN handle family,
-    // RmInitAdapter and the card that cannot be mapped, bitsandbytes' setup): 17/20, only r9-16
-    // (a stale compute cache, now memory with the driver second) still on another layer.
+    // entries said with confidence; docs/diagnose-history.md). Tuned on since (2aad631: the cuDNN
+    // handle family, RmInitAdapter and the card that cannot be mapped, bitsandbytes' setup): 17/20,
+    // only r9-16 (a stale compute cache, now memory with the driver second) still on another layer.
     let (right, total, wrong) = score_acceptable("holdout-round9.yaml");
     assert_eq!(total, 20);
     assert!(
@@ -617,9 +623,9 @@ fn holdout_round10_keeps_its_measured_accuracy_and_no_new_wrong_layer() {
     // Drawn after the changes made for round 9 (2aad631) by the rule in the fixture's header
     // (committed before the first search, 451b1f3; cases decided before diagnose ran, 4153a8d)
     // and measured once: 14/20 acceptable, 5 unknown, 1 wrong (r10-17, a user's own kernel
-    // answered likely hardware, library second; README.md). Tuned on since (TensorRT's loader
-    // family, the container runtime's "load library failed", GSP timeouts): 19/20, r10-17 the only
-    // miss. Fewer right answers, or any other wrong layer, fails.
+    // answered likely hardware, library second; docs/diagnose-history.md). Tuned on since
+    // (TensorRT's loader family, the container runtime's "load library failed", GSP timeouts):
+    // 19/20, r10-17 the only miss. Fewer right answers, or any other wrong layer, fails.
     let (right, total, wrong) = score_acceptable("holdout-round10.yaml");
     assert_eq!(total, 20);
     assert!(
@@ -649,8 +655,8 @@ fn holdout_round11_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // engines, driver-API names, apt, the container toolkit's requirement; 462f4f7..4c9052a) by
     // the rule in the fixture's header (committed before the first search, cd1c8d7; cases decided
     // before diagnose ran, c117430) and measured once, untuned: 15/20 acceptable, 5 unknown,
-    // 0 wrong, fix right 14/15 (README.md). Tuned on since (families for its misses: a failed
-    // make in the driver's DKMS folder, torch.distributed's process-group misuse, TensorRT
+    // 0 wrong, fix right 14/15 (docs/diagnose-history.md). Tuned on since (families for its misses:
+    // a failed make in the driver's DKMS folder, torch.distributed's process-group misuse, TensorRT
     // rejecting an exported model, TensorRT's `Cuda Error in <call>: N`, torch's "CUDA unknown
     // error" start-up wording): 20/20. Fewer right answers, or any wrong layer, fails.
     assert_holdout_round("holdout-round11.yaml", 20, ROUND11_FLOOR, &[]);
@@ -664,9 +670,10 @@ const ROUND11_FLOOR: usize = 20;
 fn holdout_round12_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 11 was tuned on (1bf987c) by the rule in the fixture's header (committed
     // before the first search, 12ec6f3; cases decided before diagnose ran, 2b7e1da) and measured
-    // once, untuned: 19/20 acceptable, 1 unknown (r12-11), 0 wrong, fix right 18/19 (README.md).
-    // Tuned on since, by family (the container runtime asked for a GPU the host lacks; WSL named
-    // by the log itself): 20/20. Fewer right answers, or any wrong layer, fails.
+    // once, untuned: 19/20 acceptable, 1 unknown (r12-11), 0 wrong, fix right 18/19
+    // (docs/diagnose-history.md). Tuned on since, by family (the container runtime asked for a GPU
+    // the host lacks; WSL named by the log itself): 20/20. Fewer right answers, or any wrong layer,
+    // fails.
     assert_holdout_round("holdout-round12.yaml", 20, ROUND12_FLOOR, &[]);
 }
 
@@ -678,10 +685,10 @@ const ROUND12_FLOOR: usize = 20;
 fn holdout_round13_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 12 was tuned on (c959860) by the rule in the fixture's header (committed
     // before the first search, f16ca5f; cases decided before diagnose ran, a0b00b6) and measured
-    // once, untuned: 16/20 acceptable, 4 unknown, 0 wrong, fix right 13/16 (README.md). Tuned on
-    // since, by family (CMake's toolkit not found whole, xformers built for another torch, the
-    // kernel refusing the module; "no CUDA device" asks whether nvidia-smi sees the GPU): 20/20.
-    // Fewer right answers, or any wrong layer, fails.
+    // once, untuned: 16/20 acceptable, 4 unknown, 0 wrong, fix right 13/16
+    // (docs/diagnose-history.md). Tuned on since, by family (CMake's toolkit not found whole,
+    // xformers built for another torch, the kernel refusing the module; "no CUDA device" asks
+    // whether nvidia-smi sees the GPU): 20/20. Fewer right answers, or any wrong layer, fails.
     assert_holdout_round("holdout-round13.yaml", 20, ROUND13_FLOOR, &[]);
 }
 
@@ -693,10 +700,10 @@ const ROUND13_FLOOR: usize = 20;
 fn holdout_round14_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 13 was tuned on (a9eed99) by the rule in the fixture's header (committed
     // before the first search, a081c1e; cases decided before diagnose ran, fe5f91c) and measured
-    // once, untuned: 16/20 acceptable, 4 unknown, 0 wrong, fix right 13/16 (README.md). Tuned on
-    // since, by family (TensorFlow's missing CUDA runtime symbols, TensorRT's error about one
-    // layer, ONNX Runtime's TensorRT provider, out of memory while counting GPUs): 20/20. Fewer
-    // right answers, or any wrong layer, fails.
+    // once, untuned: 16/20 acceptable, 4 unknown, 0 wrong, fix right 13/16
+    // (docs/diagnose-history.md). Tuned on since, by family (TensorFlow's missing CUDA runtime
+    // symbols, TensorRT's error about one layer, ONNX Runtime's TensorRT provider, out of memory
+    // while counting GPUs): 20/20. Fewer right answers, or any wrong layer, fails.
     assert_holdout_round("holdout-round14.yaml", 20, ROUND14_FLOOR, &[]);
 }
 
@@ -709,9 +716,9 @@ fn holdout_round15_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 14 was tuned on (161bcba) by the rule in the fixture's header (committed
     // before the first search, 1734b7a; cases decided before diagnose ran, c3dc43e) and measured
     // once, untuned: 18/20 acceptable, 0 unknown, 2 wrong (r15-17, r15-18: nvidia-smi's own
-    // segfault read as the library), fix right 17/18 (README.md). Tuned on since, by family
-    // (nvidia-smi's own crash is the driver; the word dxgkrnl alone is no WSL): 20/20, no wrong
-    // layer. Fewer right answers, or any wrong layer, fails.
+    // segfault read as the library), fix right 17/18 (docs/diagnose-history.md). Tuned on since, by
+    // family (nvidia-smi's own crash is the driver; the word dxgkrnl alone is no WSL): 20/20, no
+    // wrong layer. Fewer right answers, or any wrong layer, fails.
     assert_holdout_round("holdout-round15.yaml", 20, ROUND15_FLOOR, &[]);
 }
 
@@ -723,11 +730,12 @@ const ROUND15_FLOOR: usize = 20;
 fn holdout_round16_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 15 was tuned on (07d9ea4) by the rule in the fixture's header (committed
     // before the first search, 8334f07; cases decided before diagnose ran, f1e7cae) and measured
-    // once, untuned: 14/20 acceptable, 6 unknown, 0 wrong, fix right 13/14 (README.md). Tuned on
-    // since, by family (the container runtime's mount errors: driver libraries in the way, or
-    // missing), then nvcc's and NVRTC's compile errors by where they are (the toolkit's own
-    // headers, a kernel the library generated): 19/20, r16-09 (an undefined name in NCCL's own
-    // source) still unknown. Fewer right answers, or any wrong layer, fails.
+    // once, untuned: 14/20 acceptable, 6 unknown, 0 wrong, fix right 13/14
+    // (docs/diagnose-history.md). Tuned on since, by family (the container runtime's mount errors:
+    // driver libraries in the way, or missing), then nvcc's and NVRTC's compile errors by where
+    // they are (the toolkit's own headers, a kernel the library generated): 19/20, r16-09 (an
+    // undefined name in NCCL's own source) still unknown. Fewer right answers, or any wrong layer,
+    // fails.
     assert_holdout_round("holdout-round16.yaml", 20, ROUND16_FLOOR, &[]);
 }
 
@@ -740,11 +748,11 @@ fn holdout_round17_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 16 was tuned on (d1fee59) by the rule in the fixture's header (committed
     // before the first search, dceb1f8; cases decided before diagnose ran, daa3a04) and measured
     // once, untuned: 10/20 acceptable, 9 unknown, 1 wrong (r17-20: an Xid 31 the driver's tracker
-    // calls a driver bug, read as the library), fix right 9/10 (README.md). Tuned on since, by
-    // family (Docker's unknown nvidia runtime, CMake without a default CUDA architecture, the
-    // driver module's own folders failing to compile, TensorFlow's "DNN library is not found",
-    // an Xid of a desktop program): 20/20, no wrong layer. Fewer right answers, or any wrong
-    // layer, fails.
+    // calls a driver bug, read as the library), fix right 9/10 (docs/diagnose-history.md). Tuned on
+    // since, by family (Docker's unknown nvidia runtime, CMake without a default CUDA architecture,
+    // the driver module's own folders failing to compile, TensorFlow's "DNN library is not found",
+    // an Xid of a desktop program): 20/20, no wrong layer. Fewer right answers, or any wrong layer,
+    // fails.
     assert_holdout_round("holdout-round17.yaml", 20, ROUND17_FLOOR, &[]);
 }
 
@@ -758,8 +766,8 @@ fn holdout_round18_keeps_its_tuned_accuracy_and_names_no_other_wrong_layer() {
     // before the first search, 638c2fc; cases decided before diagnose ran, 25daa4e) and measured
     // once, untuned: 16/22 acceptable, 4 unknown, 2 wrong (r18-03: TensorFlow's missing
     // libcusolver read as the library's own binary; r18-17: cuDNN under WSL whose fix was WSL's
-    // libcuda, read as the toolkit), fix right 14/16 (README.md). Tuned on since, by family (the
-    // search path a loader prints is not where the library lives; the Windows driver's
+    // libcuda, read as the toolkit), fix right 14/16 (docs/diagnose-history.md). Tuned on since, by
+    // family (the search path a loader prints is not where the library lives; the Windows driver's
     // nvcuda.dll not found): 18/22, r18-17 still wrong (its title alone, "Could not load library
     // libcudnn_cnn_infer.so.8", is also cuDNN missing in AILab-CVC/Make-Your-Video#4). Fewer right
     // answers, or another wrong layer, fails.
@@ -777,11 +785,10 @@ fn holdout_round19_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // and measured once, untuned: 4/20 acceptable, 14 unknown, 2 wrong (r19-11: JAX's CUDA
     // backend failing with CUDA_ERROR_NOT_INITIALIZED, fixed by reinstalling jax, read as the
     // driver; r19-17: Windows' paging file too small while loading a torch DLL, read as the
-    // library's own binary), fix right 3/4 (README.md). Tuned on since, by family (a wheel
-    // needing a newer glibc, TensorRT's linked-vs-loaded pair, the linker without libcudart,
-    // the paging file, JAX's plugin check, the MIG monitor capability, the persistence daemon,
-    // the runfile's missing kernel source): 20/20. Fewer right answers, or any wrong layer,
-    // fails.
+    // library's own binary), fix right 3/4 (docs/diagnose-history.md). Tuned on since, by family (a
+    // wheel needing a newer glibc, TensorRT's linked-vs-loaded pair, the linker without libcudart,
+    // the paging file, JAX's plugin check, the MIG monitor capability, the persistence daemon, the
+    // runfile's missing kernel source): 20/20. Fewer right answers, or any wrong layer, fails.
     assert_holdout_round("holdout-round19.yaml", 20, ROUND19_FLOOR, &[]);
 }
 
@@ -790,10 +797,10 @@ fn holdout_round20_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // Drawn after round 18 was tuned on (main fdbd7b0), alongside round 19, by the rule in the
     // fixture's header (committed before the first search, 6c03a81; cases decided before
     // diagnose ran, 8b17ab3) and measured once, untuned: 6/20 acceptable, 14 unknown, 0 wrong,
-    // fix right 6/6 (README.md). Tuned on since, by family (XLA's missing libdevice or ptxas,
-    // an unresolvable NVIDIA CDI device, a CUDA IPC handle, a failed ggml CUDA op, CUDA's
-    // peer-mapping limit, NVRM's API mismatch): 20/20, no wrong layer. Fewer right answers, or
-    // any wrong layer, fails.
+    // fix right 6/6 (docs/diagnose-history.md). Tuned on since, by family (XLA's missing libdevice
+    // or ptxas, an unresolvable NVIDIA CDI device, a CUDA IPC handle, a failed ggml CUDA op, CUDA's
+    // peer-mapping limit, NVRM's API mismatch): 20/20, no wrong layer. Fewer right answers, or any
+    // wrong layer, fails.
     assert_holdout_round("holdout-round20.yaml", 20, ROUND20_FLOOR, &[]);
 }
 
@@ -811,10 +818,10 @@ fn holdout_round21_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // diagnose ran, b8d1a75), a representative round of first-hour symptoms, and measured once,
     // untuned: 14/20 acceptable, 4 unknown, 2 wrong (r21-03: torch's preload of a missing cuBLAS
     // pip package read as the toolkit; r21-09: Paddle's CUBLAS_STATUS_NOT_INITIALIZED, fixed by a
-    // consistent CUDA stack, read as memory), fix right 7/14 (README.md, bc9bd5d). Tuned on
-    // since, by family (torch's import preload of its CUDA wheels, Paddle's cuBLAS handle at GPU
-    // setup, collect_env's CPU-only build, dpkg failing on an NVIDIA package): 20/20, no wrong
-    // layer. Fewer right answers, or any wrong layer, fails.
+    // consistent CUDA stack, read as memory), fix right 7/14 (docs/diagnose-history.md, bc9bd5d).
+    // Tuned on since, by family (torch's import preload of its CUDA wheels, Paddle's cuBLAS handle
+    // at GPU setup, collect_env's CPU-only build, dpkg failing on an NVIDIA package): 20/20, no
+    // wrong layer. Fewer right answers, or any wrong layer, fails.
     assert_holdout_round("holdout-round21.yaml", 20, ROUND21_FLOOR, &[]);
 }
 
@@ -823,10 +830,10 @@ fn holdout_round22_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // Drawn after rounds 19 and 20 were tuned on and merged (main 9135b6d), alongside round 21,
     // by the rule in the fixture's header (committed before the first search, 874dec8; cases
     // decided before diagnose ran, 4e5de6b) and measured once, untuned: 6/20 acceptable, 14
-    // unknown, 0 wrong, fix right 3/6 (README.md). Tuned on since, by family (the DataLoader's
-    // shared memory, bf16 on a card older than Ampere, Code 43 without Device Manager's
-    // sentence, "Failed to dlopen libcuda.so", nvcc refusing a second cl.exe): 15/20, no wrong
-    // layer. Fewer right answers, or any wrong layer, fails.
+    // unknown, 0 wrong, fix right 3/6 (docs/diagnose-history.md). Tuned on since, by family (the
+    // DataLoader's shared memory, bf16 on a card older than Ampere, Code 43 without Device
+    // Manager's sentence, "Failed to dlopen libcuda.so", nvcc refusing a second cl.exe): 15/20, no
+    // wrong layer. Fewer right answers, or any wrong layer, fails.
     assert_holdout_round("holdout-round22.yaml", 20, ROUND22_FLOOR, &[]);
 }
 
@@ -843,11 +850,11 @@ fn holdout_round23_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // 21, by the rule in the fixture's header (committed before the first search, f2698cf; cases
     // decided before diagnose ran, efc4d7a) and measured once, untuned: 9/18 acceptable, 8
     // unknown, 1 wrong (r23-02: PyTorch's bare CUDNN_STATUS_NOT_INITIALIZED, fixed by a smaller
-    // batch, read as a cuDNN/CUDA mismatch), fix right 7/9 (README.md). Tuned on since, by family
-    // (a bare cuDNN NOT_INITIALIZED as memory, TensorFlow's convolution algorithm as the cuDNN
-    // handle, TensorRT's serialization version tag, vLLM's memory budget, inductor without
-    // Triton, Triton's ptxas older than the card, Triton's run-time -lcuda): 17/18, no wrong
-    // layer. Fewer right answers, or any wrong layer, fails.
+    // batch, read as a cuDNN/CUDA mismatch), fix right 7/9 (docs/diagnose-history.md). Tuned on
+    // since, by family (a bare cuDNN NOT_INITIALIZED as memory, TensorFlow's convolution algorithm
+    // as the cuDNN handle, TensorRT's serialization version tag, vLLM's memory budget, inductor
+    // without Triton, Triton's ptxas older than the card, Triton's run-time -lcuda): 17/18, no
+    // wrong layer. Fewer right answers, or any wrong layer, fails.
     assert_holdout_round("holdout-round23.yaml", 18, ROUND23_FLOOR, &[]);
 }
 
@@ -858,9 +865,9 @@ fn holdout_round24_keeps_its_tuned_accuracy_and_names_no_other_wrong_layer() {
     // before diagnose ran, d0bc472), a representative round of first-hour symptoms, and measured
     // once, untuned: 12/18 acceptable, 5 unknown, 1 wrong (r24-17: "no CUDA-capable device is
     // detected" on a notebook whose only GPU is an ATI card, read as the driver), fix right 10/12
-    // (README.md, 825e3f0). Tuned on since, by family (CUDA Python's 'Function "cuInit" not
-    // found', conda's CPU-only PyTorch builds): 15/18, r24-17 still wrong. Fewer right answers,
-    // or a wrong layer beyond the measured one, fails.
+    // (docs/diagnose-history.md, 825e3f0). Tuned on since, by family (CUDA Python's 'Function
+    // "cuInit" not found', conda's CPU-only PyTorch builds): 15/18, r24-17 still wrong. Fewer right
+    // answers, or a wrong layer beyond the measured one, fails.
     assert_holdout_round("holdout-round24.yaml", 18, ROUND24_FLOOR, &["r24-17"]);
 }
 
@@ -870,9 +877,10 @@ fn holdout_round25_keeps_its_tuned_accuracy_and_names_no_other_wrong_layer() {
     // by the rule in the fixture's header (committed before the first search, 7668f3c; cases
     // decided before diagnose ran, 204666c), a representative round of new-workstation symptoms,
     // and measured once, untuned: 9/15 acceptable, 5 unknown, 1 wrong (r25-15: pycuda's "cuInit
-    // failed: unknown error" in a VM with no GPU, read as the driver), fix right 6/9 (README.md).
-    // Tuned on since, by family (TensorFlow's own module lacking an API the code calls, make
-    // failing inside the NVIDIA installer's kernel tree): 12/15, r25-15 still wrong. Fewer right answers, or a wrong layer beyond the measured one, fails.
+    // failed: unknown error" in a VM with no GPU, read as the driver), fix right 6/9
+    // (docs/diagnose-history.md). Tuned on since, by family (TensorFlow's own module lacking an API
+    // the code calls, make failing inside the NVIDIA installer's kernel tree): 12/15, r25-15 still
+    // wrong. Fewer right answers, or a wrong layer beyond the measured one, fails.
     assert_holdout_round("holdout-round25.yaml", 15, ROUND25_FLOOR, &["r25-15"]);
 }
 
@@ -894,10 +902,10 @@ fn holdout_round26_keeps_its_tuned_accuracy_and_names_no_other_wrong_layer() {
     // untuned: 7/18 acceptable, 9 unknown, 2 wrong (r26-08: MatConvNet's unspecified launch
     // failure fixed by a library release, read as the card; r26-12: CNTK's cuDNN execution
     // failure from the user's own convolution, read as a cuDNN/CUDA mismatch), fix right 6/7
-    // (README.md). Tuned on since, by family (a DataLoader worker killed by SIGKILL, two
-    // floating-point precisions in one op, GradScaler's refusals, cuDNN's execution failure as
-    // the library build, conda's CPU build in its download table and mamba's plan): 17/18,
-    // r26-08 still wrong. Fewer right answers, or a wrong layer beyond it, fails.
+    // (docs/diagnose-history.md). Tuned on since, by family (a DataLoader worker killed by SIGKILL,
+    // two floating-point precisions in one op, GradScaler's refusals, cuDNN's execution failure as
+    // the library build, conda's CPU build in its download table and mamba's plan): 17/18, r26-08
+    // still wrong. Fewer right answers, or a wrong layer beyond it, fails.
     assert_holdout_round("holdout-round26.yaml", 18, ROUND26_FLOOR, &["r26-08"]);
 }
 
@@ -911,9 +919,10 @@ fn holdout_round27_keeps_its_tuned_accuracy_and_names_no_wrong_layer() {
     // the rule in the fixture's header (committed before the first search, f56eca0; cases decided
     // before diagnose ran, 4185a9f), a representative round of a new workstation's first hour,
     // and measured once, untuned: 13/17 acceptable, 4 unknown, 0 wrong, fix right 10/13
-    // (README.md, b7d00cc). Tuned on since, by family (apt's "but it is not installable" for an
-    // NVIDIA package, torch's own _C extension module missing a symbol, the CUDA images' "NVIDIA
-    // Driver was not detected" banner): 17/17. Fewer right answers, or any wrong layer, fails.
+    // (docs/diagnose-history.md, b7d00cc). Tuned on since, by family (apt's "but it is not
+    // installable" for an NVIDIA package, torch's own _C extension module missing a symbol, the
+    // CUDA images' "NVIDIA Driver was not detected" banner): 17/17. Fewer right answers, or any
+    // wrong layer, fails.
     assert_holdout_round("holdout-round27.yaml", 17, ROUND27_FLOOR, &[]);
 }
 
@@ -928,10 +937,10 @@ fn holdout_round28_keeps_its_accuracy_and_names_no_other_wrong_layer() {
     // decided before diagnose ran, 523cc9a), a representative round of a vision lab's first
     // training runs, and measured once, untuned: 13/20 acceptable, 6 unknown, 1 wrong (r28-06:
     // onnxruntime's missing libcublas.so.9.1 read as the library's own binary through the
-    // warning's site-packages path), fix right 11/13 (README.md). Tuned on since, by family
-    // (torchvision's custom ops not loading, Caffe2's cuDNN compiled/runtime mismatch, CUDA_HOME
-    // written like PATH, glibc's symbol version not defined for a CUDA library): 19/20, r28-06
-    // still wrong. Fewer right answers, or a wrong layer beyond it, fails.
+    // warning's site-packages path), fix right 11/13 (docs/diagnose-history.md). Tuned on since, by
+    // family (torchvision's custom ops not loading, Caffe2's cuDNN compiled/runtime mismatch,
+    // CUDA_HOME written like PATH, glibc's symbol version not defined for a CUDA library): 19/20,
+    // r28-06 still wrong. Fewer right answers, or a wrong layer beyond it, fails.
     assert_holdout_round("holdout-round28.yaml", 20, ROUND28_FLOOR, &["r28-06"]);
 }
 
@@ -945,9 +954,9 @@ fn holdout_round29_keeps_its_measured_accuracy_and_names_no_wrong_layer() {
     // alongside breadth passes brE and brF, by the rule in the fixture's header (committed
     // before the first search, 5433e2b; cases decided before diagnose ran, a621ada), a
     // representative round of the stack after an upgrade or a rebuild, and measured once,
-    // untuned: 9/20 acceptable, 11 unknown, 0 wrong, fix right 7/9 (README.md). Tuned on since,
-    // by family (a removed nvidia/cuda base tag, TH's "you tried to reallocate ... Buy new RAM!"):
-    // 14/20. Fewer right answers, or any wrong layer, fails.
+    // untuned: 9/20 acceptable, 11 unknown, 0 wrong, fix right 7/9 (docs/diagnose-history.md).
+    // Tuned on since, by family (a removed nvidia/cuda base tag, TH's "you tried to reallocate ...
+    // Buy new RAM!"): 14/20. Fewer right answers, or any wrong layer, fails.
     assert_holdout_round("holdout-round29.yaml", 20, ROUND29_FLOOR, &[]);
 }
 
@@ -962,10 +971,10 @@ fn holdout_round30_keeps_its_measured_accuracy_and_names_no_other_wrong_layer() 
     // the first search, 391ccd0; cases decided before diagnose ran, f4d17a7), a representative
     // round of serving small vision models, and measured once, untuned: 8/14 acceptable, 5
     // unknown, 1 wrong (r30-02: OpenAI Triton's invalid kernel image, gone on a newer driver,
-    // read as the library's code), fix right 7/8 (README.md). Tuned on since, by family
-    // (Triton's invalid kernel image as the driver, ONNX Runtime's TensorRT provider not created,
-    // CMake without cuDNN, TensorRT 5-7's engine size assertion): 13/14, no wrong layer. Fewer
-    // right answers, or any wrong layer, fails.
+    // read as the library's code), fix right 7/8 (docs/diagnose-history.md). Tuned on since, by
+    // family (Triton's invalid kernel image as the driver, ONNX Runtime's TensorRT provider not
+    // created, CMake without cuDNN, TensorRT 5-7's engine size assertion): 13/14, no wrong layer.
+    // Fewer right answers, or any wrong layer, fails.
     assert_holdout_round("holdout-round30.yaml", 14, ROUND30_FLOOR, &[]);
 }
 

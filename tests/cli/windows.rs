@@ -4,7 +4,7 @@
 //! required", and the archive's fetch → audit → bundle → unbundle round trip in folders with
 //! spaces, with read-only installers and a file held open. The shipped Windows manifests pass
 //! `check` here too. What Wine cannot show (a real driver install, real sharing violations) is
-//! left to a real Windows machine; the README says so.
+//! left to a real Windows machine; docs/windows.md says so.
 #![cfg(windows)]
 
 use crate::common::OutputStarted;
