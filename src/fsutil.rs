@@ -4,6 +4,8 @@
 //! through [`write_atomic`]. Every error names the file; each module wraps [`YamlError`] in its
 //! own error enum, with its own words.
 
+pub mod lock;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

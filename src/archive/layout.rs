@@ -102,6 +102,12 @@ impl StackDir {
         self.root.join(".stackpin-busy")
     }
 
+    /// `.stackpin-in-use`: shared by every running proof of the stack, exclusive for an
+    /// install, so an install never replaces the venv under a running example.
+    pub fn in_use_path(&self) -> PathBuf {
+        self.root.join(".stackpin-in-use")
+    }
+
     /// Takes the stack's file lock without waiting: `None` while another process holds it
     /// (a fetch, an install, a repair, an `up`).
     pub fn try_lock(&self) -> Result<Option<StackLock>, ArchiveError> {

@@ -61,6 +61,8 @@ impl PipTarget {
     /// The arguments after the interpreter, up to (not including) the requirements.
     fn base_args(&self, dest: &Path) -> Vec<String> {
         let mut args: Vec<String> = [
+            // Isolated: no PYTHON* variable, no user site, not the working folder on sys.path.
+            "-I",
             "-m",
             "pip",
             "download",
@@ -211,6 +213,9 @@ fn run_pip(python: &str, args: &[String], dest: &Path, watch: &Watch) -> Result<
             said_in_lines.store(started.elapsed().as_millis() as u64, Ordering::Relaxed);
         })),
         timeout: None,
+        // Not the caller's folder: a `pip.py` or `pip/` there would be imported, as root.
+        cwd: Some(exec::neutral_dir()),
+        guarded: true,
     };
     let mut running = exec::start(spec).map_err(|e| {
         ArchiveError::Pip(format!(

@@ -144,6 +144,8 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
         dry_run: args.dry_run,
         force: args.force.clone(),
         skip_admin_check: super::defaults::skip_admin_check(),
+        machine_lock: Some(super::defaults::machine_lock()),
+        no_wait: args.no_wait,
     };
     let reporter = CliReporter::new(global.quiet || global.json);
     // The error knows its exit status: refused 1, not admin or an unreadable lock/state 2.

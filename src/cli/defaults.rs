@@ -37,6 +37,37 @@ fn archive_for(admin: bool, os: Os, program_data: Option<String>) -> PathBuf {
     }
 }
 
+/// The machine-wide install lock: `STACKPIN_LOCK_DIR/machine.lock` when set, else a folder
+/// only root or Administrator writes (`/run/stackpin`, `%ProgramData%\stackpin`) for them, and
+/// the user's own temporary folder for anyone else (who installs no driver).
+pub fn machine_lock() -> PathBuf {
+    let system = RealSystem;
+    let dir = match system.env("STACKPIN_LOCK_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => {
+            let admin = crate::host::os_info::probe(&system).admin.unwrap_or(false);
+            lock_dir_for(admin, system.os(), system.env("ProgramData"))
+        }
+    };
+    dir.join("machine.lock")
+}
+
+fn lock_dir_for(admin: bool, os: Os, program_data: Option<String>) -> PathBuf {
+    match (admin, os) {
+        (true, Os::Linux) => PathBuf::from("/run/stackpin"),
+        (true, Os::Windows) => {
+            PathBuf::from(program_data.unwrap_or_else(|| r"C:\ProgramData".to_string()))
+                .join("stackpin")
+        }
+        (false, _) => std::env::temp_dir().join(format!(
+            "stackpin-{}",
+            std::env::var("USER")
+                .or_else(|_| std::env::var("USERNAME"))
+                .unwrap_or_else(|_| "user".into())
+        )),
+    }
+}
+
 /// Whether install and repair skip the root/Administrator check: only ever in debug builds.
 pub fn skip_admin_check() -> bool {
     cfg!(debug_assertions) && std::env::var_os("STACKPIN_SKIP_ADMIN_CHECK").is_some()

@@ -295,6 +295,7 @@ pub fn run_repair(args: &RepairArgs, global: &GlobalArgs) -> CmdResult {
         prove_reporter: &super::term::Spinner::new(global),
         interrupted: &interrupted,
         skip_admin_check: super::defaults::skip_admin_check(),
+        machine_lock: Some(super::defaults::machine_lock()),
         gpu: args.gpu,
     };
     let report = repair(&m, &stack, &exam, &ctx).map_err(repair_failure)?;

@@ -181,6 +181,8 @@ pub fn run_resume(args: &ResumeArgs) -> CmdResult {
         env_remove: Vec::new(),
         output: crate::exec::Output::Lines(Box::new(|line| println!("{line}"))),
         timeout: None,
+        cwd: None,
+        guarded: false,
     };
     let finished = crate::exec::run(spec)
         .map_err(|e| CliError::broke(anyhow!(e).context(format!("starting `{program}`"))))?;

@@ -352,6 +352,8 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
             dry_run: false,
             force: vec![],
             skip_admin_check: super::defaults::skip_admin_check(),
+            machine_lock: Some(super::defaults::machine_lock()),
+            no_wait: args.no_wait,
         },
         prove: &args.prove.options(),
         no_wait: args.no_wait,

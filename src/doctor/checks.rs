@@ -273,6 +273,7 @@ fn example(facts: &Facts<'_>, record: Option<&ProvenStack>, drift: &mut Vec<Drif
         LibrarySeen::Present { version, .. } => Some(version.to_string()),
         LibrarySeen::ImportFailed { .. } => Some("import fails".to_string()),
         LibrarySeen::NoInterpreter => Some("no interpreter".to_string()),
+        LibrarySeen::Untrusted { why } => Some(format!("not run: {why}")),
     };
     if let Some(now) = library_now {
         drift.push(Drift {

@@ -102,6 +102,8 @@ pub struct RepairContext<'a> {
     pub prove_reporter: &'a dyn ProveReporter,
     pub interrupted: &'a AtomicBool,
     pub skip_admin_check: bool,
+    /// The machine-wide install lock ([`InstallOptions::machine_lock`]).
+    pub machine_lock: Option<std::path::PathBuf>,
     pub gpu: Option<u32>,
 }
 
@@ -136,6 +138,8 @@ pub fn repair(
         dry_run: false,
         force: plan.reinstall.clone(),
         skip_admin_check: ctx.skip_admin_check,
+        machine_lock: ctx.machine_lock.clone(),
+        no_wait: false,
     };
     let chain = install::install(
         m,

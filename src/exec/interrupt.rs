@@ -3,6 +3,10 @@
 //!
 //! The children run in trees of their own and never see the terminal's Ctrl-C; only stackpin
 //! does, through the handler installed by [`on_ctrl_c`].
+//!
+//! SIGTERM (a service manager, `kill`) and SIGHUP (the ssh session that dropped) count as the
+//! second press at once: no one is left at the terminal to wait for, so the running child's
+//! tree is ended now and the chain records where it stopped.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -21,8 +25,40 @@ pub fn on_ctrl_c(waiting: &'static str) -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     FLAGS.with_flag(Arc::clone(&flag));
     // A second registration fails harmlessly: the first handler sets every registered flag.
-    let _ = ctrlc::set_handler(move || press(waiting));
+    if ctrlc::set_handler(move || press(waiting)).is_ok() {
+        on_termination();
+    }
     flag
+}
+
+/// SIGTERM and SIGHUP, read on a thread of their own: each ends the running child's tree.
+#[cfg(unix)]
+fn on_termination() {
+    use signal_hook::consts::{SIGHUP, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        for signal in signals.forever() {
+            let name = if signal == SIGHUP {
+                "SIGHUP"
+            } else {
+                "SIGTERM"
+            };
+            terminate(name);
+        }
+    });
+}
+
+#[cfg(not(unix))]
+fn on_termination() {}
+
+/// A termination signal: every flag is set and the running child's tree is ended at once.
+fn terminate(signal: &str) {
+    FLAGS.set_all();
+    if PRESSES.swap(2, Ordering::SeqCst) < 2 {
+        eprintln!("\n{signal} received: stopping the running process and its children");
+    }
 }
 
 /// Flags of later [`on_ctrl_c`] calls (`up` runs fetch, install and prove in one process).

@@ -20,11 +20,13 @@
 //! and reads no environment variables.
 
 pub mod drain;
+pub mod guard;
 pub mod interrupt;
 pub mod step;
 
 use std::ffi::OsString;
 use std::io;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -116,6 +118,14 @@ pub struct Spec {
     pub output: Output,
     /// `None`: no limit (the monitor, which its owner stops).
     pub timeout: Option<Duration>,
+    /// The child's working folder; `None` keeps stackpin's own. Probes and every Python
+    /// stackpin starts get a folder stackpin chose ([`neutral_dir`]), never the caller's, which
+    /// may hold a `torch/` or `pip.py` of its own.
+    pub cwd: Option<PathBuf>,
+    /// Put a [`guard`] between stackpin and the child, so that the child's tree ends when
+    /// stackpin ends, even by `kill -9` (installers, the example). No effect until the binary
+    /// enabled the guard ([`guard::enable`]).
+    pub guarded: bool,
 }
 
 impl Spec {
@@ -137,6 +147,8 @@ impl Spec {
             env_remove: Vec::new(),
             output: Output::Log(log),
             timeout: Some(timeout),
+            cwd: None,
+            guarded: false,
         })
     }
 
@@ -153,7 +165,30 @@ impl Spec {
             env_remove: Vec::new(),
             output: Output::Capture,
             timeout: Some(timeout),
+            cwd: Some(neutral_dir()),
+            guarded: false,
         }
+    }
+}
+
+/// A working folder that holds nothing a child could pick up by accident: `/` on Unix (only
+/// root writes there), the user's own temporary folder on Windows.
+pub fn neutral_dir() -> PathBuf {
+    if cfg!(windows) {
+        std::env::temp_dir()
+    } else {
+        PathBuf::from("/")
+    }
+}
+
+/// A program named by a relative path (`./venv/bin/python`) made absolute against stackpin's
+/// own working folder, so that it still names the same file when the child runs elsewhere.
+fn program_for(program: &Path, cwd_changes: bool) -> PathBuf {
+    let relative_path = program.is_relative() && program.components().count() > 1;
+    if cwd_changes && relative_path {
+        std::path::absolute(program).unwrap_or_else(|_| program.to_path_buf())
+    } else {
+        program.to_path_buf()
     }
 }
 
@@ -172,6 +207,10 @@ pub struct Finished {
 /// A running child and the threads draining its pipes.
 pub struct Running {
     child: Box<dyn ChildWrapper>,
+    /// A guarded child's stdin, held open for as long as stackpin lives: its end is the
+    /// guard's signal that stackpin is gone.
+    _lifeline: Option<std::process::ChildStdin>,
+    guarded: bool,
     program: String,
     started: Instant,
     timeout: Option<Duration>,
@@ -189,14 +228,38 @@ pub fn start(spec: Spec) -> Result<Running, ExecError> {
     if program.is_empty() {
         return Err(ExecError::EmptyCommand);
     }
-    let mut command = Command::new(&spec.program);
+    let target = program_for(Path::new(&spec.program), spec.cwd.is_some());
+    let guarded = if spec.guarded {
+        guard::wrap(target.as_os_str(), &spec.args)
+    } else {
+        None
+    };
+    let mut command = match &guarded {
+        Some((exe, args)) => {
+            let mut c = Command::new(exe);
+            c.args(args);
+            c
+        }
+        None => {
+            let mut c = Command::new(&target);
+            c.args(&spec.args);
+            c
+        }
+    };
     for name in &spec.env_remove {
         command.env_remove(name);
     }
+    if let Some(dir) = &spec.cwd {
+        command.current_dir(dir);
+    }
     command
-        .args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        // A guard learns that stackpin is gone when this pipe closes (see [`guard`]).
+        .stdin(if guarded.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut wrap = CommandWrap::from(command);
@@ -208,9 +271,12 @@ pub fn start(spec: Spec) -> Result<Running, ExecError> {
     })?;
     let stdout = child.stdout().take();
     let stderr = child.stderr().take();
+    let lifeline = child.stdin().take();
     let drains = drain::start(stdout, stderr, spec.output);
     Ok(Running {
         child,
+        guarded: lifeline.is_some(),
+        _lifeline: lifeline,
         program,
         started,
         timeout: spec.timeout,
@@ -250,6 +316,27 @@ impl Running {
     /// The child's process id (the root of its tree).
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The command's own process id: the child's, or under a guard the guard's only child
+    /// (read from `/proc` on Linux, waiting up to a second for the guard to start it; elsewhere
+    /// the guard's own id, the root of the same tree).
+    pub fn command_pid(&self) -> u32 {
+        let pid = self.pid();
+        if !self.guarded || !cfg!(target_os = "linux") {
+            return pid;
+        }
+        let children = format!("/proc/{pid}/task/{pid}/children");
+        for _ in 0..50 {
+            if let Some(child) = std::fs::read_to_string(&children)
+                .ok()
+                .and_then(|t| t.split_whitespace().next()?.parse().ok())
+            {
+                return child;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        pid
     }
 
     /// Time since the child started.

@@ -87,6 +87,9 @@ pub struct Step {
     pub env_remove: Vec<std::ffi::OsString>,
     pub log: PathBuf,
     pub timeout: Duration,
+    /// The working folder; `None` keeps stackpin's own (a manifest's command may name files
+    /// relative to it). Python steps get a folder stackpin chose.
+    pub cwd: Option<PathBuf>,
 }
 
 /// What happened when a step ran.
@@ -171,6 +174,9 @@ pub fn start_step(step: &Step) -> Result<RunningStep, RunnerError> {
     let _ = writeln!(log, "$ {}", shell_words(&step.argv));
     let mut spec = exec::Spec::logged(&step.argv, &step.env, log, step.timeout)?;
     spec.env_remove = step.env_remove.clone();
+    spec.cwd = step.cwd.clone();
+    // A step is an installer, a layer's command or the example: it ends with stackpin.
+    spec.guarded = true;
     let running = exec::start(spec)?;
     Ok(RunningStep {
         running,
@@ -182,6 +188,11 @@ impl RunningStep {
     /// The child's process id (the root of the tree whose GPU memory is sampled).
     pub fn pid(&self) -> u32 {
         self.running.pid()
+    }
+
+    /// The command's own process id: under the guard, the guard's child ([`exec::Running::command_pid`]).
+    pub fn command_pid(&self) -> u32 {
+        self.running.command_pid()
     }
 
     /// Seconds since the child started.
@@ -316,6 +327,7 @@ mod tests {
             env_remove: vec![],
             log,
             timeout,
+            cwd: None,
         }
     }
 

@@ -87,17 +87,25 @@ struct ProbeLine {
     device: Option<String>,
 }
 
-/// The interpreter's arguments that probe `library` (a manifest's `library.name`).
-pub fn probe_args(library: &str) -> Vec<String> {
+/// The interpreter's arguments that probe `library` (a manifest's `library.name`). `isolated`
+/// for a venv's interpreter (`-I`: no `PYTHON*` variable, no user site, no working folder on
+/// `sys.path`): what counts is what the venv holds. A user's own interpreter keeps its
+/// environment (a library on `PYTHONPATH`, a module system's variables); every probe runs from
+/// a folder stackpin chose, never the caller's, so a `torch/` there is not imported.
+pub fn probe_args(library: &str, isolated: bool) -> Vec<String> {
     let target = crate::compat::libraries().probe_target(library);
-    vec![
-        "-c".to_string(),
-        PROBE_SCRIPT.to_string(),
-        "probe".to_string(),
-        target.probe,
-        target.module,
-        target.distribution,
-    ]
+    let isolation = isolated.then(|| "-I".to_string());
+    isolation
+        .into_iter()
+        .chain([
+            "-c".to_string(),
+            PROBE_SCRIPT.to_string(),
+            "probe".to_string(),
+            target.probe,
+            target.module,
+            target.distribution,
+        ])
+        .collect()
 }
 
 /// Runs the probe for `library` with `python`: a described library reports its CUDA build and
@@ -109,7 +117,16 @@ pub fn probe(
     library: &str,
     timeout: Duration,
 ) -> Result<LibraryProbe, HostError> {
-    let args = probe_args(library);
+    let venv = super::venv::venv_of(system, python);
+    if let Some(venv) = &venv
+        && let super::venv::VenvState::Foreign { why } = super::venv::state(system, venv, python)
+    {
+        return Err(HostError::Probe {
+            python: python.to_path_buf(),
+            detail: format!("not run: {why}"),
+        });
+    }
+    let args = probe_args(library, venv.is_some());
     let out = system.run(python, &args, timeout)?;
     let line = out
         .stdout

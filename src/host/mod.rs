@@ -14,6 +14,7 @@ pub mod nvidia_smi;
 pub mod os_info;
 pub mod system;
 pub mod toolkits;
+pub mod venv;
 
 use std::path::PathBuf;
 use std::time::Duration;

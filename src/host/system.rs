@@ -58,6 +58,8 @@ pub trait System {
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
     /// Where a symbolic link points (as stored in the link).
     fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
+    /// The path with every symbolic link resolved (a venv's `python` to its interpreter).
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
     /// The operating system family.
     fn os(&self) -> Os;
 }
@@ -112,6 +114,10 @@ impl System for RealSystem {
 
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         std::fs::read_link(path)
+    }
+
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
     }
 
     fn os(&self) -> Os {

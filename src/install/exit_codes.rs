@@ -83,7 +83,8 @@ pub fn verdict(
 
 /// A step's status read with the layer's codes instead of the runner's generic table.
 pub fn step_status(status: StepStatus, code: Option<i32>, codes: &ExitCodes) -> StepStatus {
-    if status == StepStatus::TimedOut {
+    // Ended by stackpin (its timeout, a stop request): no exit code of its own to read.
+    if matches!(status, StepStatus::TimedOut | StepStatus::Interrupted) {
         return status;
     }
     match meaning(code, codes) {
@@ -102,7 +103,7 @@ pub fn accepted_with_warning(
     codes: &ExitCodes,
     check_holds: bool,
 ) -> Option<String> {
-    let timed_out = status == StepStatus::TimedOut;
+    let timed_out = matches!(status, StepStatus::TimedOut | StepStatus::Interrupted);
     match verdict(code, timed_out, codes, check_holds) {
         Verdict::AcceptedWithWarning => Some(format!(
             "warning: the {layer} installer exited with code {}, which its exit_codes list neither as success {:?} nor as reboot {:?}; the {layer}'s check holds, so the step is accepted",

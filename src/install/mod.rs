@@ -12,14 +12,16 @@ pub mod preflight;
 pub mod reboot;
 pub mod state;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 
 use crate::archive::{self, ArchiveError, Lockfile, StackDir};
-use crate::exec::step::{RunnerError, Step, StepOutcome, StepStatus, run_step};
+use crate::exec::step::{RunnerError, Step, StepOutcome, StepStatus, start_step};
+use crate::fsutil::lock;
 use crate::layers::{self, HostView, Proof, prove_layer};
+use crate::manifest::placeholder::library_python;
 use crate::manifest::{Layer, LibraryInstaller, Manifest};
 use files::{ArchivedFile, FileState};
 use plan::{PlannedCommand, layer_commands};
@@ -55,6 +57,28 @@ pub enum InstallError {
         #[source]
         source: std::io::Error,
     },
+    /// The folder at `library.venv` is not a venv stackpin made: it is neither run nor replaced.
+    #[error(
+        "library: {why}; stackpin creates the venv fresh and replaces only one it made: move {venv} aside (or delete it), or set library.venv to a new folder"
+    )]
+    ForeignVenv { venv: String, why: String },
+    /// Another stackpin installs on this machine (or proves this stack), and `--no-wait` was given.
+    #[error(
+        "{what} is held by {holder}: it is installing or proving now; run again when it has finished (without --no-wait to wait for it)"
+    )]
+    Busy { what: String, holder: String },
+    #[error("cannot take the lock {}", path.display())]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot mark the new venv {venv} as stackpin's")]
+    VenvMarker {
+        venv: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// What `install` was asked to do.
@@ -65,6 +89,11 @@ pub struct InstallOptions {
     pub force: Vec<Layer>,
     /// Skip the root/Administrator check (containers, non-root toolkit prefixes, tests).
     pub skip_admin_check: bool,
+    /// The machine-wide lock file: the driver and the toolkit are the machine's, so two stacks
+    /// never install at once. `None`: no machine lock (unit tests).
+    pub machine_lock: Option<PathBuf>,
+    /// Answer at once, instead of waiting, when another stackpin holds a lock.
+    pub no_wait: bool,
 }
 
 /// Progress of the chain, for the CLI to show.
@@ -75,6 +104,8 @@ pub trait InstallReporter {
     /// A step's outcome was judged other than its exit code says (a passing check after an
     /// unexpected code): said right after the step, which looked failed.
     fn warning(&self, _text: &str) {}
+    /// Something worth a line while the chain waits (another stackpin holds a lock).
+    fn note(&self, _text: &str) {}
 }
 
 /// A reporter that shows nothing.
@@ -175,12 +206,16 @@ pub fn interrupted_steps(state: &ChainState) -> Vec<String> {
     state
         .layers
         .iter()
-        .filter(|(_, st)| st.status == LayerStatus::Running)
-        .map(|(layer, st)| {
-            format!(
+        .filter_map(|(layer, st)| match st.status {
+            LayerStatus::Running => Some(format!(
                 "the {layer} step was interrupted: stackpin stopped while it ran (started {}), so the {layer} is in an unknown state; run `stackpin install MANIFEST` to run it again",
                 st.at
-            )
+            )),
+            LayerStatus::Failed if state.interrupted_at == Some(*layer) => Some(format!(
+                "the {layer} step was interrupted at {}: stackpin was stopped and ended it with every process it started, so the {layer} is in an unknown state; run `stackpin install MANIFEST` to run it again",
+                st.at
+            )),
+            _ => None,
         })
         .collect()
 }
@@ -232,6 +267,30 @@ pub fn install(
         });
     }
     let files = archived_files(stack, &lock);
+    // The stack's own lock keeps two installs of it apart; these two keep every install apart
+    // from a running proof of this stack and from any other install on the machine.
+    let (_in_use, machine) = if options.dry_run {
+        (None, None)
+    } else {
+        let in_use = take_lock(
+            &stack.in_use_path(),
+            lock::Mode::Exclusive,
+            "this stack's proof lock",
+            options,
+            reporter,
+        )?;
+        let machine = match &options.machine_lock {
+            Some(path) => Some(take_lock(
+                path,
+                lock::Mode::Exclusive,
+                "the machine's install lock",
+                options,
+                reporter,
+            )?),
+            None => None,
+        };
+        (Some(in_use), machine)
+    };
     let state_path = stack.state_path();
     let mut state = ChainState::load(&state_path)?;
     let mut report = InstallReport {
@@ -307,7 +366,12 @@ pub fn install(
         // interrupted at this layer by status, doctor and the next install, never as done.
         state.mark(layer, LayerStatus::Running, None, None);
         state.save(&state_path)?;
-        let result = run_layer(m, stack, &lock, layer, &commands, reporter);
+        let around = Around {
+            reporter,
+            host,
+            machine: machine.as_ref(),
+        };
+        let result = run_layer(m, stack, &lock, layer, &commands, &around);
         let mut result = match result {
             Ok(result) => result,
             Err(e) => {
@@ -339,7 +403,9 @@ pub fn install(
             *why = blind;
         }
         state.mark(layer, status, result.log.clone(), Some(after.seen.clone()));
-        state.interrupted_at = None;
+        // A step ended by a stop request is where the chain was interrupted, not a failure of
+        // the installer: status and the next install say so.
+        state.interrupted_at = (result.status == StepStatus::Interrupted).then_some(layer);
         state.save(&state_path)?;
         report.layers.push(LayerResult {
             layer,
@@ -365,14 +431,27 @@ struct LayerRun {
     tail: Vec<String>,
 }
 
+/// What a layer's steps run among: the reporter, the host, the machine lock they record into.
+#[derive(Clone, Copy)]
+struct Around<'a> {
+    reporter: &'a dyn InstallReporter,
+    host: &'a dyn HostView,
+    machine: Option<&'a lock::HeldLock>,
+}
+
 fn run_layer(
     m: &Manifest,
     stack: &StackDir,
     lock: &Lockfile,
     layer: Layer,
     commands: &[PlannedCommand],
-    reporter: &dyn InstallReporter,
+    around: &Around<'_>,
 ) -> Result<LayerRun, InstallError> {
+    let Around {
+        reporter,
+        host,
+        machine,
+    } = *around;
     // Every file the manifest names for this layer must be archived and locked: a layer whose
     // installer is not in the archive has nothing verified to run.
     for installer in m.installers(layer) {
@@ -390,6 +469,14 @@ fn run_layer(
     }
     let hermetic = layer == Layer::Library && m.library.pip.is_some();
     if hermetic {
+        // Asked again here, not only in the preflight: `repair` and `up` come this way too.
+        if let (Some(why), Some(venv)) = (preflight::foreign_venv(m, host), m.library.venv.as_ref())
+        {
+            return Err(InstallError::ForeignVenv {
+                venv: venv.clone(),
+                why,
+            });
+        }
         write_pip_requirements(m, stack, lock)?;
         if m.library.installer == LibraryInstaller::Uv {
             let entry = archive::uv_entry(lock).ok_or_else(|| InstallError::Refused {
@@ -448,13 +535,24 @@ fn run_layer(
             env_remove,
             log: stack.logs_dir().join(crate::exec::step::log_name(&prefix)),
             timeout: m.timeout(layer),
+            cwd: None,
         };
         reporter.step_started(layer, &step.argv);
-        let mut outcome = run_step(&step).map_err(|source| InstallError::Runner {
+        let runner_error = |source| InstallError::Runner {
             layer,
             program: step.argv.first().cloned().unwrap_or_default(),
             source,
-        })?;
+        };
+        let running = start_step(&step).map_err(runner_error)?;
+        // The step's tree, for a stackpin that takes the machine lock after this one died.
+        if let Some(machine) = machine {
+            machine.record_tree(Some(running.pid()));
+        }
+        let outcome = running.wait();
+        if let Some(machine) = machine {
+            machine.record_tree(None);
+        }
+        let mut outcome = outcome.map_err(runner_error)?;
         let codes = exit_codes::codes_for(m.os, layer, m.exit_codes(layer));
         outcome.status = exit_codes::step_status(outcome.status, outcome.code, &codes);
         reporter.step_finished(layer, &outcome);
@@ -480,8 +578,45 @@ fn run_layer(
         if stop {
             break;
         }
+        if hermetic
+            && i == 0
+            && let Some(venv) = &m.library.venv
+        {
+            crate::host::venv::mark(Path::new(venv), &library_python(m), &m.name).map_err(
+                |source| InstallError::VenvMarker {
+                    venv: venv.clone(),
+                    source,
+                },
+            )?;
+        }
     }
     Ok(last)
+}
+
+/// Takes one of install's locks, waiting (with a note) unless `--no-wait`.
+fn take_lock(
+    path: &Path,
+    mode: lock::Mode,
+    what: &str,
+    options: &InstallOptions,
+    reporter: &dyn InstallReporter,
+) -> Result<lock::HeldLock, InstallError> {
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let note = |text: &str| reporter.note(text);
+    let wait: Option<&dyn Fn(&str)> = if options.no_wait { None } else { Some(&note) };
+    match lock::acquire(path, mode, wait) {
+        Ok(Ok(held)) => Ok(held),
+        Ok(Err(holder)) => Err(InstallError::Busy {
+            what: format!("{what} ({})", path.display()),
+            holder: holder.describe(),
+        }),
+        Err(source) => Err(InstallError::Lock {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
 }
 
 /// A fresh, owner-only folder for one step's verified copy of its installer. On Unix it sits in
@@ -529,7 +664,7 @@ fn judge(
                     "the installer ran past its timeout and was stopped, with every process it started".to_string()
                 }
                 (StepStatus::Interrupted, _) => {
-                    "Ctrl-C was pressed twice: the installer and every process it started were stopped".to_string()
+                    "stackpin was stopped (Ctrl-C twice, SIGTERM or SIGHUP): the installer and every process it started were ended".to_string()
                 }
                 (_, Some(code)) => format!("the installer exited with code {code}"),
                 (_, None) => "the installer was killed by a signal".to_string(),
@@ -638,6 +773,9 @@ impl ExitStatus for InstallError {
         match self {
             InstallError::Refused { .. } => Exit::Problem,
             InstallError::NotAdmin => Exit::Input,
+            InstallError::ForeignVenv { .. } => Exit::Problem,
+            InstallError::Busy { .. } => Exit::Problem,
+            InstallError::Lock { .. } => Exit::Input,
             InstallError::Archive(e) => e.exit(),
             InstallError::State(e) => e.exit(),
             InstallError::Runner { source, .. } => source.exit(),

@@ -111,11 +111,15 @@ fn library_commands(m: &Manifest, stack: &Path) -> Vec<PlannedCommand> {
     let strings = |args: &[&str]| args.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let (create, fill) = match m.library.installer {
         LibraryInstaller::Pip => {
+            // -I: no PYTHON* variable, no user site, and not the working folder on sys.path (a
+            // `venv.py` or `pip/` there would run as root). --clear: a fresh venv, never one
+            // with a `.pth` left in it; install replaces only a venv it made (host::venv).
             let mut create = vec![m.library.python.clone()];
-            create.extend(strings(&["-m", "venv"]));
+            create.extend(strings(&["-I", "-m", "venv", "--clear"]));
             create.push(venv);
             let mut fill = vec![venv_python];
             fill.extend(strings(&[
+                "-I",
                 "-m",
                 "pip",
                 "install",
@@ -187,6 +191,9 @@ pub fn plan(
     let mut blockers = super::preflight::gpu_findings(m, host);
     let interpreter = super::preflight::interpreter(m, host);
     if let Some(why) = interpreter.as_ref().and_then(|i| i.blocker()) {
+        blockers.push((Layer::Library, why));
+    }
+    if let Some(why) = super::preflight::foreign_venv(m, host) {
         blockers.push((Layer::Library, why));
     }
     let mut layers = Vec::new();
@@ -453,7 +460,10 @@ mod tests {
         let library = layer(&p, Layer::Library);
         assert!(matches!(library.verdict, Verdict::ToInstall { .. }));
         let commands = argv(library);
-        assert_eq!(commands[0], ["python3", "-m", "venv", VENV]);
+        assert_eq!(
+            commands[0],
+            ["python3", "-I", "-m", "venv", "--clear", VENV]
+        );
         assert_eq!(commands[1][0], joined(VENV, &["bin", "python"]));
         assert!(
             commands[1]

@@ -4,11 +4,15 @@
 //! toolkit and the library build, and an archive that is complete and verified for every layer
 //! that will run. `plan` shows the same findings per layer. Runs nothing but the host probes.
 
+use std::path::Path;
+
 use serde::Serialize;
 
 use super::files::{ArchivedFile, FileState};
 use crate::compat::{self, LibraryLookup, StackForGpu};
+use crate::host::venv::VenvState;
 use crate::layers::{HostView, prove_layer};
+use crate::manifest::placeholder::library_python;
 use crate::manifest::{Layer, Manifest};
 use crate::version::Version;
 
@@ -99,6 +103,20 @@ pub fn gpu_findings(m: &Manifest, host: &dyn HostView) -> Vec<(Layer, String)> {
         .collect()
 }
 
+/// Why the pip library's venv folder must not be replaced: it holds something stackpin did not
+/// make (a user's own venv, a planted `.pth`, a `python` relinked since). `None` when the
+/// folder is absent, empty, or a venv stackpin made, which install then recreates fresh.
+pub fn foreign_venv(m: &Manifest, host: &dyn HostView) -> Option<String> {
+    m.library.pip.as_ref()?;
+    let venv = m.library.venv.as_ref()?;
+    match host.venv(Path::new(venv), &library_python(m)) {
+        VenvState::Foreign { why } => Some(format!(
+            "{why}; stackpin creates the venv fresh and replaces only one it made: move {venv} aside (or delete it), or set library.venv to a new folder"
+        )),
+        VenvState::Absent | VenvState::Ours => None,
+    }
+}
+
 /// Every reason `install` must not start, given the layers that will run (proof does not hold,
 /// or `--force`). Empty when the chain may start.
 pub fn preflight(
@@ -114,6 +132,11 @@ pub fn preflight(
     let mut problems = Vec::new();
     if to_run.contains(&Layer::Library)
         && let Some(why) = interpreter(m, host).and_then(|i| i.blocker())
+    {
+        problems.push(format!("library: {why}"));
+    }
+    if to_run.contains(&Layer::Library)
+        && let Some(why) = foreign_venv(m, host)
     {
         problems.push(format!("library: {why}"));
     }

@@ -88,6 +88,13 @@ impl HostView for LiveHost<'_> {
         if !self.system.exists(python) && python.components().count() > 1 {
             return LibrarySeen::NoInterpreter;
         }
+        // A venv's interpreter runs what the venv holds: only one stackpin made is run.
+        if let Some(venv) = host::venv::venv_of(self.system, python)
+            && let host::venv::VenvState::Foreign { why } =
+                host::venv::state(self.system, &venv, python)
+        {
+            return LibrarySeen::Untrusted { why };
+        }
         match host::library_probe::probe(
             self.system,
             python,
@@ -103,6 +110,10 @@ impl HostView for LiveHost<'_> {
             Ok(LibraryProbe::ImportFailed { error, .. }) => LibrarySeen::ImportFailed { error },
             Err(_) => LibrarySeen::NoInterpreter,
         }
+    }
+
+    fn venv(&self, venv: &Path, python: &Path) -> host::venv::VenvState {
+        host::venv::state(self.system, venv, python)
     }
 
     fn run_check(&self, argv: &[String]) -> Result<bool, String> {

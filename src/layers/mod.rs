@@ -57,6 +57,9 @@ pub enum LibrarySeen {
     ImportFailed { error: String },
     /// No interpreter at that path (the venv does not exist yet).
     NoInterpreter,
+    /// A venv stackpin did not make (or whose `python` changed since): its interpreter was
+    /// not run ([`crate::host::venv`]).
+    Untrusted { why: String },
 }
 
 /// What the install chain, `plan`, prove and doctor ask of the host. [`live::LiveHost`] probes
@@ -68,6 +71,8 @@ pub trait HostView {
     fn driver(&self) -> DriverSeen;
     fn toolkit(&self, root: &Path) -> Option<ToolkitSeen>;
     fn library(&self, python: &Path, library: &str) -> LibrarySeen;
+    /// What stands at a library's venv path ([`crate::host::venv`]).
+    fn venv(&self, venv: &Path, python: &Path) -> crate::host::venv::VenvState;
     /// The selected GPU's compute capability (`8.6`), if a GPU was found.
     fn compute_capability(&self) -> Option<String>;
     /// Every GPU nvidia-smi lists that reports a compute capability: `(name, capability)`.
@@ -230,6 +235,7 @@ pub fn library_proof(m: &Manifest, seen: &LibrarySeen) -> Proof {
     let lib = &m.library;
     let (holds, text) = match seen {
         LibrarySeen::NoInterpreter => (false, format!("no interpreter for {} yet", lib.name)),
+        LibrarySeen::Untrusted { why } => (false, format!("not run: {why}")),
         LibrarySeen::ImportFailed { error } => {
             (false, format!("import {} failed: {error}", lib.name))
         }

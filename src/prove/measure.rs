@@ -207,6 +207,7 @@ pub fn measure(
         env_remove: Vec::new(),
         log: request.log.clone(),
         timeout: request.timeout,
+        cwd: None,
     };
     let sampler = Sampler::start(&request.smi, request.gpu_index, Arc::from(host_tree()))?;
     let running = match start_step(&step) {
@@ -216,8 +217,8 @@ pub fn measure(
             return Err(e.into());
         }
     };
-    let root_pid = running.pid();
-    sampler.attach(root_pid);
+    sampler.attach(running.pid());
+    let root_pid = running.command_pid();
     let outcome = running.wait_with(&mut |elapsed| tick(elapsed, sampler.current_mib()));
     let (trace, series) = sampler.stop_with_processes();
     let outcome = outcome?;

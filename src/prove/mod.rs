@@ -18,6 +18,7 @@
 //!     env_remove: vec![],
 //!     log: "logs/example.log".into(),
 //!     timeout: Duration::from_secs(20 * 60),
+//!     cwd: None,
 //! };
 //! let child = start_step(&step)?;
 //! sampler.attach(child.pid());

@@ -374,6 +374,7 @@ fn measure_once(ctx: &RunContext<'_>, batch: u32) -> Result<MeasuredRun, ProveEr
             .logs_dir()
             .join(crate::exec::step::log_name(&format!("example-b{batch}"))),
         timeout: m.example_timeout(),
+        cwd: None,
     };
     let (outcome, trace) = ctx.example.run(
         &step,

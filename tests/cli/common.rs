@@ -94,7 +94,11 @@ impl TestContext {
         S: AsRef<OsStr>,
     {
         let mut cmd = stackpin();
-        cmd.args(args).current_dir(self.root());
+        // The machine-wide install lock of this test's "machine": its own, so tests that run
+        // side by side never wait for each other (a test of two stacks shares one on purpose).
+        cmd.args(args)
+            .current_dir(self.root())
+            .env("STACKPIN_LOCK_DIR", self.root().join(".machine"));
         for (key, value) in &self.env {
             match value {
                 Some(value) => cmd.env(key, value),
@@ -133,6 +137,10 @@ pub fn no_data_dir() -> PathBuf {
 /// outright, the admin check skipped (the fake installers need no root), and no wait between
 /// download retries.
 pub fn installing<'c>(cmd: &'c mut Command, archive: &Path) -> &'c mut Command {
+    if !cmd.get_envs().any(|(k, _)| k == "STACKPIN_LOCK_DIR") {
+        let machine = archive.parent().unwrap_or(archive).join(".machine");
+        cmd.env("STACKPIN_LOCK_DIR", machine);
+    }
     cmd.env("STACKPIN_ARCHIVE", archive)
         .env("STACKPIN_SKIP_ADMIN_CHECK", "1")
         .env("STACKPIN_RETRY_BASE_MS", "0")

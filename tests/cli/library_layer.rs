@@ -629,3 +629,162 @@ fn extra_index_urls_are_searched_at_fetch_and_validated() {
     );
     assert_eq!(extra.downloads(&helper.file), 1);
 }
+
+/// Python that runs as root if anything imports it from the working folder, as a PyTorch
+/// source checkout has it: `venv.py`, `pip/`, `torch/`, the library itself and a
+/// `sitecustomize.py`. Each writes its name into `tripwire` when it runs.
+fn plant_python_in(dir: &Path, tripwire: &Path) {
+    let hit = |name: &str| format!("open({:?}, 'a').write('{name}\\n')\n", tripwire.display());
+    std::fs::write(dir.join("venv.py"), hit("venv.py")).expect("venv.py");
+    std::fs::write(dir.join("sitecustomize.py"), hit("sitecustomize")).expect("sitecustomize");
+    for (package, extra) in [
+        ("pip", "raise SystemExit(0)\n"),
+        ("torch", "__version__ = '2.5.1'\n"),
+        ("fakelib", "BUILD = 'planted'\n__version__ = '1.0'\n"),
+    ] {
+        let folder = dir.join(package);
+        std::fs::create_dir_all(&folder).expect("package");
+        std::fs::write(folder.join("__init__.py"), hit(package) + extra).expect("init");
+        std::fs::write(folder.join("__main__.py"), hit(package) + extra).expect("main");
+    }
+}
+
+/// A `.pth` line that writes `pth` into `tripwire` whenever the venv's Python starts.
+fn plant_pth(venv: &Path, tripwire: &Path) -> PathBuf {
+    let lib = venv.join("lib");
+    let python_dir = std::fs::read_dir(&lib)
+        .expect("venv lib")
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().starts_with("python"))
+        .expect("lib/pythonX.Y")
+        .path();
+    let pth = python_dir.join("site-packages").join("zz-planted.pth");
+    std::fs::write(
+        &pth,
+        format!(
+            "import os; open({:?}, 'a').write('pth\\n')\n",
+            tripwire.display()
+        ),
+    )
+    .expect("pth");
+    pth
+}
+
+#[test]
+fn python_planted_in_the_working_folder_never_runs_at_fetch_install_or_plan() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (good, _evil, _links, fakelib, _helper) = hostile_world(dir.path());
+    let lab = Lab::new(&good, &["fakelib==1.0"], "pip");
+    let tripwire = dir.path().join("tripwire");
+    plant_python_in(lab.host.root(), &tripwire);
+
+    let fetched = lab.run(&["fetch"]);
+    assert_eq!(fetched.status.code(), Some(0), "{}", text(&fetched));
+    assert!(
+        lab.lock().contains(&sha256_hex(&fakelib.bytes)),
+        "no wheel locked: {}",
+        lab.lock()
+    );
+    let installed = lab.run_offline(&["install", "--yes"]);
+    assert_eq!(installed.status.code(), Some(0), "{}", text(&installed));
+    assert!(
+        !text(&installed).contains("library already in place"),
+        "{}",
+        text(&installed)
+    );
+    assert_eq!(lab.venv_builds(), "good 1.0 good");
+    let planned = lab.run(&["plan"]);
+    assert_eq!(planned.status.code(), Some(0), "{}", text(&planned));
+    assert!(
+        !tripwire.exists(),
+        "planted Python ran ({}): {}",
+        text(&planned),
+        std::fs::read_to_string(&tripwire).unwrap_or_default()
+    );
+}
+
+#[test]
+fn a_venv_stackpin_did_not_make_is_neither_run_nor_replaced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (good, _evil, _links, _fakelib, _helper) = hostile_world(dir.path());
+    let lab = Lab::new(&good, &["fakelib==1.0"], "pip");
+    assert_eq!(lab.run(&["fetch"]).status.code(), Some(0));
+    let made = Command::new(python3())
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&lab.venv)
+        .output_started()
+        .expect("python3 -m venv");
+    assert!(made.status.success(), "{}", text(&made));
+    let tripwire = dir.path().join("tripwire");
+    let pth = plant_pth(&lab.venv, &tripwire);
+
+    let planned = lab.run(&["plan"]);
+    assert_eq!(planned.status.code(), Some(1), "{}", text(&planned));
+    assert!(
+        text(&planned).contains("not made by stackpin"),
+        "{}",
+        text(&planned)
+    );
+    let installed = lab.run_offline(&["install", "--yes"]);
+    assert_eq!(installed.status.code(), Some(1), "{}", text(&installed));
+    assert!(
+        text(&installed).contains("not made by stackpin")
+            && text(&installed).contains("move")
+            && text(&installed).contains("library.venv"),
+        "{}",
+        text(&installed)
+    );
+    assert!(pth.exists(), "the user's venv was replaced");
+    assert!(
+        !tripwire.exists(),
+        "the planted .pth ran as root: {}",
+        std::fs::read_to_string(&tripwire).unwrap_or_default()
+    );
+}
+
+#[test]
+fn a_venv_stackpin_made_is_made_fresh_and_a_relinked_python_is_never_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (good, _evil, _links, _fakelib, _helper) = hostile_world(dir.path());
+    let lab = Lab::new(&good, &["fakelib==1.0"], "pip");
+    assert_eq!(lab.run(&["fetch"]).status.code(), Some(0));
+    let installed = lab.run_offline(&["install", "--yes"]);
+    assert_eq!(installed.status.code(), Some(0), "{}", text(&installed));
+    assert!(lab.venv.join(".stackpin-venv").is_file());
+
+    // A reinstall replaces the venv whole: a .pth left in it is gone.
+    let tripwire = dir.path().join("tripwire");
+    let pth = plant_pth(&lab.venv, &tripwire);
+    let again = lab.run_offline(&["install", "--yes", "--force", "library"]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(!pth.exists(), "the reinstalled venv kept the planted .pth");
+    assert_eq!(lab.venv_builds(), "good 1.0 good");
+
+    // bin/python relinked to a script: plan, install and prove never start it.
+    let _ = std::fs::remove_file(&tripwire);
+    let script = dir.path().join("not-python.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho ran >> '{}'\n", tripwire.display()),
+    )
+    .expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let python = lab.venv.join("bin/python");
+    std::fs::remove_file(&python).expect("unlink python");
+    std::os::unix::fs::symlink(&script, &python).expect("relink");
+    let planned = lab.run(&["plan"]);
+    assert!(
+        text(&planned).contains("not-python.sh"),
+        "{}",
+        text(&planned)
+    );
+    let installed = lab.run_offline(&["install", "--yes"]);
+    assert_eq!(installed.status.code(), Some(1), "{}", text(&installed));
+    let proved = lab.run(&["prove"]);
+    assert_ne!(proved.status.code(), Some(0), "{}", text(&proved));
+    assert!(
+        !tripwire.exists(),
+        "the relinked python ran: {}",
+        std::fs::read_to_string(&tripwire).unwrap_or_default()
+    );
+}

@@ -546,3 +546,131 @@ fn a_300_mb_line_keeps_rss_bounded_and_prints_a_bounded_tail() {
     );
     let _ = std::fs::remove_file(logs[0].path());
 }
+
+/// The guard's pid: the installer's parent (stackpin starts each step under a guard).
+fn parent_of(pid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let rest = stat.rsplit_once(") ").expect("stat fields").1;
+    rest.split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .expect("ppid")
+}
+
+#[test]
+fn the_installer_dies_with_stackpin_on_kill_9_sigterm_and_sighup() {
+    for (signal_name, tag) in [("KILL", "kill"), ("TERM", "term"), ("HUP", "hup")] {
+        let log =
+            std::env::temp_dir().join(format!("stackpin-orphan-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&log);
+        let vault = slow_vault(&log, 60);
+        let run = vault.watch(&["install", "--yes", "--force", "toolkit"], tag);
+        wait_for_start(&log);
+        let installer = pid_in(&PathBuf::from(format!("{}.pid", log.display())));
+        signal(run.pid(), signal_name);
+        let finished = run.finish(Duration::from_secs(20), &[]);
+        let gone = gone_within(installer, Duration::from_secs(5));
+        if !gone {
+            signal_group(installer, "KILL");
+        }
+        let _ = std::fs::remove_file(&log);
+        let _ = std::fs::remove_file(log.with_extension("pid"));
+        assert!(
+            gone,
+            "SIG{signal_name}: the installer {installer} outlived stackpin: {}",
+            finished.text()
+        );
+        let state = std::fs::read_to_string(vault.stack().join("state.yaml")).expect("state");
+        if signal_name == "KILL" {
+            assert!(state.contains("running"), "{state}");
+        } else {
+            // Handled like a second Ctrl-C: the tree ended, the chain says where it stopped.
+            assert!(
+                finished.text().contains(&format!("SIG{signal_name}")),
+                "{}",
+                finished.text()
+            );
+            assert!(!state.contains("running"), "{state}");
+            assert!(state.contains("interrupted_at: toolkit"), "{state}");
+        }
+        let status = vault.run(&["status"]);
+        assert!(
+            text(&status).contains("interrupted"),
+            "SIG{signal_name}: {}",
+            text(&status)
+        );
+    }
+}
+
+#[test]
+fn a_lock_left_by_a_killed_stackpin_is_not_stale_while_its_installer_runs() {
+    let log = std::env::temp_dir().join(format!("stackpin-outlived-{}", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let vault = slow_vault(&log, 60);
+    let run = vault.watch(&["install", "--yes", "--force", "toolkit"], "outlived");
+    wait_for_start(&log);
+    let installer = pid_in(&PathBuf::from(format!("{}.pid", log.display())));
+    // stackpin and its guard killed at once: nothing is left to end the installer's tree.
+    let guard = parent_of(installer);
+    signal(guard, "KILL");
+    signal(run.pid(), "KILL");
+    let _ = run.finish(Duration::from_secs(10), &[]);
+    assert!(alive(installer), "the installer should outlive both here");
+
+    let second = vault.run(&["install", "--yes", "--force", "toolkit", "--no-wait"]);
+    let starts = std::fs::read_to_string(&log).unwrap_or_default();
+    // The guard led the step's process group: the installer is still in it.
+    signal_group(guard, "KILL");
+    assert!(gone_within(installer, Duration::from_secs(5)));
+    let third = vault.run(&["install", "--yes", "--force", "toolkit", "--no-wait"]);
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(log.with_extension("pid"));
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second));
+    assert!(
+        text(&second).contains(&format!("process group {guard}")),
+        "{}",
+        text(&second)
+    );
+    assert_eq!(
+        starts.matches("start").count(),
+        1,
+        "a second installer started beside the first: {starts}"
+    );
+    assert_eq!(third.status.code(), Some(0), "{}", text(&third));
+}
+
+#[test]
+fn two_stacks_never_run_their_installers_at_the_same_time() {
+    let machine = tempfile::tempdir().expect("machine lock folder");
+    let log = std::env::temp_dir().join(format!("stackpin-two-stacks-{}", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let (a, b) = (slow_vault(&log, 2), slow_vault(&log, 2));
+    let start = |vault: &Vault, tag: &str| {
+        let mut cmd = vault.command(&["install", "--yes", "--force", "toolkit"]);
+        cmd.env("STACKPIN_LOCK_DIR", machine.path());
+        Watched::start(cmd, vault.host.root(), tag)
+    };
+    let first = start(&a, "a");
+    wait_for_start(&log);
+    let second = start(&b, "b");
+    let first = first.finish(Duration::from_secs(60), &[]);
+    let second = second.finish(Duration::from_secs(60), &[]);
+    let order = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    let _ = std::fs::remove_file(log.with_extension("pid"));
+    assert_eq!(first.code, Some(0), "{}", first.text());
+    assert_eq!(second.code, Some(0), "{}", second.text());
+    assert_eq!(
+        order.lines().collect::<Vec<_>>(),
+        ["start", "end", "start", "end"],
+        "{}",
+        second.text()
+    );
+    assert!(
+        second
+            .text()
+            .contains("machine.lock is held by stackpin pid"),
+        "the second install says what it waits for: {}",
+        second.text()
+    );
+}

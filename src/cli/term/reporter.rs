@@ -130,4 +130,10 @@ impl InstallReporter for CliReporter {
         let text = text.strip_prefix("warning: ").unwrap_or(text);
         anstream::eprintln!("  {} {text}", warning_label());
     }
+
+    fn note(&self, text: &str) {
+        if !self.quiet {
+            anstream::eprintln!("note: {text}");
+        }
+    }
 }

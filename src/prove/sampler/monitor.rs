@@ -30,6 +30,9 @@ impl Monitor {
             env_remove: Vec::new(),
             output: exec::Output::Lines(Box::new(on_line)),
             timeout: None,
+            cwd: Some(exec::neutral_dir()),
+            // `nvidia-smi -l` samples for ever: it must not outlive a killed stackpin.
+            guarded: true,
         };
         let running = exec::start(spec).map_err(|e| SamplerError::Spawn {
             program: program.to_path_buf(),
