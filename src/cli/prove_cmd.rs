@@ -131,6 +131,28 @@ fn run_prove(
 ) -> Result<Proven, Failure> {
     let m = require_valid(manifest)?;
     let stack = global.archive().stack(&m.name);
+    // Shared with other proofs, exclusive for an install: no install replaces the venv under a
+    // running example, and none starts until the proof has finished.
+    let _in_use = if stack.root().is_dir() {
+        let quiet = global.quiet || global.json;
+        let note = |text: &str| {
+            if !quiet {
+                eprintln!("note: {text}");
+            }
+        };
+        let path = stack.in_use_path();
+        match crate::fsutil::lock::acquire(&path, crate::fsutil::lock::Mode::Shared, Some(&note)) {
+            Ok(Ok(held)) => Some(held),
+            Ok(Err(_)) => None,
+            Err(e) => {
+                return Err(Failure::from(CliError::unusable(
+                    anyhow!(e).context(format!("taking the proof lock {}", path.display())),
+                )));
+            }
+        }
+    } else {
+        None
+    };
     let system = RealSystem;
     let view = LiveHost::on(&system, flags.gpu);
     let spinner = Spinner::new(global);

@@ -674,3 +674,40 @@ fn two_stacks_never_run_their_installers_at_the_same_time() {
         second.text()
     );
 }
+
+#[test]
+fn an_install_never_replaces_the_library_under_a_running_proof() {
+    let vault = Vault::fetched(Setup::default());
+    let script = vault.host.root().join("example.sh");
+    let body = std::fs::read_to_string(&script).expect("example");
+    let started = vault.host.root().join("example-started");
+    let rest = body.strip_prefix("#!/bin/sh\n").expect("a shell script");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\ntouch '{}'\nsleep 2\n{rest}", started.display()),
+    )
+    .expect("slow example");
+    let proof = vault.watch(&["prove"], "proof");
+    let since = std::time::Instant::now();
+    while !started.exists() {
+        assert!(
+            since.elapsed() < Duration::from_secs(30),
+            "the example never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let install = vault.run(&["install", "--yes", "--force", "library", "--no-wait"]);
+    let proof = proof.finish(Duration::from_secs(120), &[]);
+    assert_eq!(install.status.code(), Some(1), "{}", text(&install));
+    assert!(
+        text(&install).contains("this stack's proof lock"),
+        "{}",
+        text(&install)
+    );
+    assert!(
+        !text(&install).contains("→ library"),
+        "the library step ran under the proof: {}",
+        text(&install)
+    );
+    assert_eq!(proof.code, Some(0), "{}", proof.text());
+}
