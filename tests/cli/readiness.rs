@@ -381,3 +381,19 @@ fn the_fake_driver_runfile_refuses_nouveau_with_nvidias_message_and_log() {
     );
     assert!(text(&out).contains("Please see the file"), "{}", text(&out));
 }
+
+#[test]
+fn up_refuses_on_the_same_findings_before_any_installer_runs() {
+    let lab = Lab::new();
+    lab.root.x_running();
+    lab.root.no_headers();
+    let (code, out) = lab.run(&["up", "--yes"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("install refused before any layer ran (2 problems)")
+            && out.contains("running an X server")
+            && out.contains("kernel source tree"),
+        "{out}"
+    );
+    assert!(lab.order().is_empty(), "no installer may run: {out}");
+}
