@@ -115,7 +115,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
     let host = LiveHost::on(&crate::host::RealSystem, args.gpu);
     let consent =
         super::consent::require_consent("install", args.yes || args.dry_run, global.json)?;
-    refuse_unless_ready(&m, &stack, &host, args)?;
+    refuse_unless_ready(&m, &stack, &host, args, global)?;
     consent.confirm(
         &format!(
             "install {} on this machine (driver → toolkit → library)?",
@@ -162,6 +162,7 @@ fn refuse_unless_ready(
     stack: &StackDir,
     host: &LiveHost,
     args: &InstallArgs,
+    global: &GlobalArgs,
 ) -> Result<(), Failure> {
     let files = match stack.read_lock() {
         Ok(lock) if stack.lock_path().exists() => install::archived_files(stack, &lock),
@@ -170,6 +171,15 @@ fn refuse_unless_ready(
     let problems = install::preflight::preflight(m, host, &files, &args.force);
     if problems.is_empty() {
         return Ok(());
+    }
+    if global.json {
+        // The readiness findings as data beside the refusal's message, as `plan --json` has them.
+        let to_run = install::readiness::layers_to_run(m, host, &args.force);
+        print_json(&serde_json::json!({
+            "stack": m.name,
+            "problems": problems,
+            "readiness": install::readiness::findings(m, host, &to_run),
+        }))?;
     }
     Err(Failure::from(CliError::Refused(format!(
         "install refused before any layer ran ({} problem{}); nothing was installed:\n  - {}",
@@ -297,6 +307,7 @@ fn print_report(report: &InstallReport, quiet: bool) {
             LayerAction::Installed => "installed",
             LayerAction::RebootPending => "reboot pending",
             LayerAction::Failed => "FAILED",
+            LayerAction::Skipped => "skipped",
         };
         println!("{:<8} {:<15} {}", l.layer.as_str(), word, l.proof.seen);
         if l.action == LayerAction::WouldInstall && !quiet {
@@ -311,14 +322,16 @@ fn print_report(report: &InstallReport, quiet: bool) {
         ChainEnd::RebootRequired { after } => println!(
             "the {after} is installed but takes effect after a reboot: reboot, then run the same command again"
         ),
-        ChainEnd::Failed { layer, .. } => {
+        ChainEnd::Failed { layer, why } => {
             eprintln!(
                 "the chain stopped at the {layer}; the next run retries from there. Last lines:"
             );
             for line in &report.tail {
                 eprintln!("  | {line}");
             }
-            if let Some(d) = crate::diagnose::diagnose(&report.tail.join("\n")) {
+            // `why` carries the runfile log's first ERROR: line when the driver named its log.
+            let seen = format!("{}\n{why}", report.tail.join("\n"));
+            if let Some(d) = crate::diagnose::diagnose(&seen) {
                 eprintln!("diagnosis ({}): {} — {}", d.layer.as_str(), d.cause, d.fix);
             }
         }

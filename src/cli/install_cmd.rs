@@ -82,6 +82,7 @@ fn print_plan(plan: &plan::Plan, no_archive: bool) {
                 Verdict::InPlace => "in place",
                 Verdict::ToInstall { .. } => "to install",
                 Verdict::Blocked { .. } => "BLOCKED",
+                Verdict::Skipped { .. } => "skipped",
             };
             vec![
                 l.layer.as_str().to_string(),
@@ -104,6 +105,7 @@ fn print_plan(plan: &plan::Plan, no_archive: bool) {
             say(&format!("  {} why: {why}", l.layer), "    ");
         }
     }
+    print_readiness(&plan.readiness);
     println!();
     println!("  what the numbers mean:");
     for line in &plan.explain {
@@ -115,6 +117,13 @@ fn print_plan(plan: &plan::Plan, no_archive: bool) {
     for l in &plan.layers {
         if matches!(l.verdict, Verdict::InPlace) {
             say(&format!("    {}: nothing (proof holds)", l.layer), "      ");
+            continue;
+        }
+        if matches!(l.verdict, Verdict::Skipped { .. }) {
+            say(
+                &format!("    {}: nothing (never installed on this host)", l.layer),
+                "      ",
+            );
             continue;
         }
         for c in &l.commands {
@@ -148,6 +157,26 @@ fn print_plan(plan: &plan::Plan, no_archive: bool) {
             "  the archive has no lock for this stack yet: run `stackpin fetch` first",
             "  ",
         );
+    }
+}
+
+/// The Linux host's readiness for the runfiles: each finding, what it does, and its fix.
+fn print_readiness(findings: &[install::readiness::Finding]) {
+    use super::term::say;
+    use install::readiness::Effect;
+    if findings.is_empty() {
+        return;
+    }
+    println!();
+    println!("  host readiness (Linux):");
+    for f in findings {
+        let effect = match f.effect {
+            Effect::Blocks => "BLOCKS",
+            Effect::Skips => "skips",
+            Effect::Warns => "warns",
+        };
+        say(&format!("    - {} {effect}: {}", f.layer, f.what), "      ");
+        say(&format!("      fix: {}", f.fix), "        ");
     }
 }
 

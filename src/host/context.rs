@@ -5,8 +5,8 @@
 //! Everything is read through [`System`]: `/.dockerenv`, `/run/.containerenv`, `/proc/1/cgroup`,
 //! `nvidia-container-cli` on PATH; `/usr/lib/wsl`, `/dev/dxg`, the kernel name; the running
 //! kernel and `/lib/modules/*/…/nvidia.ko*`; `/proc/driver/nvidia/version`. `STACKPIN_HOST_ROOT`
-//! (read through the same trait) prefixes those paths, to inspect a mounted system image, and
-//! lets the CLI tests give a fake one. This module only observes; what the facts mean for a
+//! (read through the same trait, [`host_root`]) prefixes those paths, to inspect a mounted system
+//! image, and lets the CLI tests give a fake one. This module only observes; what the facts mean for a
 //! fix is left to `diagnose`.
 
 use std::path::{Path, PathBuf};
@@ -90,15 +90,8 @@ pub fn probe(system: &dyn System) -> HostContext {
             ..HostContext::default()
         };
     }
-    // A test hook: release builds always probe the real `/`.
-    let root = system
-        .env(ROOT_VAR)
-        .filter(|_| cfg!(debug_assertions))
-        .map(PathBuf::from);
-    let at = |p: &str| match &root {
-        Some(r) => r.join(p.trim_start_matches('/')),
-        None => PathBuf::from(p),
-    };
+    let root = host_root(system);
+    let at = |p: &str| under(root.as_deref(), p);
     let read = |p: &str| system.read_to_string(&at(p)).ok();
     let kernel = read("/proc/sys/kernel/osrelease")
         .map(|k| k.trim().to_string())
@@ -111,6 +104,25 @@ pub fn probe(system: &dyn System) -> HostContext {
         loaded_driver: read("/proc/driver/nvidia/version").and_then(|v| driver_version(&v)),
         kernel,
         container_toolkit,
+    }
+}
+
+/// The folder the Linux paths are read under: `STACKPIN_HOST_ROOT` when set (a mounted system
+/// image, a test's fake root), else `None` for `/`. Honoured in release builds too: every reading
+/// under it is a file read or a read-only command, so a lab can check its golden image before
+/// it is deployed.
+pub fn host_root(system: &dyn System) -> Option<PathBuf> {
+    system
+        .env(ROOT_VAR)
+        .filter(|r| !r.is_empty() && r != "/")
+        .map(PathBuf::from)
+}
+
+/// `path` (absolute, as on the host) under `root`.
+pub fn under(root: Option<&Path>, path: &str) -> PathBuf {
+    match root {
+        Some(r) => r.join(path.trim_start_matches('/')),
+        None => PathBuf::from(path),
     }
 }
 

@@ -199,9 +199,21 @@ pub fn torch_line(version: &str) -> String {
 }
 
 impl FakeSystem {
-    /// A Linux host with no NVIDIA driver, toolkit or venv: nothing answers.
+    /// A Linux host with no NVIDIA driver, toolkit or venv, but ready for the driver's runfile:
+    /// nouveau blacklisted, the running kernel's headers, gcc/make/dkms on PATH.
     pub fn bare_linux() -> Self {
-        FakeSystem::new(Os::Linux)
+        let mut sys = FakeSystem::new(Os::Linux);
+        sys.file("/proc/sys/kernel/osrelease", "6.8.0-50-generic\n")
+            .file(
+                "/etc/modprobe.d/blacklist-nouveau.conf",
+                "blacklist nouveau\noptions nouveau modeset=0\n",
+            )
+            .dir("/lib/modules/6.8.0-50-generic/build");
+        for tool in super::readiness::BUILD_TOOLS {
+            sys.on_path
+                .insert(tool.to_string(), PathBuf::from(format!("/usr/bin/{tool}")));
+        }
+        sys
     }
 
     /// Adds a running NVIDIA `driver` on an L4 (nvidia-smi on PATH).

@@ -12,6 +12,7 @@ pub mod interpreter;
 pub mod library_probe;
 pub mod nvidia_smi;
 pub mod os_info;
+pub mod readiness;
 pub mod system;
 pub mod toolkits;
 pub mod venv;

@@ -9,7 +9,9 @@ pub mod exit_codes;
 pub mod files;
 pub mod plan;
 pub mod preflight;
+pub mod readiness;
 pub mod reboot;
+pub mod runfile_log;
 pub mod state;
 
 use std::path::{Path, PathBuf};
@@ -137,6 +139,8 @@ pub enum LayerAction {
     Installed,
     RebootPending,
     Failed,
+    /// Not installed on this host at all (the driver under WSL or in a container).
+    Skipped,
 }
 
 /// How the chain ended.
@@ -331,6 +335,20 @@ pub fn install(
             });
             continue;
         }
+        if let Some(skip) = readiness::skipped(m, layer, host) {
+            // Under WSL or in a container the driver is the host's: never installed here.
+            report.layers.push(LayerResult {
+                layer,
+                action: LayerAction::Skipped,
+                proof: Proof {
+                    seen: skip.what,
+                    ..before
+                },
+                commands,
+                log: None,
+            });
+            continue;
+        }
         if options.dry_run {
             report.layers.push(LayerResult {
                 layer,
@@ -396,6 +414,13 @@ pub fn install(
             result.status = StepStatus::Succeeded;
         }
         let (action, status, mut end) = judge(layer, &result, &after);
+        // A driver runfile that failed names its log; the log's first ERROR: line is the cause.
+        if let Some(ChainEnd::Failed { why, .. }) = &mut end
+            && layer == Layer::Driver
+            && let Some((log, line)) = runfile_log::first_error(&result.tail)
+        {
+            why.push_str(&format!("; {} says: {line}", log.display()));
+        }
         // A library that is there but blind points at the driver, not at its installer.
         if let Some(ChainEnd::Failed { why, .. }) = &mut end
             && let Some(blind) = layers::blind_library(m, layer, host)

@@ -27,8 +27,16 @@ pub struct PlannedCommand {
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
     InPlace,
-    ToInstall { reason: String },
-    Blocked { why: String },
+    ToInstall {
+        reason: String,
+    },
+    /// Not installed on this host at all (the driver under WSL or in a container).
+    Skipped {
+        why: String,
+    },
+    Blocked {
+        why: String,
+    },
 }
 
 /// One layer of the plan.
@@ -54,6 +62,9 @@ pub struct Plan {
     pub explain: Vec<String>,
     /// Said plainly when there is no NVIDIA GPU or driver to talk to.
     pub notes: Vec<String>,
+    /// A Linux host's readiness for the runfiles of the layers that will run: each finding with
+    /// its layer, whether it blocks, and its fix.
+    pub readiness: Vec<super::readiness::Finding>,
 }
 
 impl Plan {
@@ -196,9 +207,27 @@ pub fn plan(
     if let Some(why) = super::preflight::foreign_venv(m, host) {
         blockers.push((Layer::Library, why));
     }
+    let proofs: Vec<Proof> = Layer::ORDER
+        .into_iter()
+        .map(|layer| prove_layer(m, layer, host))
+        .collect();
+    let to_run: Vec<Layer> = proofs
+        .iter()
+        .filter(|p| !p.holds)
+        .map(|p| p.layer)
+        .collect();
+    let readiness = super::readiness::findings(m, host, &to_run);
+    blockers.extend(
+        readiness
+            .iter()
+            .filter(|f| f.blocks())
+            .map(|f| (f.layer, f.line())),
+    );
     let mut layers = Vec::new();
-    for layer in Layer::ORDER {
-        let proof = prove_layer(m, layer, host);
+    for (layer, proof) in Layer::ORDER.into_iter().zip(proofs) {
+        let skipped = readiness
+            .iter()
+            .find(|f| f.layer == layer && f.effect == super::readiness::Effect::Skips);
         let commands = layer_commands(m, stack, layer, files)?;
         let missing: Vec<&ArchivedFile> = files
             .iter()
@@ -223,6 +252,10 @@ pub fn plan(
             }
         } else if proof.holds {
             Verdict::InPlace
+        } else if let Some(skip) = skipped {
+            Verdict::Skipped {
+                why: skip.what.clone(),
+            }
         } else if !why.is_empty() {
             Verdict::Blocked {
                 why: why.join("; "),
@@ -248,7 +281,7 @@ pub fn plan(
         layers.push(LayerPlan {
             layer,
             pinned: pinned_text(m, layer),
-            reboot_after: layer == Layer::Driver && !proof.holds,
+            reboot_after: layer == Layer::Driver && !proof.holds && skipped.is_none(),
             proof,
             verdict,
             commands,
@@ -264,6 +297,7 @@ pub fn plan(
         explain,
         layers,
         notes,
+        readiness,
     })
 }
 

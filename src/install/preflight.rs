@@ -2,7 +2,8 @@
 //! instead of stopping half-way (a driver installed, then pip failing offline): the interpreter's
 //! version against `library.python_version`, each GPU's generation against the pinned driver, the
 //! toolkit and the library build, and an archive that is complete and verified for every layer
-//! that will run. `plan` shows the same findings per layer. Runs nothing but the host probes.
+//! that will run, and a Linux host's readiness for the runfiles (`readiness`). `plan` shows the
+//! same findings per layer. Runs nothing but the host probes.
 
 use std::path::Path;
 
@@ -11,7 +12,7 @@ use serde::Serialize;
 use super::files::{ArchivedFile, FileState};
 use crate::compat::{self, LibraryLookup, StackForGpu};
 use crate::host::venv::VenvState;
-use crate::layers::{HostView, prove_layer};
+use crate::layers::HostView;
 use crate::manifest::placeholder::library_python;
 use crate::manifest::{Layer, Manifest};
 use crate::version::Version;
@@ -125,11 +126,15 @@ pub fn preflight(
     files: &[ArchivedFile],
     force: &[Layer],
 ) -> Vec<String> {
-    let to_run: Vec<Layer> = Layer::ORDER
-        .into_iter()
-        .filter(|layer| force.contains(layer) || !prove_layer(m, *layer, host).holds)
-        .collect();
+    let to_run = super::readiness::layers_to_run(m, host, force);
     let mut problems = Vec::new();
+    // The Linux host's readiness for the runfiles (nouveau, X, headers, Secure Boot, space, …).
+    problems.extend(
+        super::readiness::findings(m, host, &to_run)
+            .into_iter()
+            .filter(|f| f.blocks())
+            .map(|f| format!("{}: {}", f.layer, f.line())),
+    );
     if to_run.contains(&Layer::Library)
         && let Some(why) = interpreter(m, host).and_then(|i| i.blocker())
     {

@@ -148,6 +148,10 @@ impl HostView for LiveHost<'_> {
         host::interpreter::version(self.system, python).map_err(|e| e.to_string())
     }
 
+    fn linux_facts(&self, space_for: &[std::path::PathBuf]) -> Option<host::readiness::LinuxFacts> {
+        (self.system.os() == Os::Linux).then(|| host::readiness::read(self.system, space_for))
+    }
+
     fn compute_capability(&self) -> Option<String> {
         let probe = host::nvidia_smi::probe(self.system, self.wsl, self.smi_timeout);
         let visible = self.system.env("CUDA_VISIBLE_DEVICES");

@@ -82,6 +82,11 @@ pub trait HostView {
     /// Runs a manifest's `verify:` command; `Ok(true)` when it exits 0, `Err` with the reason
     /// when it cannot run.
     fn run_check(&self, argv: &[String]) -> Result<bool, String>;
+    /// What a Linux host shows about its readiness for NVIDIA's runfiles, with the free space
+    /// at each of `space_for`; `None` on a host that is not Linux (or a view that cannot tell).
+    fn linux_facts(&self, _space_for: &[PathBuf]) -> Option<crate::host::readiness::LinuxFacts> {
+        None
+    }
 }
 
 /// A layer's proof: whether it holds and, either way, what was seen.

@@ -20,6 +20,9 @@ pub fn stackpin() -> Command {
         // Tests run as root in CI: the archive default must stay ./installers, not /var/lib.
         .env("STACKPIN_TEST_ADMIN", "0")
         .env("STACKPIN_DATA_DIR", no_data_dir());
+    // A ready Linux workstation's root, not the machine the tests run on (see `fakes`).
+    #[cfg(unix)]
+    cmd.env("STACKPIN_HOST_ROOT", crate::fakes::ready_linux_root());
     cmd
 }
 

@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 
 #[cfg(unix)]
 pub use linux::{FakeHost, FakeTorch, python3};
+#[cfg(unix)]
+pub use linux_root::{FakeRoot, ready_linux_root};
 #[cfg(windows)]
 pub use win::{WinHost, fake_program};
 
@@ -117,6 +119,223 @@ fn append(path: &Path, text: &str) {
     let mut all = fs::read_to_string(path).unwrap_or_default();
     all.push_str(text);
     fs::write(path, all).expect("append");
+}
+
+/// A fake Linux root for `STACKPIN_HOST_ROOT`: the files and programs stackpin reads a host's
+/// readiness for NVIDIA's runfiles from (`/proc/modules`, `/tmp/.X0-lock`,
+/// `/lib/modules/$(uname -r)/build`, `/proc/version`, the SecureBoot EFI variable, dpkg's status
+/// file, `usr/bin/gcc`, `usr/bin/df`, …). [`FakeRoot::ready`] is a workstation ready for both
+/// runfiles; each method breaks one precondition.
+#[cfg(unix)]
+mod linux_root {
+    use std::fs;
+    use std::path::{Path, PathBuf};
+
+    use super::linux::write_executable;
+
+    /// The kernel the fake root runs.
+    pub const KERNEL: &str = "6.8.0-50-generic";
+
+    /// `df -Pk` with `/tmp` a mount of its own; free KiB from `.df-tmp-kib` / `.df-root-kib`.
+    const DF: &str = r#"#!/bin/sh
+    # Fake df -Pk (tests/cli/fakes.rs): /tmp is a mount of its own; free KiB from files in the root.
+    r='@ROOT@'; p="$2"
+    case "$p" in "$r/tmp"|"$r/tmp/"*) m=/tmp; f="$r/.df-tmp-kib" ;; *) m=/; f="$r/.df-root-kib" ;; esac
+    kib=$(cat "$f" 2>/dev/null || echo 104857600)
+    echo "Filesystem     1024-blocks      Used Available Capacity Mounted on"
+    echo "/dev/fake        209715200         0 $kib       1% $m"
+    "#;
+
+    /// A fake root folder.
+    pub struct FakeRoot {
+        root: PathBuf,
+    }
+
+    impl FakeRoot {
+        /// A workstation ready for both runfiles at `root`: kernel headers, gcc 13.2.0 as the
+        /// kernel's, make and dkms, nouveau blacklisted and not loaded, no X, 100 GiB free.
+        pub fn ready(root: &Path) -> Self {
+            let r = Self {
+                root: root.to_path_buf(),
+            };
+            r.write(
+                "proc/sys/kernel/osrelease",
+                &format!(
+                    "{KERNEL}
+"
+                ),
+            );
+            r.write(
+                "proc/version",
+                &format!("Linux version {KERNEL} (buildd@lcy02-amd64-092) (x86_64-linux-gnu-gcc-13 (Ubuntu 13.2.0-23ubuntu4) 13.2.0, GNU ld (GNU Binutils for Ubuntu) 2.42) #50-Ubuntu SMP PREEMPT_DYNAMIC
+"),
+            );
+            r.write(
+                "proc/modules",
+                "video 77824 0 - Live 0x0000000000000000
+",
+            );
+            r.write(
+                "etc/modprobe.d/blacklist-nouveau.conf",
+                "blacklist nouveau
+options nouveau modeset=0
+",
+            );
+            r.write(&format!("lib/modules/{KERNEL}/build/Makefile"), "");
+            fs::create_dir_all(root.join("tmp")).expect("tmp");
+            r.gcc("13.2.0");
+            r.program(
+                "usr/bin/make",
+                "#!/bin/sh
+exit 0
+",
+            );
+            r.program(
+                "usr/sbin/dkms",
+                "#!/bin/sh
+exit 0
+",
+            );
+            r.program(
+                "usr/bin/df",
+                &DF.replace("@ROOT@", &root.display().to_string()),
+            );
+            r
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.root
+        }
+
+        fn write(&self, rel: &str, text: &str) {
+            let path = self.root.join(rel);
+            fs::create_dir_all(path.parent().expect("parent")).expect("folder");
+            fs::write(path, text).expect("fake root file");
+        }
+
+        fn program(&self, rel: &str, text: &str) {
+            write_executable(&self.root.join(rel), text);
+        }
+
+        /// `gcc --version` reports `version`.
+        pub fn gcc(&self, version: &str) {
+            self.program(
+                "usr/bin/gcc",
+                &format!(
+                    "#!/bin/sh
+echo 'gcc (Ubuntu {version}-6ubuntu2~24.04) {version}'
+"
+                ),
+            );
+        }
+
+        /// nouveau is loaded and not blacklisted.
+        pub fn nouveau_loaded(&self) {
+            self.write(
+                "proc/modules",
+                "nouveau 3096576 1 - Live 0x0000000000000000
+video 77824 1 nouveau, Live 0x0
+",
+            );
+            let _ = fs::remove_file(self.root.join("etc/modprobe.d/blacklist-nouveau.conf"));
+        }
+
+        /// An older NVIDIA driver runs: `nvidia_drm` is loaded.
+        pub fn nvidia_drm_loaded(&self) {
+            self.write(
+                "proc/modules",
+                "nvidia_drm 139264 2 - Live 0x0
+nvidia 9760768 3 nvidia_drm, Live 0x0
+",
+            );
+        }
+
+        /// An X server holds display :0.
+        pub fn x_running(&self) {
+            self.write(
+                "tmp/.X0-lock",
+                "       1234
+",
+            );
+        }
+
+        /// The running kernel's headers are not installed.
+        pub fn no_headers(&self) {
+            fs::remove_dir_all(self.root.join("lib/modules")).expect("remove headers");
+        }
+
+        /// DKMS is not installed.
+        pub fn no_dkms(&self) {
+            fs::remove_file(self.root.join("usr/sbin/dkms")).expect("remove dkms");
+        }
+
+        /// The SecureBoot EFI variable says on.
+        pub fn secure_boot_on(&self) {
+            let path = self
+                .root
+                .join("sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c");
+            fs::create_dir_all(path.parent().expect("parent")).expect("efivars");
+            fs::write(path, [6u8, 0, 0, 0, 1]).expect("SecureBoot variable");
+        }
+
+        /// dpkg lists `nvidia-driver-550` as installed.
+        pub fn packaged_driver(&self) {
+            self.write(
+                "var/lib/dpkg/status",
+                "Package: nvidia-driver-550
+Status: install ok installed
+Version: 550.120-0ubuntu0.24.04.1
+
+",
+            );
+        }
+
+        /// `/tmp` has `gib` GiB free.
+        pub fn tmp_free_gib(&self, gib: u64) {
+            self.write(
+                ".df-tmp-kib",
+                &format!(
+                    "{}
+",
+                    gib * 1024 * 1024
+                ),
+            );
+        }
+
+        /// `/.dockerenv` exists: a container.
+        pub fn container(&self) {
+            self.write(".dockerenv", "");
+        }
+
+        /// `/dev/dxg` exists and the kernel is WSL 2's.
+        pub fn wsl(&self) {
+            self.write("dev/dxg", "");
+            self.write(
+                "proc/sys/kernel/osrelease",
+                "5.15.153.1-microsoft-standard-WSL2
+",
+            );
+        }
+
+        /// The nvidia-installer log a fake driver runfile writes.
+        pub fn installer_log(&self) -> PathBuf {
+            self.root.join("var/log/nvidia-installer.log")
+        }
+    }
+
+    /// The root every CLI test's `stackpin` reads by default (`common::stackpin`): a ready
+    /// workstation, so no test depends on the machine it runs on (CI's container has no
+    /// `/lib/modules`). Tests of readiness give each command a root of their own.
+    pub fn ready_linux_root() -> PathBuf {
+        static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        ROOT.get_or_init(|| {
+            let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("ready-linux-root-{}", std::process::id()));
+            FakeRoot::ready(&root);
+            root
+        })
+        .clone()
+    }
 }
 
 /// The Linux flavour: `sh` scripts.
@@ -457,7 +676,7 @@ mod linux {
             .expect("these tests need python3 on PATH")
     }
 
-    fn write_executable(path: &Path, text: &str) {
+    pub(super) fn write_executable(path: &Path, text: &str) {
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).expect("folder for a fake program");
         }

@@ -24,6 +24,7 @@ mod library_layer;
 mod measure;
 mod pin;
 mod prove;
+mod readiness;
 mod server;
 mod status;
 mod terminal;
