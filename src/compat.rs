@@ -99,6 +99,10 @@ struct PytorchRow {
 pub struct PythonRange {
     pub min: Version,
     pub max: Version,
+    /// Where the package index bounds the range: the wheel tags it has (`cp310-cp314`), read by
+    /// `scripts/refresh-data.py`; shown when a Python outside the range is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wheels: Option<String>,
 }
 
 impl PythonRange {
@@ -122,6 +126,10 @@ struct TensorflowRow {
     python: PythonRange,
     cudnn: String,
     cuda: Version,
+    /// The pip distribution holding the GPU build when it is not `tensorflow` (`tensorflow-gpu`
+    /// before 2.1, whose `tensorflow` wheels are the CPU build).
+    #[serde(default)]
+    distribution: Option<String>,
 }
 
 /// `data/onnxruntime.yaml`: the deployment runtime's releases (see the file for sources).
@@ -782,6 +790,8 @@ pub struct LibraryRelease {
     companion: Option<(String, BTreeMap<String, Version>)>,
     /// Further pip requirements pinned with the library (what its bundled example needs).
     extras: Vec<String>,
+    /// The pip distribution that holds the GPU build, when it is not the library's own name.
+    distribution: Option<String>,
     pub read_on: String,
 }
 
@@ -832,6 +842,9 @@ impl LibraryRelease {
     }
 
     fn requirement_name(&self, version: &Version) -> String {
+        if let Some(distribution) = &self.distribution {
+            return format!("{distribution}=={version}");
+        }
         match self.library.as_str() {
             // From 2.14 on, `tensorflow[and-cuda]` brings cuDNN and the CUDA libraries from pip;
             // the system toolkit stays pinned to the tested configuration for nvcc and XLA.
@@ -930,6 +943,7 @@ fn torch_release(version: &Version) -> LibraryLookup {
         index_urls,
         companion: Some(("torchvision".into(), row.torchvision.clone())),
         extras: vec![],
+        distribution: None,
         read_on: data.read_on.clone(),
     }))
 }
@@ -957,6 +971,7 @@ fn tensorflow_release(version: &Version, os: Os) -> LibraryLookup {
         index_urls: BTreeMap::new(),
         companion: None,
         extras: vec![],
+        distribution: row.distribution.clone(),
         read_on: data.read_on.clone(),
     }))
 }
@@ -993,6 +1008,7 @@ fn onnxruntime_release(version: &Version) -> LibraryLookup {
         index_urls: BTreeMap::new(),
         companion: None,
         extras: row.extras.clone(),
+        distribution: None,
         read_on: data.read_on.clone(),
     }))
 }
@@ -1044,11 +1060,11 @@ mod tests {
     #[test]
     fn every_table_parses_and_carries_its_date() {
         let k = knowledge();
-        assert_eq!(k.cuda.read_on, "2026-11-29");
-        assert_eq!(k.pytorch.read_on, "2026-11-29");
-        assert_eq!(k.tensorflow.read_on, "2026-11-29");
+        assert_eq!(k.cuda.read_on, "2026-12-07");
+        assert_eq!(k.pytorch.read_on, "2026-12-07");
+        assert_eq!(k.tensorflow.read_on, "2026-12-07");
         assert_eq!(k.drivers.read_on, "2026-11-29");
-        assert_eq!(k.gpus.read_on, "2026-11-29");
+        assert_eq!(k.gpus.read_on, "2026-12-07");
         assert!(k.cuda.toolkits.len() >= 56, "10.0 → 13.2 rows");
         assert!(k.pytorch.releases.len() >= 17, "torch 1.12 → 2.14");
     }
@@ -1117,6 +1133,72 @@ mod tests {
             vec!["torch==2.5.1", "torchvision==0.20.1"]
         );
         assert_eq!(rel.cudnn.get("12.4").map(String::as_str), Some("9.1.0.70"));
+    }
+
+    #[test]
+    fn torch_python_ranges_follow_the_wheels_on_the_index() {
+        // No cp315 wheel of 2.13 or 2.14 on the index; 2.15.0 has cp311-cp315 (none for 3.10).
+        for release in ["2.13.0", "2.14.0", "2.14.1"] {
+            let rel = known("torch", &v(release), Os::Linux);
+            assert!(!rel.python.contains(&v("3.15")), "{release}");
+            assert!(rel.python.contains(&v("3.14")), "{release}");
+            assert_eq!(rel.python.wheels.as_deref(), Some("cp310-cp314"));
+        }
+        let rel = known("torch", &v("2.15.0"), Os::Linux);
+        assert!(rel.python.contains(&v("3.15")) && !rel.python.contains(&v("3.10")));
+        assert_eq!(
+            rel.requirements(&v("2.15.0")),
+            vec!["torch==2.15.0", "torchvision==0.29.2"]
+        );
+        assert_eq!(rel.cudnn.get("13.2").map(String::as_str), Some("9.26.0.51"));
+        let rel = known("torch", &v("2.14.1"), Os::Linux);
+        assert_eq!(
+            rel.requirements(&v("2.14.1")),
+            vec!["torch==2.14.1", "torchvision==0.29.1"]
+        );
+    }
+
+    #[test]
+    fn torch_2_11_cu130_cudnn_is_the_wheels_requires_dist() {
+        let rel = known("torch", &v("2.11.0"), Os::Linux);
+        assert_eq!(rel.cudnn.get("13.0").map(String::as_str), Some("9.19.0.56"));
+    }
+
+    #[test]
+    fn tensorflow_2_0_0_gpu_build_is_the_tensorflow_gpu_distribution() {
+        for os in [Os::Linux, Os::Windows] {
+            let rel = known("tensorflow", &v("2.0.0"), os);
+            assert_eq!(rel.requirements(&v("2.0.0")), vec!["tensorflow-gpu==2.0.0"]);
+            assert!(!rel.python.contains(&v("3.4")) && rel.python.contains(&v("3.5")));
+        }
+        let rel = known("tensorflow", &v("2.1.0"), Os::Linux);
+        assert_eq!(rel.requirements(&v("2.1.0")), vec!["tensorflow==2.1.0"]);
+    }
+
+    #[test]
+    fn jetson_thor_compute_11_0_is_a_generation_from_cuda_13_0() {
+        let thor = gpu_generation("11.0").expect("compute capability 11.0");
+        assert_eq!(thor.first_cuda, v("13.0"));
+        assert_eq!(thor.first_driver_branch, 580);
+    }
+
+    #[test]
+    fn cuda_updates_12_8_2_to_13_1_2_have_installers_and_grade_b_minimums() {
+        for (version, os) in [
+            ("12.8.2", Os::Windows),
+            ("12.9.2", Os::Windows),
+            ("13.0.3", Os::Linux),
+            ("13.1.2", Os::Linux),
+        ] {
+            assert!(
+                toolkit_installer_url(&v(version), Os::Linux).is_some(),
+                "{version}"
+            );
+            assert!(
+                toolkit_installer_url(&v(version), os).is_some(),
+                "{version} {os}"
+            );
+        }
     }
 
     #[test]
@@ -1332,6 +1414,7 @@ mod tests {
         let r = PythonRange {
             min: v("3.9"),
             max: v("3.12"),
+            wheels: None,
         };
         assert!(r.contains(&v("3.12.7")));
         assert!(r.contains(&v("3.9")));
