@@ -225,6 +225,46 @@ pub struct GpuGeneration {
     pub last_cuda: Option<Version>,
 }
 
+/// `data/tools.yaml`: the tools archived beside a stack's layers, pinned (see the file).
+#[derive(Debug, Deserialize)]
+struct ToolsData {
+    #[allow(dead_code)] // the set's date is `dataset`'s; kept so the table must carry its own
+    read_on: String,
+    uv: UvPin,
+}
+
+/// uv's release as the data pins it: the installer `pin` writes for the library layer.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct UvPin {
+    pub version: Version,
+    /// `linux-x86_64` / `windows-x86_64` → the wheel for that platform.
+    wheels: BTreeMap<String, UvWheel>,
+}
+
+/// One of uv's wheels: its file name on the index and its published sha256.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct UvWheel {
+    pub file: String,
+    pub sha256: String,
+}
+
+impl UvPin {
+    /// The pinned wheel for `os` (x86_64, like every other file stackpin pins).
+    pub fn wheel(&self, os: Os) -> Option<&UvWheel> {
+        let key = match os {
+            Os::Linux => "linux-x86_64",
+            Os::Windows => "windows-x86_64",
+        };
+        self.wheels.get(key)
+    }
+}
+
+/// uv's release pinned in the data set in use; `None` for a set made before the pin existed
+/// (then `fetch` takes uv from the library's indexes, as such sets expect).
+pub fn uv_pin() -> Option<&'static UvPin> {
+    knowledge().tools.as_ref().map(|t| &t.uv)
+}
+
 struct Knowledge {
     cuda: CudaData,
     pytorch: PytorchData,
@@ -233,6 +273,7 @@ struct Knowledge {
     drivers: DriverData,
     gpus: GpuData,
     libraries: LibraryTable,
+    tools: Option<ToolsData>,
 }
 
 fn knowledge() -> &'static Knowledge {
@@ -257,6 +298,11 @@ impl Knowledge {
             drivers: parse_table("drivers.yaml", table)?,
             gpus: parse_table("gpus.yaml", table)?,
             libraries: parse_table("libraries.yaml", table)?,
+            // Optional: a set packed before tools.yaml existed still reads.
+            tools: match table("tools.yaml") {
+                Some(_) => Some(parse_table("tools.yaml", table)?),
+                None => None,
+            },
         })
     }
 }
@@ -1173,6 +1219,20 @@ mod tests {
         }
         let rel = known("tensorflow", &v("2.1.0"), Os::Linux);
         assert_eq!(rel.requirements(&v("2.1.0")), vec!["tensorflow==2.1.0"]);
+    }
+
+    #[test]
+    fn uv_is_pinned_with_a_sha256_per_platform() {
+        let uv = uv_pin().expect("data/tools.yaml pins uv");
+        for os in [Os::Linux, Os::Windows] {
+            let wheel = uv.wheel(os).expect("a wheel per OS");
+            assert!(
+                wheel.file.starts_with(&format!("uv-{}-", uv.version)),
+                "{}",
+                wheel.file
+            );
+            assert_eq!(wheel.sha256.len(), 64);
+        }
     }
 
     #[test]

@@ -15,8 +15,8 @@ use crate::compat::{
     LibraryRelease, StackForGpu,
 };
 use crate::manifest::{
-    DriverLayer, Example, Installer, LibraryLayer, Manifest, PipSection, Role, SCHEMA,
-    ToolkitLayer, VramSettings, duration_text,
+    DriverLayer, Example, Installer, LibraryInstaller, LibraryLayer, Manifest, PipSection, Role,
+    SCHEMA, ToolkitLayer, VramSettings, duration_text,
 };
 use crate::os::Os;
 use crate::version::Version;
@@ -47,6 +47,9 @@ pub struct PinRequest {
     /// `--with NAME==VERSION`: pip requirements pinned beside the library; one named like the
     /// data's companion (`torchvision`) replaces it.
     pub with: Vec<String>,
+    /// What installs the library's wheels (`installer:`): uv unless asked otherwise or an
+    /// existing manifest chose pip; a library without pip wheels ignores it.
+    pub installer: LibraryInstaller,
 }
 
 /// A GPU a pinned stack must drive and compute on.
@@ -828,7 +831,7 @@ fn build(
                 extra_index_urls: vec![],
                 requirements: release.requirements(&req.version.public()),
             }),
-            installer: Default::default(),
+            installer: req.installer,
             installers: vec![],
             run: None,
             exit_codes: None,
@@ -951,6 +954,11 @@ pub fn render(
     if let Some(venv) = &m.library.venv {
         push(&format!("  venv: {}", q(venv)));
     }
+    if m.library.installer == LibraryInstaller::Uv {
+        push(
+            "  installer: uv   # its wheel is pinned in the release data; `installer: pip` to use pip",
+        );
+    }
     if let Some(pip) = &m.library.pip {
         push("  pip:");
         if let Some(index) = &pip.index_url {
@@ -1019,6 +1027,7 @@ mod tests {
             gpu_name: None,
             unknown_release: false,
             with: vec![],
+            installer: LibraryInstaller::Uv,
         }
     }
 

@@ -135,6 +135,46 @@ fn torch_2_15_0_pins_cuda_13_2_with_its_torchvision_and_passes_check() {
     assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
 }
 
+#[test]
+fn pin_writes_installer_uv_and_pip_is_one_flag_away_and_kept_on_overwrite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("m.yaml");
+    let pin = |extra: &[&str]| {
+        run(stackpin()
+            .args(["pin", "--library", "torch==2.5.1", "--os", "linux"])
+            .args(["--python", "3.11"])
+            .args(extra)
+            .arg("-o")
+            .arg(&path))
+    };
+    let out = pin(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&path).expect("written");
+    assert!(text.contains("\n  installer: uv"), "{text}");
+    let check = run(stackpin().arg("check").arg(&path));
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+
+    let out = pin(&["--force", "--installer", "pip"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&path).expect("written");
+    assert!(!text.contains("installer: uv"), "{text}");
+    // Overwriting a manifest that chose pip keeps pip unless --installer says otherwise.
+    let out = pin(&["--force"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&path).expect("written");
+    assert!(
+        !text.contains("installer: uv"),
+        "the manifest's pip was kept: {text}"
+    );
+    let out = pin(&["--force", "--installer", "uv"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        std::fs::read_to_string(&path)
+            .expect("written")
+            .contains("installer: uv")
+    );
+}
+
 // ---- pins that fit the host: its Python, its GPUs, NVIDIA's channels, the pairing table ----
 
 #[cfg(unix)]
