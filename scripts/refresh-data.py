@@ -27,7 +27,8 @@ The index is the one pip uses: `--index-url`, else $PIP_INDEX_URL, else pip's co
   python3 scripts/refresh-data.py --check         # exit 1 when a row differs (the live check)
 
 Exit codes: 0 every checked row matches (or no --check), 1 a row differs under --check,
-3 the index could not be read (the check is then reported as skipped, never as passed).
+3 the index could not be read, or PyYAML is missing (the check is then reported as skipped,
+never as passed).
 """
 
 from __future__ import annotations
@@ -438,7 +439,8 @@ def load_yaml(path: Path):
     try:
         import yaml  # PyYAML: the maintainers' machine; the derivations above need nothing
     except ImportError as e:
-        raise SystemExit("error: the comparison reads data/*.yaml with PyYAML (pip install pyyaml)") from e
+        raise IndexUnreachable("the comparison reads data/*.yaml with PyYAML, not installed here "
+                               "(pip install pyyaml)") from e
     return yaml.safe_load(path.read_text())
 
 
@@ -571,7 +573,7 @@ def main(argv: list[str]) -> int:
         uv_path = data / "tools.yaml"
         compare_uv(index, (load_yaml(uv_path) or {}).get("uv") if uv_path.exists() else None, report)
     except IndexUnreachable as e:
-        print(f"skipped: the index could not be read ({e}); nothing was checked", file=sys.stderr)
+        print(f"skipped: nothing was checked ({e})", file=sys.stderr)
         return 3
     report.print()
     print("not checked against the index (hand-written, with sources in data/): minimum drivers, "
