@@ -25,6 +25,7 @@ The index is the one pip uses: `--index-url`, else $PIP_INDEX_URL, else pip's co
   python3 scripts/refresh-data.py --record DIR    # ... and save every response read into DIR
   python3 scripts/refresh-data.py --replay DIR    # report from saved responses, offline
   python3 scripts/refresh-data.py --check         # exit 1 when a row differs (the live check)
+  python3 scripts/refresh-data.py --write DIR     # data/ with the corrections, for `data pack`
 
 Exit codes: 0 every checked row matches (or no --check), 1 a row differs under --check,
 3 the index could not be read, or PyYAML is missing (the check is then reported as skipped,
@@ -413,6 +414,11 @@ def metadata_from_wheel(url: str, size: int) -> str:
 class Report:
     def __init__(self):
         self.rows: list[tuple[str, str, str, str, str]] = []
+        # What --write changes in a copy of data/: (table, row key, field, value).
+        self.fixes: list[tuple[str, str, str, str]] = []
+
+    def fix(self, table: str, key: str, field: str, value: str):
+        self.fixes.append((table, key, field, value))
 
     def row(self, what: str, fact: str, shipped, index, status: str | None = None):
         shipped_s = "-" if shipped is None else str(shipped)
@@ -433,6 +439,64 @@ class Report:
         for r in [head] + self.rows:
             print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[4], file=out)
         print(", ".join(f"{n} {k}" for k, n in sorted(self.counts().items())), file=out)
+
+
+def merged_fixes(fixes: list[tuple[str, str, str, str]]) -> dict[tuple[str, str, str], str]:
+    """One value per (table, row, field): a row's Python range must hold for every version in
+    it, so the highest minimum and the lowest maximum win."""
+    out: dict[tuple[str, str, str], str] = {}
+    for table, key, field, value in fixes:
+        k = (table, key, field)
+        if k in out and field == "python.min":
+            value = max(out[k], value, key=version_key)
+        elif k in out and field == "python.max":
+            value = min(out[k], value, key=version_key)
+        out[k] = value
+    return out
+
+
+def apply_fix(text: str, table: str, key: str, field: str, value: str) -> str:
+    """One correction in a table's text, the row's own line edited in place (comments, order and
+    flow style kept): pytorch.yaml rows by `release`, tensorflow.yaml rows by `<os> <version>`."""
+    lines = text.split("\n")
+    if table == "pytorch.yaml":
+        start = lines.index(f'  - release: "{key}"')
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("  - ")), len(lines))
+        name = field.split(".")[0]
+        target = next(i for i in range(start, end) if lines[i].startswith(f"    {name}: {{"))
+    else:
+        os_name, version = key.split(" ")
+        section = lines.index(f"{os_name}:")
+        target = next(i for i in range(section + 1, len(lines))
+                      if f'{{version: "{version}"' in lines[i])
+    line = lines[target]
+    if field in ("python.min", "python.max"):
+        attr = field.split(".")[1]
+        line = re.sub(rf'{attr}: "[^"]*"', f'{attr}: "{value}"', line, count=1)
+    elif field.startswith("cudnn."):
+        cuda = field.split(".", 1)[1]
+        line = re.sub(rf'"{re.escape(cuda)}": "[^"]*"', f'"{cuda}": "{value}"', line, count=1)
+    elif field == "distribution":
+        line = re.sub(r", distribution: [^,}]+", "", line)
+        if value != "tensorflow":
+            line = line[: line.rindex("}")] + f", distribution: {value}" + line[line.rindex("}"):]
+    lines[target] = line
+    return "\n".join(lines)
+
+
+def write_set(data: Path, out: Path, fixes: list[tuple[str, str, str, str]]) -> list[str]:
+    """A copy of `data` with the index's corrections applied, ready for `stackpin data pack`.
+    New releases are not written: each needs facts the index cannot state (a toolkit's minimum
+    driver, the CUDA builds on the PyTorch index), so the report lists them for a maintainer."""
+    out.mkdir(parents=True, exist_ok=True)
+    texts = {p.name: p.read_text() for p in sorted(data.glob("*.yaml"))}
+    done = []
+    for (table, key, field), value in merged_fixes(fixes).items():
+        texts[table] = apply_fix(texts[table], table, key, field, value)
+        done.append(f"{table}: {key} {field} = {value}")
+    for name, text in texts.items():
+        (out / name).write_text(text)
+    return done
 
 
 def load_yaml(path: Path):
@@ -464,8 +528,12 @@ def compare_torch(index: Index, data: dict, report: Report):
             for os_name in ("linux", "windows"):
                 got = python_range(torch["files"], v, os_name)
                 want = (str(row["python"]["min"]), str(row["python"]["max"]))
+                status = python_status(want, got)
                 report.row(f"torch {v}", f"python ({os_name})", "-".join(want),
-                           "-".join(got) if got else None, python_status(want, got))
+                           "-".join(got) if got else None, status)
+                if got and got != want and status != "narrower":
+                    report.fix("pytorch.yaml", str(row["release"]), "python.min", got[0])
+                    report.fix("pytorch.yaml", str(row["release"]), "python.max", got[1])
             wheel = pick_wheel(torch["files"], v)
             meta = index.metadata(wheel) if wheel else None
             if meta is None:
@@ -477,6 +545,8 @@ def compare_torch(index: Index, data: dict, report: Report):
                 shipped_cudnn = cudnn.get(line, cudnn.get("all")) if line else None
                 report.row(f"torch {v}", f"cuDNN for CUDA {line or '?'} (default build)",
                            shipped_cudnn, cudnn_of(libs))
+                if line and line in cudnn and cudnn_of(libs) and cudnn[line] != cudnn_of(libs):
+                    report.fix("pytorch.yaml", str(row["release"]), f"cudnn.{line}", cudnn_of(libs))
             pair = row.get("torchvision", {}).get(v)
             if vision is not None:
                 report.row(f"torch {v}", "torchvision", pair, companion_for(index, vision, torch, v))
@@ -521,10 +591,16 @@ def compare_tensorflow(index: Index, data: dict, report: Report):
             files = (gpu or tf)["files"] if dist == "tensorflow-gpu" else tf["files"]
             got = python_range(files, v, os_name)
             want = (str(row["python"]["min"]), str(row["python"]["max"]))
+            status = python_status(want, got)
             report.row(f"tensorflow {v} ({os_name})", "python", "-".join(want),
-                       "-".join(got) if got else None, python_status(want, got))
+                       "-".join(got) if got else None, status)
+            if got and got != want and status != "narrower":
+                report.fix("tensorflow.yaml", f"{os_name} {v}", "python.min", got[0])
+                report.fix("tensorflow.yaml", f"{os_name} {v}", "python.max", got[1])
             report.row(f"tensorflow {v} ({os_name})", "GPU distribution",
                        row.get("distribution", "tensorflow"), dist)
+            if row.get("distribution", "tensorflow") != dist:
+                report.fix("tensorflow.yaml", f"{os_name} {v}", "distribution", dist)
 
 
 def compare_cuda(index: Index, data: dict, report: Report):
@@ -561,6 +637,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--record", type=Path, help="save every response read into this folder")
     ap.add_argument("--replay", type=Path, help="read saved responses instead of the index")
     ap.add_argument("--check", action="store_true", help="exit 1 when a row differs")
+    ap.add_argument("--write", type=Path, help="write data/ with the corrections into this folder")
     args = ap.parse_args(argv)
     data = Path(args.data)
     try:
@@ -576,6 +653,10 @@ def main(argv: list[str]) -> int:
         print(f"skipped: nothing was checked ({e})", file=sys.stderr)
         return 3
     report.print()
+    if args.write:
+        for line in write_set(data, args.write, report.fixes):
+            print(f"wrote {line}")
+        print(f"wrote {args.write}; pack it with `stackpin data pack {args.write} -o FILE`")
     print("not checked against the index (hand-written, with sources in data/): minimum drivers, "
           "GPU generations, driver branches, CUDA builds served only by the PyTorch index")
     if args.check and report.counts().get("DIFFERS"):

@@ -6,6 +6,7 @@
 import importlib.util
 import json
 import unittest
+from importlib.util import find_spec
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,6 +108,44 @@ class Comparison(unittest.TestCase):
         report = refresh.Report()
         refresh.compare_torch(index(), {"releases": [row]}, report)
         self.assertFalse([r for r in report.rows if r[4] == "DIFFERS"], report.rows)
+
+    @unittest.skipUnless(find_spec("yaml"), "reading data/*.yaml needs PyYAML")
+    def test_write_reproduces_the_corrections_in_a_copy_of_the_data(self):
+        import tempfile
+        pytorch = (
+            'releases:\n'
+            '  - release: "2.14"\n'
+            '    versions: ["2.14.0"]\n'
+            '    torchvision: {"2.14.0": "0.29.0"}\n'
+            '    python: {min: "3.10", max: "3.15"}\n'
+            '  - release: "2.11"\n'
+            '    versions: ["2.11.0"]\n'
+            '    torchvision: {"2.11.0": "0.26.0"}\n'
+            '    python: {min: "3.10", max: "3.14"}\n'
+            '    cudnn: {"12.6": "9.10.2.21", "13.0": "9.17.1.4"}\n'
+        )
+        tensorflow = (
+            'linux:\n'
+            '  - {version: "2.0.0", python: {min: "3.3", max: "3.7"}, cudnn: "7.4", cuda: "10.0"}\n'
+            'windows:\n'
+            '  - {version: "2.0.0", python: {min: "3.5", max: "3.7"}, cudnn: "7.4", cuda: "10.0"}\n'
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            data, out = Path(tmp) / "data", Path(tmp) / "out"
+            data.mkdir()
+            (data / "pytorch.yaml").write_text(pytorch)
+            (data / "tensorflow.yaml").write_text(tensorflow)
+            report = refresh.Report()
+            refresh.compare_torch(index(), refresh.load_yaml(data / "pytorch.yaml"), report)
+            refresh.compare_tensorflow(index(), refresh.load_yaml(data / "tensorflow.yaml"), report)
+            refresh.write_set(data, out, report.fixes)
+            torch_rows = refresh.load_yaml(out / "pytorch.yaml")["releases"]
+            tf = refresh.load_yaml(out / "tensorflow.yaml")
+        self.assertEqual(torch_rows[0]["python"], {"min": "3.10", "max": "3.14"})
+        self.assertEqual(torch_rows[1]["cudnn"]["13.0"], "9.19.0.56")
+        self.assertEqual(tf["linux"][0]["python"]["min"], "3.5")
+        self.assertEqual([r["distribution"] for r in tf["linux"] + tf["windows"]],
+                         ["tensorflow-gpu", "tensorflow-gpu"])
 
 
 if __name__ == "__main__":
