@@ -888,11 +888,23 @@ pub fn render(
         release.release,
         supported_lines(release)
     ));
-    push(&format!(
-        "# CUDA {}: minimum driver {} on {} (CUDA Toolkit Release Notes, \"CUDA Driver\" table:",
-        m.toolkit.version, min_driver, m.os
-    ));
-    push("#   https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html).");
+    let graded_b = compat::toolkit_releases(&m.toolkit.version.major_minor())
+        .iter()
+        .any(|r| r.version == m.toolkit.version && r.grade.as_deref() == Some("B"));
+    if graded_b {
+        // NVIDIA's table has no row for it: the data holds the installer's bundled driver.
+        push(&format!(
+            "# CUDA {}: minimum driver {} on {} (the driver bundled in NVIDIA's installer; the release notes'",
+            m.toolkit.version, min_driver, m.os
+        ));
+        push("#   \"CUDA Driver\" table has no row for this update, grade B in stackpin's data).");
+    } else {
+        push(&format!(
+            "# CUDA {}: minimum driver {} on {} (CUDA Toolkit Release Notes, \"CUDA Driver\" table:",
+            m.toolkit.version, min_driver, m.os
+        ));
+        push("#   https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html).");
+    }
     push(&format!("schema: {}", m.schema));
     push(match m.role {
         Role::Training => "role: training",
