@@ -99,6 +99,10 @@ struct PytorchRow {
 pub struct PythonRange {
     pub min: Version,
     pub max: Version,
+    /// Where the package index bounds the range: the wheel tags it has (`cp310-cp314`), read by
+    /// `scripts/refresh-data.py`; shown when a Python outside the range is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wheels: Option<String>,
 }
 
 impl PythonRange {
@@ -122,6 +126,10 @@ struct TensorflowRow {
     python: PythonRange,
     cudnn: String,
     cuda: Version,
+    /// The pip distribution holding the GPU build when it is not `tensorflow` (`tensorflow-gpu`
+    /// before 2.1, whose `tensorflow` wheels are the CPU build).
+    #[serde(default)]
+    distribution: Option<String>,
 }
 
 /// `data/onnxruntime.yaml`: the deployment runtime's releases (see the file for sources).
@@ -217,6 +225,46 @@ pub struct GpuGeneration {
     pub last_cuda: Option<Version>,
 }
 
+/// `data/tools.yaml`: the tools archived beside a stack's layers, pinned (see the file).
+#[derive(Debug, Deserialize)]
+struct ToolsData {
+    #[allow(dead_code)] // the set's date is `dataset`'s; kept so the table must carry its own
+    read_on: String,
+    uv: UvPin,
+}
+
+/// uv's release as the data pins it: the installer `pin` writes for the library layer.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct UvPin {
+    pub version: Version,
+    /// `linux-x86_64` / `windows-x86_64` → the wheel for that platform.
+    wheels: BTreeMap<String, UvWheel>,
+}
+
+/// One of uv's wheels: its file name on the index and its published sha256.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct UvWheel {
+    pub file: String,
+    pub sha256: String,
+}
+
+impl UvPin {
+    /// The pinned wheel for `os` (x86_64, like every other file stackpin pins).
+    pub fn wheel(&self, os: Os) -> Option<&UvWheel> {
+        let key = match os {
+            Os::Linux => "linux-x86_64",
+            Os::Windows => "windows-x86_64",
+        };
+        self.wheels.get(key)
+    }
+}
+
+/// uv's release pinned in the data set in use; `None` for a set made before the pin existed
+/// (then `fetch` takes uv from the library's indexes, as such sets expect).
+pub fn uv_pin() -> Option<&'static UvPin> {
+    knowledge().tools.as_ref().map(|t| &t.uv)
+}
+
 struct Knowledge {
     cuda: CudaData,
     pytorch: PytorchData,
@@ -225,6 +273,7 @@ struct Knowledge {
     drivers: DriverData,
     gpus: GpuData,
     libraries: LibraryTable,
+    tools: Option<ToolsData>,
 }
 
 fn knowledge() -> &'static Knowledge {
@@ -249,6 +298,11 @@ impl Knowledge {
             drivers: parse_table("drivers.yaml", table)?,
             gpus: parse_table("gpus.yaml", table)?,
             libraries: parse_table("libraries.yaml", table)?,
+            // Optional: a set packed before tools.yaml existed still reads.
+            tools: match table("tools.yaml") {
+                Some(_) => Some(parse_table("tools.yaml", table)?),
+                None => None,
+            },
         })
     }
 }
@@ -782,6 +836,8 @@ pub struct LibraryRelease {
     companion: Option<(String, BTreeMap<String, Version>)>,
     /// Further pip requirements pinned with the library (what its bundled example needs).
     extras: Vec<String>,
+    /// The pip distribution that holds the GPU build, when it is not the library's own name.
+    distribution: Option<String>,
     pub read_on: String,
 }
 
@@ -832,6 +888,9 @@ impl LibraryRelease {
     }
 
     fn requirement_name(&self, version: &Version) -> String {
+        if let Some(distribution) = &self.distribution {
+            return format!("{distribution}=={version}");
+        }
         match self.library.as_str() {
             // From 2.14 on, `tensorflow[and-cuda]` brings cuDNN and the CUDA libraries from pip;
             // the system toolkit stays pinned to the tested configuration for nvcc and XLA.
@@ -930,6 +989,7 @@ fn torch_release(version: &Version) -> LibraryLookup {
         index_urls,
         companion: Some(("torchvision".into(), row.torchvision.clone())),
         extras: vec![],
+        distribution: None,
         read_on: data.read_on.clone(),
     }))
 }
@@ -957,6 +1017,7 @@ fn tensorflow_release(version: &Version, os: Os) -> LibraryLookup {
         index_urls: BTreeMap::new(),
         companion: None,
         extras: vec![],
+        distribution: row.distribution.clone(),
         read_on: data.read_on.clone(),
     }))
 }
@@ -993,6 +1054,7 @@ fn onnxruntime_release(version: &Version) -> LibraryLookup {
         index_urls: BTreeMap::new(),
         companion: None,
         extras: row.extras.clone(),
+        distribution: None,
         read_on: data.read_on.clone(),
     }))
 }
@@ -1044,11 +1106,11 @@ mod tests {
     #[test]
     fn every_table_parses_and_carries_its_date() {
         let k = knowledge();
-        assert_eq!(k.cuda.read_on, "2026-11-29");
-        assert_eq!(k.pytorch.read_on, "2026-11-29");
-        assert_eq!(k.tensorflow.read_on, "2026-11-29");
+        assert_eq!(k.cuda.read_on, "2026-12-07");
+        assert_eq!(k.pytorch.read_on, "2026-12-07");
+        assert_eq!(k.tensorflow.read_on, "2026-12-07");
         assert_eq!(k.drivers.read_on, "2026-11-29");
-        assert_eq!(k.gpus.read_on, "2026-11-29");
+        assert_eq!(k.gpus.read_on, "2026-12-07");
         assert!(k.cuda.toolkits.len() >= 56, "10.0 → 13.2 rows");
         assert!(k.pytorch.releases.len() >= 17, "torch 1.12 → 2.14");
     }
@@ -1117,6 +1179,86 @@ mod tests {
             vec!["torch==2.5.1", "torchvision==0.20.1"]
         );
         assert_eq!(rel.cudnn.get("12.4").map(String::as_str), Some("9.1.0.70"));
+    }
+
+    #[test]
+    fn torch_python_ranges_follow_the_wheels_on_the_index() {
+        // No cp315 wheel of 2.13 or 2.14 on the index; 2.15.0 has cp311-cp315 (none for 3.10).
+        for release in ["2.13.0", "2.14.0", "2.14.1"] {
+            let rel = known("torch", &v(release), Os::Linux);
+            assert!(!rel.python.contains(&v("3.15")), "{release}");
+            assert!(rel.python.contains(&v("3.14")), "{release}");
+            assert_eq!(rel.python.wheels.as_deref(), Some("cp310-cp314"));
+        }
+        let rel = known("torch", &v("2.15.0"), Os::Linux);
+        assert!(rel.python.contains(&v("3.15")) && !rel.python.contains(&v("3.10")));
+        assert_eq!(
+            rel.requirements(&v("2.15.0")),
+            vec!["torch==2.15.0", "torchvision==0.29.2"]
+        );
+        assert_eq!(rel.cudnn.get("13.2").map(String::as_str), Some("9.26.0.51"));
+        let rel = known("torch", &v("2.14.1"), Os::Linux);
+        assert_eq!(
+            rel.requirements(&v("2.14.1")),
+            vec!["torch==2.14.1", "torchvision==0.29.1"]
+        );
+    }
+
+    #[test]
+    fn torch_2_11_cu130_cudnn_is_the_wheels_requires_dist() {
+        let rel = known("torch", &v("2.11.0"), Os::Linux);
+        assert_eq!(rel.cudnn.get("13.0").map(String::as_str), Some("9.19.0.56"));
+    }
+
+    #[test]
+    fn tensorflow_2_0_0_gpu_build_is_the_tensorflow_gpu_distribution() {
+        for os in [Os::Linux, Os::Windows] {
+            let rel = known("tensorflow", &v("2.0.0"), os);
+            assert_eq!(rel.requirements(&v("2.0.0")), vec!["tensorflow-gpu==2.0.0"]);
+            assert!(!rel.python.contains(&v("3.4")) && rel.python.contains(&v("3.5")));
+        }
+        let rel = known("tensorflow", &v("2.1.0"), Os::Linux);
+        assert_eq!(rel.requirements(&v("2.1.0")), vec!["tensorflow==2.1.0"]);
+    }
+
+    #[test]
+    fn uv_is_pinned_with_a_sha256_per_platform() {
+        let uv = uv_pin().expect("data/tools.yaml pins uv");
+        for os in [Os::Linux, Os::Windows] {
+            let wheel = uv.wheel(os).expect("a wheel per OS");
+            assert!(
+                wheel.file.starts_with(&format!("uv-{}-", uv.version)),
+                "{}",
+                wheel.file
+            );
+            assert_eq!(wheel.sha256.len(), 64);
+        }
+    }
+
+    #[test]
+    fn jetson_thor_compute_11_0_is_a_generation_from_cuda_13_0() {
+        let thor = gpu_generation("11.0").expect("compute capability 11.0");
+        assert_eq!(thor.first_cuda, v("13.0"));
+        assert_eq!(thor.first_driver_branch, 580);
+    }
+
+    #[test]
+    fn cuda_updates_12_8_2_to_13_1_2_have_installers_and_grade_b_minimums() {
+        for (version, os) in [
+            ("12.8.2", Os::Windows),
+            ("12.9.2", Os::Windows),
+            ("13.0.3", Os::Linux),
+            ("13.1.2", Os::Linux),
+        ] {
+            assert!(
+                toolkit_installer_url(&v(version), Os::Linux).is_some(),
+                "{version}"
+            );
+            assert!(
+                toolkit_installer_url(&v(version), os).is_some(),
+                "{version} {os}"
+            );
+        }
     }
 
     #[test]
@@ -1332,6 +1474,7 @@ mod tests {
         let r = PythonRange {
             min: v("3.9"),
             max: v("3.12"),
+            wheels: None,
         };
         assert!(r.contains(&v("3.12.7")));
         assert!(r.contains(&v("3.9")));

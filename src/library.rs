@@ -344,6 +344,7 @@ mod tests {
                 gpu_name: None,
                 unknown_release: false,
                 with: vec![],
+                installer: crate::manifest::LibraryInstaller::Uv,
             })
             .expect("pins");
             assert_eq!(

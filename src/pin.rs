@@ -15,8 +15,8 @@ use crate::compat::{
     LibraryRelease, StackForGpu,
 };
 use crate::manifest::{
-    DriverLayer, Example, Installer, LibraryLayer, Manifest, PipSection, Role, SCHEMA,
-    ToolkitLayer, VramSettings, duration_text,
+    DriverLayer, Example, Installer, LibraryInstaller, LibraryLayer, Manifest, PipSection, Role,
+    SCHEMA, ToolkitLayer, VramSettings, duration_text,
 };
 use crate::os::Os;
 use crate::version::Version;
@@ -47,6 +47,9 @@ pub struct PinRequest {
     /// `--with NAME==VERSION`: pip requirements pinned beside the library; one named like the
     /// data's companion (`torchvision`) replaces it.
     pub with: Vec<String>,
+    /// What installs the library's wheels (`installer:`): uv unless asked otherwise or an
+    /// existing manifest chose pip; a library without pip wheels ignores it.
+    pub installer: LibraryInstaller,
 }
 
 /// A GPU a pinned stack must drive and compute on.
@@ -130,13 +133,15 @@ pub enum PinError {
         "stackpin knows no {os} driver that meets CUDA {line} (needs ≥ {min}); give --driver with a newer NVIDIA driver"
     )]
     NoKnownDriver { os: Os, line: String, min: Version },
-    #[error("{library} {release} supports Python {min} to {max}, not {python}")]
+    #[error("{library} {release} supports Python {min} to {max}, not {python}{}", wheels_reason(.wheels.as_deref()))]
     UnsupportedPython {
         library: String,
         release: Version,
         python: Version,
         min: Version,
         max: Version,
+        /// The package index's wheel tags that bound the range, when the data records them.
+        wheels: Option<String>,
     },
     #[error(
         "`{interpreter}` on this host is Python {python}, and {library} {release} supports Python {min} to {max}; install a Python in that range and pass --python X.Y, or pin another {library} release"
@@ -635,6 +640,13 @@ fn given_driver(
     Ok(driver.clone())
 }
 
+/// The refusal's reason from the index: `; the package index has its wheels for cp310-cp314 only`.
+fn wheels_reason(wheels: Option<&str>) -> String {
+    wheels
+        .map(|w| format!("; the package index has its wheels for {w} only"))
+        .unwrap_or_default()
+}
+
 /// The asked Python; else, when pinning for this host, the version of the interpreter the
 /// manifest will use (its wheels are what pip will need); else the newest the release supports up
 /// to 3.12 (what current LTS distributions ship). The note says which.
@@ -669,6 +681,7 @@ fn choose_python(
                 python: py.clone(),
                 min: release.python.min.clone(),
                 max: release.python.max.clone(),
+                wheels: release.python.wheels.clone(),
             });
         }
         return Ok(py.clone());
@@ -818,7 +831,7 @@ fn build(
                 extra_index_urls: vec![],
                 requirements: release.requirements(&req.version.public()),
             }),
-            installer: Default::default(),
+            installer: req.installer,
             installers: vec![],
             run: None,
             exit_codes: None,
@@ -875,11 +888,23 @@ pub fn render(
         release.release,
         supported_lines(release)
     ));
-    push(&format!(
-        "# CUDA {}: minimum driver {} on {} (CUDA Toolkit Release Notes, \"CUDA Driver\" table:",
-        m.toolkit.version, min_driver, m.os
-    ));
-    push("#   https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html).");
+    let graded_b = compat::toolkit_releases(&m.toolkit.version.major_minor())
+        .iter()
+        .any(|r| r.version == m.toolkit.version && r.grade.as_deref() == Some("B"));
+    if graded_b {
+        // NVIDIA's table has no row for it: the data holds the installer's bundled driver.
+        push(&format!(
+            "# CUDA {}: minimum driver {} on {} (the driver bundled in NVIDIA's installer; the release notes'",
+            m.toolkit.version, min_driver, m.os
+        ));
+        push("#   \"CUDA Driver\" table has no row for this update, grade B in stackpin's data).");
+    } else {
+        push(&format!(
+            "# CUDA {}: minimum driver {} on {} (CUDA Toolkit Release Notes, \"CUDA Driver\" table:",
+            m.toolkit.version, min_driver, m.os
+        ));
+        push("#   https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html).");
+    }
     push(&format!("schema: {}", m.schema));
     push(match m.role {
         Role::Training => "role: training",
@@ -940,6 +965,11 @@ pub fn render(
     }
     if let Some(venv) = &m.library.venv {
         push(&format!("  venv: {}", q(venv)));
+    }
+    if m.library.installer == LibraryInstaller::Uv {
+        push(
+            "  installer: uv   # its wheel is pinned in the release data; `installer: pip` to use pip",
+        );
     }
     if let Some(pip) = &m.library.pip {
         push("  pip:");
@@ -1009,6 +1039,7 @@ mod tests {
             gpu_name: None,
             unknown_release: false,
             with: vec![],
+            installer: LibraryInstaller::Uv,
         }
     }
 
@@ -1030,13 +1061,36 @@ mod tests {
         );
     }
 
+    /// Releases whose every CUDA build needs a driver the data knows on Linux only: torch 2.15.0
+    /// (CUDA 13.2, R595; no Windows R595 driver with evidence yet). `pin` refuses them on Windows
+    /// with "knows no windows driver ... give --driver"; adding such a driver to drivers.yaml
+    /// empties this list.
+    const NO_KNOWN_WINDOWS_DRIVER: &[&str] = &["torch 2.15.0"];
+
+    /// Pins, or `None` for a release listed in [`NO_KNOWN_WINDOWS_DRIVER`] refused for that reason.
+    fn pin_or_known_gap(req: &PinRequest) -> Option<Result<Pinned, PinError>> {
+        match pin(req) {
+            Err(PinError::NoKnownDriver {
+                os: Os::Windows, ..
+            }) if NO_KNOWN_WINDOWS_DRIVER
+                .contains(&format!("{} {}", req.library, req.version).as_str()) =>
+            {
+                None
+            }
+            other => Some(other),
+        }
+    }
+
     #[test]
     fn every_release_in_the_data_pins_to_a_manifest_that_checks_clean() {
         for os in [Os::Linux, Os::Windows] {
             for lib in compat::KNOWN_LIBRARIES {
                 for version in compat::known_releases(lib, os) {
-                    let pinned = pin(&request(lib, &version.to_string(), os))
-                        .unwrap_or_else(|e| panic!("pin {lib} {version} {os}: {e}"));
+                    let Some(pinned) = pin_or_known_gap(&request(lib, &version.to_string(), os))
+                    else {
+                        continue;
+                    };
+                    let pinned = pinned.unwrap_or_else(|e| panic!("pin {lib} {version} {os}: {e}"));
                     let parsed = manifest::parse(&pinned.yaml, Path::new("pinned.yaml"))
                         .unwrap_or_else(|e| {
                             panic!("{lib} {version} {os} does not parse: {e}\n{}", pinned.yaml)
@@ -1064,10 +1118,13 @@ mod tests {
                             compute: g.compute.clone(),
                             label: format!("--gpu-arch {}", g.compute),
                         }];
-                        let pinned = match pin(&req) {
-                            Ok(p) => p,
-                            Err(e) if e.is_problem() => continue,
-                            Err(e) => panic!("pin {lib} {version} {os} for {}: {e}", g.compute),
+                        let pinned = match pin_or_known_gap(&req) {
+                            None => continue,
+                            Some(Ok(p)) => p,
+                            Some(Err(e)) if e.is_problem() => continue,
+                            Some(Err(e)) => {
+                                panic!("pin {lib} {version} {os} for {}: {e}", g.compute)
+                            }
                         };
                         pinned_any = true;
                         let parsed = manifest::parse(&pinned.yaml, Path::new("pinned.yaml"))

@@ -29,6 +29,9 @@ pub struct FetchConfig {
     pub retry: RetryPolicy,
     /// The fetch host's Python, used for `pip download`.
     pub python: String,
+    /// The index uv's pinned wheel is downloaded from; `None` for pip's own default index.
+    /// Never the library's indexes: uv is a tool of the install, not one of its dependencies.
+    pub uv_index_url: Option<String>,
 }
 
 impl Default for FetchConfig {
@@ -40,6 +43,7 @@ impl Default for FetchConfig {
             timeouts: Timeouts::default(),
             retry: RetryPolicy::default(),
             python: "python3".into(),
+            uv_index_url: None,
         }
     }
 }
@@ -177,7 +181,15 @@ pub fn fetch(
             Err(e) => report.errors.push(e),
         }
         if manifest.library.installer == LibraryInstaller::Uv && report.errors.is_empty() {
-            match shared.archive_uv(&target, &pip_run) {
+            let uv = crate::compat::uv_pin().and_then(|pin| {
+                pin.wheel(manifest.os).map(|wheel| PinnedWheel {
+                    requirement: format!("uv=={}", pin.version),
+                    file: wheel.file.clone(),
+                    sha256: wheel.sha256.to_ascii_lowercase(),
+                    index_url: config.uv_index_url.clone(),
+                })
+            });
+            match shared.archive_uv(&target, &pip_run, uv.as_ref()) {
                 Ok(file) => report.files.push(file),
                 Err(e) => report.errors.push(e),
             }
@@ -528,12 +540,14 @@ impl Shared<'_> {
         Ok(self.fetched(&want, actual, size, outcome))
     }
 
-    /// uv's own wheel for the target platform, beside the library's: kept when intact, fetched
-    /// again by its exact pin when not, fetched as the index's current `uv` the first time.
+    /// uv's own wheel for the target platform, beside the library's: kept when intact; else
+    /// the release data's pin (`pinned`), from its own index and checked against its published
+    /// sha256; without a pin (an older data set), from the library's indexes as before.
     fn archive_uv(
         &self,
         target: &PipTarget,
         pip_run: &PipRun,
+        pinned: Option<&PinnedWheel>,
     ) -> Result<FetchedFile, ArchiveError> {
         let existing = self
             .lock
@@ -553,7 +567,12 @@ impl Shared<'_> {
                     outcome: FileOutcome::AlreadyArchived,
                 });
             }
-            return self.fetch_one_wheel(target, pip_run, &entry);
+            if pinned.is_none() {
+                return self.fetch_one_wheel(target, pip_run, &entry);
+            }
+        }
+        if let Some(pinned) = pinned {
+            return self.archive_pinned_uv(target, pip_run, pinned);
         }
         self.progress
             .note("library: pip download uv (the installer of the library layer)");
@@ -582,6 +601,54 @@ impl Shared<'_> {
         Ok(fetched)
     }
 
+    /// uv's wheel as the release data pins it: `pip download --no-deps uv==X` from the pin's
+    /// index alone, then the pinned file, refused unless its sha256 is the published one.
+    fn archive_pinned_uv(
+        &self,
+        target: &PipTarget,
+        pip_run: &PipRun,
+        pinned: &PinnedWheel,
+    ) -> Result<FetchedFile, ArchiveError> {
+        let tool = PipTarget {
+            os: target.os,
+            python_version: target.python_version.clone(),
+            index_url: pinned.index_url.clone(),
+            extra_index_urls: Vec::new(),
+            requirements: Vec::new(),
+        };
+        self.progress.note(&format!(
+            "library: pip download {} (the installer of the library layer, pinned in the release data)",
+            pinned.requirement
+        ));
+        self.set_incomplete(vec!["uv".into()])?;
+        let scratch = self.scratch()?;
+        pip::download_one(
+            &pip_run.python,
+            &tool,
+            &pinned.requirement,
+            scratch.path(),
+            &pip_run.watch(self.progress),
+        )?;
+        if !scratch.path().join(&pinned.file).is_file() {
+            return Err(ArchiveError::Pip(format!(
+                "pip download {} did not produce {} (it got: {}); the index at {} must serve the pinned wheel",
+                pinned.requirement,
+                pinned.file,
+                pip::file_names(scratch.path()).join(", "),
+                pinned.index_url.as_deref().unwrap_or("pip's default index")
+            )));
+        }
+        let source = format!("{UV_SOURCE_PREFIX}{}", tool.source());
+        let fetched = self.move_wheel(
+            scratch.path(),
+            &pinned.file,
+            &source,
+            Some(pinned.sha256.clone()),
+        )?;
+        self.set_incomplete(Vec::new())?;
+        Ok(fetched)
+    }
+
     /// pip writes into a scratch folder beside the layer; only hashed files move into place.
     fn scratch(&self) -> Result<tempfile::TempDir, ArchiveError> {
         tempfile::Builder::new()
@@ -606,6 +673,17 @@ impl Shared<'_> {
             reason: "a download thread panicked while updating it".into(),
         }
     }
+}
+
+/// A tool's wheel as the release data pins it, and the index it is fetched from.
+struct PinnedWheel {
+    /// `uv==0.13.10`.
+    requirement: String,
+    file: String,
+    /// Lowercase hex, as published by the index.
+    sha256: String,
+    /// `None` for pip's default index.
+    index_url: Option<String>,
 }
 
 /// The interpreter pip runs under and how its runs are watched.

@@ -53,6 +53,11 @@ pub struct FetchArgs {
         value_name = "PROGRAM"
     )]
     pub python: String,
+    /// The index uv's wheel (pinned in the release data) is downloaded from, for a
+    /// `library.installer: uv` stack; pip's default index when not given. Never the library's
+    /// indexes.
+    #[arg(long, value_name = "URL", env = "STACKPIN_UV_INDEX_URL")]
+    pub uv_index_url: Option<String>,
 }
 
 /// The hidden knob of every command that downloads (`fetch`, `up`, `data update`): the wait
@@ -104,6 +109,7 @@ impl FetchArgs {
                 ..self.retry.policy()
             },
             python: self.python.clone(),
+            uv_index_url: self.uv_index_url.clone(),
         })
     }
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::compat;
 use crate::host::{self, RealSystem, System};
+use crate::manifest::LibraryInstaller;
 use crate::os::Os;
 use crate::pin::{self, PinRequest, TargetGpu};
 use crate::version::Version;
@@ -76,6 +77,10 @@ pub struct PinArgs {
     /// named like the data's companion replaces it.
     #[arg(long = "with", value_name = "NAME==VERSION")]
     pub with: Vec<String>,
+    /// What installs the library's wheels: uv (the default; its wheel is pinned in the release
+    /// data) or pip. Overwriting a manifest with --force keeps its choice unless this is given.
+    #[arg(long, value_enum, value_name = "PROGRAM")]
+    pub installer: Option<InstallerArg>,
 }
 
 /// `--library`'s help: every library data/libraries.yaml describes.
@@ -139,6 +144,7 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
         gpu_name: args.gpu_name.clone(),
         unknown_release: args.unknown_release,
         with: args.with.clone(),
+        installer: installer_for(args),
     };
     let mut pinned = pin::pin(&request)?;
     host_notes.append(&mut pinned.notes);
@@ -183,6 +189,27 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// `--installer`, else the choice of the manifest `--force` overwrites, else uv.
+fn installer_for(args: &PinArgs) -> LibraryInstaller {
+    match args.installer {
+        Some(InstallerArg::Pip) => LibraryInstaller::Pip,
+        Some(InstallerArg::Uv) => LibraryInstaller::Uv,
+        None => args
+            .output
+            .as_deref()
+            .filter(|path| args.force && path.exists())
+            .and_then(|path| crate::manifest::read(path).ok())
+            .map_or(LibraryInstaller::Uv, |m| m.library.installer),
+    }
+}
+
+/// `--installer`'s values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum InstallerArg {
+    Pip,
+    Uv,
 }
 
 /// Writes through a temporary file in the same folder and renames, so a crash never leaves a

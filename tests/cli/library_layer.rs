@@ -484,20 +484,30 @@ fn the_pip_path_refuses_a_tampered_wheel_before_creating_the_venv() {
     assert!(!lab.venv.exists(), "the venv was created");
 }
 
-/// uv's real wheel, from the cache folder (filled by `pip download uv` when missing).
+/// The uv release and Linux wheel the release data pins (data/tools.yaml).
+fn uv_pinned() -> (String, String, String) {
+    let pin = stackpin::compat::uv_pin().expect("the release data pins uv");
+    let wheel = pin
+        .wheel(stackpin::os::Os::Linux)
+        .expect("a Linux wheel is pinned");
+    (
+        pin.version.to_string(),
+        wheel.file.clone(),
+        wheel.sha256.clone(),
+    )
+}
+
+/// uv's real wheel as the data pins it, from the cache folder (filled by `pip download
+/// uv==<pinned>` when missing).
 fn uv_wheel() -> Option<(String, Vec<u8>)> {
     let dir = std::env::var_os("STACKPIN_TEST_UV_WHEELS")
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("stackpin-uv-wheel"));
+    let (version, file, _) = uv_pinned();
     let find = || {
-        std::fs::read_dir(&dir)
-            .ok()?
-            .filter_map(Result::ok)
-            .find_map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                (name.starts_with("uv-") && name.contains("manylinux") && name.contains("x86_64"))
-                    .then(|| (name, std::fs::read(e.path()).ok()))
-            })
+        let path = dir.join(&file);
+        path.is_file()
+            .then(|| (file.clone(), std::fs::read(&path).ok()))
     };
     if find().is_none() && std::env::var_os("STACKPIN_OFFLINE").is_none_or(|v| v != "1") {
         // Test setup, not the test: the registry through pip's own client, once per cache.
@@ -512,7 +522,7 @@ fn uv_wheel() -> Option<(String, Vec<u8>)> {
             ])
             .args(["--platform", "manylinux_2_17_x86_64", "-d"])
             .arg(&dir)
-            .arg("uv")
+            .arg(format!("uv=={version}"))
             .env_remove("PIP_FIND_LINKS")
             .output_started();
     }
@@ -538,10 +548,14 @@ fn uv_installs_the_library_offline_from_its_archived_wheel() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let (mut good, evil, find_links, _fakelib, helper) = hostile_world(dir.path());
-    good.add("uv", &uv_file, &uv_bytes);
+    let (good, evil, find_links, _fakelib, helper) = hostile_world(dir.path());
+    // uv comes from its own index (the data's pin), never the library's.
+    let mut tools = Index::new();
+    tools.add("uv", &uv_file, &uv_bytes);
     let mut lab = Lab::new(&good, &["fakelib==1.0"], "uv");
     lab.hostile = hostile_env(&evil, &find_links);
+    lab.hostile
+        .push(("STACKPIN_UV_INDEX_URL".into(), tools.url()));
     lab.hostile.push(("UV_EXTRA_INDEX_URL".into(), evil.url()));
     lab.hostile
         .push(("UV_FIND_LINKS".into(), find_links.display().to_string()));
@@ -584,6 +598,45 @@ fn uv_installs_the_library_offline_from_its_archived_wheel() {
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));
     assert!(text(&again).contains("corrupt"), "{}", text(&again));
     assert!(!lab.venv.exists(), "the venv was created");
+}
+
+#[test]
+fn uv_whose_sha256_is_not_the_data_pin_is_refused_at_fetch() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (good, _evil, _find_links, _fakelib, _helper) = hostile_world(dir.path());
+    let (version, file, pinned) = uv_pinned();
+    // A stand-in for the index pip uses, serving another (valid) wheel under the pinned name.
+    let impostor = build_wheel(
+        &dir.path().join("impostor"),
+        "uv",
+        &version,
+        "impostor",
+        &[],
+    );
+    let mut tools = Index::new();
+    tools.add("uv", &file, &impostor.bytes);
+    let mut lab = Lab::new(&good, &["fakelib==1.0"], "uv");
+    lab.hostile
+        .push(("STACKPIN_UV_INDEX_URL".into(), tools.url()));
+    let fetched = lab.run(&["fetch"]);
+    let said = text(&fetched);
+    assert_ne!(fetched.status.code(), Some(0), "{said}");
+    assert!(said.contains(&pinned) && said.contains(&file), "{said}");
+    assert_eq!(
+        good.lookups("uv"),
+        0,
+        "uv was looked up on the library's index"
+    );
+    assert!(!lab.stack().join("library").join(&file).exists());
+    assert!(
+        said.contains(&sha256_hex(&impostor.bytes)),
+        "both hashes shown: {said}"
+    );
+    assert!(
+        !lab.lock().contains(&sha256_hex(&impostor.bytes)),
+        "{}",
+        lab.lock()
+    );
 }
 
 #[test]

@@ -76,6 +76,105 @@ fn tensorflow_on_windows_after_2_10_says_to_use_wsl_data() {
     assert!(out.stderr.contains("2.10.0"), "{}", out.stderr);
 }
 
+// ---- release data read from the package index (issue 40) ----
+
+#[test]
+fn torch_2_14_0_for_python_3_15_is_refused_with_the_index_reason() {
+    let out = run(stackpin().args([
+        "pin",
+        "--library",
+        "torch==2.14.0",
+        "--python",
+        "3.15",
+        "--os",
+        "linux",
+    ]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Python 3.10 to 3.14, not 3.15")
+            && out.stderr.contains("wheels for cp310-cp314 only"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn tensorflow_2_0_0_pins_the_gpu_distribution_and_passes_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("m.yaml");
+    let out = run(stackpin()
+        .args(["pin", "--library", "tensorflow==2.0.0", "--os", "linux"])
+        .args(["--python", "3.7", "-o"])
+        .arg(&path));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&path).expect("written");
+    assert!(text.contains("tensorflow-gpu==2.0.0"), "{text}");
+    assert!(!text.contains("\"tensorflow==2.0.0\""), "{text}");
+    let check = run(stackpin().arg("check").arg(&path));
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+}
+
+#[test]
+fn torch_2_15_0_pins_cuda_13_2_with_its_torchvision_and_passes_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("m.yaml");
+    let out = run(stackpin()
+        .args(["pin", "--library", "torch==2.15.0", "--os", "linux", "-o"])
+        .arg(&path));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&path).expect("written");
+    for want in [
+        "torch==2.15.0",
+        "torchvision==0.29.2",
+        "whl/cu132",
+        "version: \"13.2.",
+    ] {
+        assert!(text.contains(want), "{want}: {text}");
+    }
+    let check = run(stackpin().arg("check").arg(&path));
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+}
+
+#[test]
+fn pin_writes_installer_uv_and_pip_is_one_flag_away_and_kept_on_overwrite() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("m.yaml");
+    let pin = |extra: &[&str]| {
+        run(stackpin()
+            .args(["pin", "--library", "torch==2.5.1", "--os", "linux"])
+            .args(["--python", "3.11"])
+            .args(extra)
+            .arg("-o")
+            .arg(&path))
+    };
+    let out = pin(&[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&path).expect("written");
+    assert!(text.contains("\n  installer: uv"), "{text}");
+    let check = run(stackpin().arg("check").arg(&path));
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+
+    let out = pin(&["--force", "--installer", "pip"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&path).expect("written");
+    assert!(!text.contains("installer: uv"), "{text}");
+    // Overwriting a manifest that chose pip keeps pip unless --installer says otherwise.
+    let out = pin(&["--force"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&path).expect("written");
+    assert!(
+        !text.contains("installer: uv"),
+        "the manifest's pip was kept: {text}"
+    );
+    let out = pin(&["--force", "--installer", "uv"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        std::fs::read_to_string(&path)
+            .expect("written")
+            .contains("installer: uv")
+    );
+}
+
 // ---- pins that fit the host: its Python, its GPUs, NVIDIA's channels, the pairing table ----
 
 #[cfg(unix)]
