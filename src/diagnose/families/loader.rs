@@ -142,6 +142,9 @@ pub(super) fn find(text: &str, segments: &[Segment<'_>]) -> Vec<Finding> {
     let torch_preload = segments.iter().any(|seg| {
         seg.lower.contains("_preload_cuda_deps") || seg.lower.contains("_load_global_deps")
     });
+    // NVIDIA's CUDA wheels of two majors in the environment: the wheels family names the cause
+    // of a CUDA library's failure to load.
+    let mixed_wheels = super::wheels::two_majors(segments).is_some();
     segments
         .iter()
         .filter(|seg| {
@@ -149,7 +152,7 @@ pub(super) fn find(text: &str, segments: &[Segment<'_>]) -> Vec<Finding> {
                 || (out_of_commit && seg.lower.contains("error loading")))
         })
         .filter(|seg| LOAD_FAILED.iter().any(|w| seg.lower.contains(w)))
-        .filter_map(|seg| judge(seg, toolkit_seen, torch_preload))
+        .filter_map(|seg| judge(seg, toolkit_seen, torch_preload, mixed_wheels))
         .chain(segments.iter().filter_map(driver_entry_point_missing))
         .chain(segments.iter().filter_map(glibc_too_old))
         .chain(
@@ -268,7 +271,12 @@ fn driver_entry_point_missing(seg: &Segment<'_>) -> Option<Finding> {
     ))
 }
 
-fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>, torch_preload: bool) -> Option<Finding> {
+fn judge(
+    seg: &Segment<'_>,
+    toolkit_seen: Option<u32>,
+    torch_preload: bool,
+    mixed_wheels: bool,
+) -> Option<Finding> {
     if let Some(found) = super::symbols::by_symbol_kind(seg) {
         return Some(found);
     }
@@ -320,6 +328,12 @@ fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>, torch_preload: bool) -> O
     // the library that is missing or of another version, whatever binary asked for it.
     let by_file = owner(&missing.file)
         .or_else(|| (place == Some(Place::LibraryFolder)).then_some(Owner::OwnBinary));
+    if mixed_wheels
+        && (matches!(by_file, Some(Owner::Cuda | Owner::Cudnn))
+            || (undefined && symbol_owner(&seg.lower).is_some()))
+    {
+        return None;
+    }
     if undefined
         && matches!(by_file, Some(Owner::OwnBinary) | None)
         && let Some((provider, symbol)) = symbol_owner(&seg.lower)

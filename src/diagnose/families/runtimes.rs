@@ -493,9 +493,9 @@ pub(super) fn find(segments: &[Segment<'_>]) -> Vec<Finding> {
                 seg,
                 "lib-kernel-assert",
                 Library,
-                None,
-                "A check inside a GPU kernel failed (a torch kernel's `Assertion … failed` for one block and thread, the line before \"device-side assert triggered\"): almost always an index out of range in the data or the model's sizes, such as a label at or past the number of classes (`t >= 0 && t < n_classes`) or an id past an embedding. The driver, toolkit and GPU are fine.",
-                "Check the data against the model's sizes: labels in 0..num_classes-1 (an ignore value such as 255 set as ignore_index, the class count including the background), ids below the embedding size; run the step on the CPU (or with CUDA_LAUNCH_BLOCKING=1) for the exact message.",
+                Some(Hardware),
+                "A check inside a GPU kernel failed (a torch kernel's `Assertion … failed` for one block and thread, the line before \"device-side assert triggered\"): almost always an index out of range in the data or the model's sizes, such as a label at or past the number of classes (`t >= 0 && t < n_classes`) or an id past an embedding; rarely a card that asserts where another runs the same step clean.",
+                "First tell the data from the card: run the step on the CPU (or with CUDA_LAUNCH_BLOCKING=1) to get the real index error. Then check the data against the model's sizes: labels in 0..num_classes-1 (an ignore value such as 255 set as ignore_index, the class count including the background), ids below the embedding size. If the CPU run is clean and the assert follows one GPU, run on another card and read `nvidia-smi -q -d ECC` (hardware).",
                 Mechanism::Plain,
                 false,
             ));
