@@ -14,6 +14,8 @@
 //! Matching is plain case-insensitive text, line by line; see [`super::catalogue`] for the
 //! pattern syntax. This module never reads files and never prints.
 
+use std::borrow::Cow;
+
 use super::FailureLayer;
 use super::catalogue::{self, Entry, Specificity};
 
@@ -108,8 +110,8 @@ pub(super) fn causal_rank(layer: FailureLayer) -> u8 {
 pub(super) struct Segment<'a> {
     /// 1-based line number in the input.
     pub(super) line_number: usize,
-    /// The piece as written.
-    pub(super) text: &'a str,
+    /// The piece as written; a wrapped line joined to its continuation ([`segments`]).
+    pub(super) text: Cow<'a, str>,
     /// The piece, lowercased for matching.
     pub(super) lower: String,
     /// Byte offset just past the piece in the input.
@@ -118,24 +120,85 @@ pub(super) struct Segment<'a> {
 
 /// Lines numbered the way an editor numbers them (`\n`, with `\r\n` tolerated), each cut
 /// further at lone `\r`: progress bars and Windows installers redraw a line with `\r`, and
-/// only the piece that matched is useful evidence.
+/// only the piece that matched is useful evidence. A message wrapped over two lines as pasted
+/// (a terminal's or a forum's width: "CUDA error: an illegal memory" / "access was
+/// encountered") is one segment, numbered by its first line: see [`continues`].
 pub(super) fn segments(text: &str) -> impl Iterator<Item = Segment<'_>> {
+    let mut pieces: Vec<Segment<'_>> = Vec::new();
     let mut line_start = 0;
-    text.split('\n').enumerate().flat_map(move |(index, line)| {
+    let mut previous_whole = false;
+    for (index, raw) in text.split('\n').enumerate() {
         let base = line_start;
-        line_start += line.len() + 1;
+        line_start += raw.len() + 1;
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let whole = !line.contains('\r');
+        if whole
+            && previous_whole
+            && let Some(last) = pieces.last_mut()
+            && last.line_number == index
+            && continues(&last.text, line)
+        {
+            let joined = format!("{} {}", last.text.trim_end(), line);
+            last.lower = joined.to_lowercase();
+            last.text = Cow::Owned(joined);
+            last.end = base + line.len();
+            // A third line joins no further: a wrap is one break.
+            previous_whole = false;
+            continue;
+        }
+        previous_whole = whole && raw == line;
         let mut piece_start = base;
-        line.split('\r').map(move |piece| {
+        for piece in raw.split('\r') {
             let start = piece_start;
             piece_start += piece.len() + 1;
-            Segment {
+            pieces.push(Segment {
                 line_number: index + 1,
-                text: piece,
+                text: Cow::Borrowed(piece),
                 lower: piece.to_lowercase(),
                 end: start + piece.len(),
-            }
-        })
-    })
+            });
+        }
+    }
+    pieces.into_iter()
+}
+
+/// Whether `next` is the rest of `line`, broken by the width of a terminal or a forum: `line`
+/// is an error message cut mid-phrase (it names an error or a failure and ends in a word, not in
+/// punctuation), and `next` starts at the margin with a lowercase word that is no message kind
+/// (`error`, `warning`) and no program's prefix (`ld:`, `dpkg:`), followed by another word (not a
+/// version: a package list's row). Anything else stays two lines.
+fn continues(line: &str, next: &str) -> bool {
+    let line = line.trim_end();
+    let lower = line.to_lowercase();
+    let cut_mid_phrase = line.ends_with(|c: char| c.is_ascii_alphanumeric())
+        && ["error", "failed", "exception"]
+            .iter()
+            .any(|w| lower.contains(w));
+    let words: Vec<&str> = next.split_whitespace().take(3).collect();
+    let first_word = words
+        .first()
+        .copied()
+        .unwrap_or_default()
+        .trim_end_matches(['.', ',', ';']);
+    // A line of its own starts with a message's kind ("error MSB3721: …", "warning: …").
+    const KINDS: &[&str] = &[
+        "error",
+        "warning",
+        "fatal",
+        "note",
+        "info",
+        "failed",
+        "exception",
+    ];
+    cut_mid_phrase
+        && next.starts_with(|c: char| c.is_ascii_lowercase())
+        && first_word.chars().all(|c| c.is_ascii_alphabetic())
+        && !KINDS.contains(&first_word)
+        && words.len() >= 2
+        && !words[..2].iter().any(|w| w.contains(':'))
+        // "torch 2.1.0": a package list's row, not the rest of a sentence.
+        && words[1].starts_with(|c: char| c.is_alphabetic() || c == '`')
+        && !next.contains(" : ")
 }
 
 pub(super) fn shorten(line: &str) -> String {
@@ -205,6 +268,31 @@ mod tests {
         let log = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. \
                    Process 4242 has 53.16 GiB memory in use.";
         assert_eq!(best(log).expect("a hit").entry.id, "mem-oom-other-process");
+    }
+
+    #[test]
+    fn a_message_wrapped_as_pasted_is_one_segment_and_a_new_line_is_not() {
+        // The forum's width broke evo-design/evo#136's line; the entry reads it whole, on the
+        // first line.
+        let wrapped = "RuntimeError: CUDA error: an illegal memory\naccess was encountered\nnext";
+        let joined: Vec<_> = segments(wrapped).collect();
+        assert_eq!(joined.len(), 2);
+        assert_eq!(
+            joined[0].lower,
+            "runtimeerror: cuda error: an illegal memory access was encountered"
+        );
+        assert_eq!(joined[0].line_number, 1);
+        let hit = best(wrapped).expect("the entry");
+        assert_eq!(hit.entry.id, "lib-illegal-memory-access");
+        // A line of its own stays one: a message kind, a program's prefix, a list row.
+        for two in [
+            "kernel.cu(12): error: identifier \"myHelper\" is undefined\nerror MSB3721: The command exited with code 2.",
+            "RuntimeError: CUDA error: unknown error\nld: cannot find -lcuda",
+            "ERROR: could not build wheels for torch\ntorch 2.1.0",
+            "error while loading shared libraries\nkilled",
+        ] {
+            assert_eq!(segments(two).count(), 2, "{two}");
+        }
     }
 
     #[test]

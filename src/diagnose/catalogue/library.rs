@@ -212,11 +212,15 @@ pub(super) const ENTRIES: &[Entry] = &[
         specificity: Specific,
         patterns: &["an illegal memory access was encountered"],
         cause: "A GPU kernel read or wrote outside its memory: a bug in the library or a custom \
-                op, or extensions built for another toolkit than the library.",
-        fix: "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the real call; rebuild custom extensions \
-              against the pinned toolkit. If it only comes with large batches or inputs, it is \
-              often an out-of-memory in disguise: halve the batch. If it appears at random \
-              places, look for Xid errors in `dmesg` / the Windows event log (hardware).",
+                op, or extensions built for another toolkit than the library; when it strikes at \
+                random places and survives library upgrades, a faulty card.",
+        fix: "First tell a kernel from the card: rerun with CUDA_LAUNCH_BLOCKING=1, or under \
+              `compute-sanitizer python …`, to find the real call. The same kernel every time \
+              is the library's or a custom op's: update the library, rebuild custom extensions \
+              against the pinned toolkit. Random places, on every library release: run it on \
+              another card and read `nvidia-smi -q -d ECC` and the Xid lines in `dmesg` / the \
+              Windows event log (hardware). If it only comes with large batches or inputs, it \
+              is often an out-of-memory in disguise: halve the batch.",
         example: "RuntimeError: CUDA error: an illegal memory access was encountered",
         source: "https://github.com/evo-design/evo/issues/136",
     },
@@ -226,9 +230,13 @@ pub(super) const ENTRIES: &[Entry] = &[
         specificity: Specific,
         patterns: &["device-side assert triggered"],
         cause: "A check inside a GPU kernel failed, almost always an index out of range (a \
-                label >= the number of classes, a token id beyond the embedding).",
-        fix: "Run the same step on the CPU (or with CUDA_LAUNCH_BLOCKING=1) to get the real \
-              message, then fix the data or the model's sizes; the stack itself is fine.",
+                label >= the number of classes, a token id beyond the embedding); rarely a card \
+                that asserts where another runs the same step clean.",
+        fix: "First tell the data from the card: run the same step on the CPU (or with \
+              CUDA_LAUNCH_BLOCKING=1) to get the real index error, then fix the data or the \
+              model's sizes. If the CPU run is clean and the assert follows one GPU, run on \
+              another card and read `nvidia-smi -q -d ECC` and the Xid lines in `dmesg` \
+              (hardware).",
         example: "RuntimeError: CUDA error: device-side assert triggered",
         source: "https://github.com/WangYueFt/dcp/issues/30 ; \
                  https://github.com/pytorch/pytorch/issues/74079",
@@ -288,9 +296,11 @@ pub(super) const ENTRIES: &[Entry] = &[
         cause: "The kernel log records a GPU exception raised by a running program (Xid 13 \
                 graphics/SM exception, Xid 31 MMU fault, Xid 43 GPU stopped processing): a \
                 kernel of the library or a custom op faulted, not the stack beneath it.",
-        fix: "Rerun with CUDA_LAUNCH_BLOCKING=1 (or under compute-sanitizer) to find the kernel; \
-              rebuild custom extensions against the pinned toolkit. If the same Xid repeats on \
-              one GPU with known-good programs, test the card (hardware).",
+        fix: "First tell a kernel from the card: run the step under `compute-sanitizer` (or \
+              with CUDA_LAUNCH_BLOCKING=1). An access it names is the library's or a custom \
+              op's kernel: update the library, rebuild custom extensions against the pinned \
+              toolkit. If it runs clean, or the same Xid repeats on one GPU with known-good \
+              programs, run on another card and read `nvidia-smi -q -d ECC` (hardware).",
         example: "NVRM: Xid (PCI:0000:41:00): 13, Graphics SM Warp Exception on (GPC 1, TPC 0, \
                   SM 0): Illegal Instruction Encoding",
         source: "https://github.com/3dem/relion/issues/436 ; \

@@ -139,7 +139,7 @@ const CUDA_CODES: &[Code] = &[
         layer: Library,
         second: Some(Driver),
         cause: "The program asks for a GPU index that is not there (invalid device ordinal, 101): a hard-coded `cuda:N`, more processes per node than visible GPUs, or CUDA_VISIBLE_DEVICES hiding cards; or the driver sees fewer GPUs than expected.",
-        fix: "Count the GPUs CUDA sees (`nvidia-smi -L`, and CUDA_VISIBLE_DEVICES); make the program use indices below that count (`cuda:0` on one GPU; --nproc_per_node no larger than the visible GPUs). If `nvidia-smi` lists fewer cards than the machine has, see the driver.",
+        fix: "First tell the program from the machine: count the GPUs CUDA sees (`nvidia-smi -L`, and CUDA_VISIBLE_DEVICES). If the program asks past that count, make it use indices below it (`cuda:0` on one GPU; --nproc_per_node no larger than the visible GPUs). If `nvidia-smi` lists fewer cards than the machine has, see the driver.",
         mechanism: Mechanism::Plain,
     },
     Code {
@@ -216,7 +216,7 @@ const CUDA_CODES: &[Code] = &[
         layer: Library,
         second: Some(Hardware),
         cause: "A GPU kernel accessed memory outside its allocation (illegal address, 700): usually a bug in a kernel of the library or of the model code.",
-        fix: "Run once with CUDA_LAUNCH_BLOCKING=1 to find the kernel, then try the library's newest patch release; if it strikes random kernels, check dmesg for Xid 31/48 (hardware).",
+        fix: "First tell a kernel from the card: run once with CUDA_LAUNCH_BLOCKING=1 (or under `compute-sanitizer`) to find the kernel; the same kernel every time: try the library's newest patch release. If it strikes random kernels across library releases, run on another card and check `nvidia-smi -q -d ECC` and dmesg for Xid 31/48 (hardware).",
         mechanism: Mechanism::Plain,
     },
     Code {
@@ -742,7 +742,7 @@ fn xid(seg: &Segment<'_>) -> Option<Finding> {
     let row = XIDS.iter().find(|x| x.numbers.contains(&number))?;
     let cause = format!("The driver logged Xid {number}: {}.", row.cause);
     let fix = if row.layer == Library {
-        "Run once with CUDA_LAUNCH_BLOCKING=1 to find the kernel, then update the training library (or fix the custom kernel); if the same Xid follows every program, check the card as for hardware faults."
+        "First tell a kernel from the card: run the step under `compute-sanitizer` (or with CUDA_LAUNCH_BLOCKING=1) to find the kernel, then update the training library (or fix the custom kernel); if it runs clean, or the same Xid follows every program, run on another card and read `nvidia-smi -q -d ECC` (hardware)."
     } else if number == 74 {
         "Read `nvidia-smi nvlink -e` for the failing link; reseat or replace the NVLink bridge or board. Meanwhile run with NCCL_P2P_DISABLE=1 or on one GPU."
     } else if matches!(number, 119 | 120) {

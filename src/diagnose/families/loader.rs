@@ -13,9 +13,14 @@
 //! A CUDA library whose name carries another CUDA major than the toolkit the log shows (ONNX
 //! Runtime asking for `libcublasLt.so.11` beside `nvcc` 12.1) is a library built for the other
 //! CUDA.
+//!
+//! The judgement is a table, [`LOAD_RULES`]: a failing line's facts ([`Load`]: who ships the
+//! file, where it lives, an undefined symbol, the CUDA majors) choose the first row that holds,
+//! and the row's rule names the line with the file's words filled in.
 
+use super::rule::Rule;
 use super::{Finding, Mechanism, at};
-use crate::diagnose::FailureLayer::{Driver, Library, Toolkit};
+use crate::diagnose::FailureLayer::{self, Driver, Library, Toolkit};
 use crate::diagnose::matcher::Segment;
 
 /// Words that say the loader failed on this line.
@@ -142,6 +147,9 @@ pub(super) fn find(text: &str, segments: &[Segment<'_>]) -> Vec<Finding> {
     let torch_preload = segments.iter().any(|seg| {
         seg.lower.contains("_preload_cuda_deps") || seg.lower.contains("_load_global_deps")
     });
+    // NVIDIA's CUDA wheels of two majors in the environment: the wheels family names the cause
+    // of a CUDA library's failure to load.
+    let mixed_wheels = super::wheels::two_majors(segments).is_some();
     segments
         .iter()
         .filter(|seg| {
@@ -149,7 +157,7 @@ pub(super) fn find(text: &str, segments: &[Segment<'_>]) -> Vec<Finding> {
                 || (out_of_commit && seg.lower.contains("error loading")))
         })
         .filter(|seg| LOAD_FAILED.iter().any(|w| seg.lower.contains(w)))
-        .filter_map(|seg| judge(seg, toolkit_seen, torch_preload))
+        .filter_map(|seg| judge(seg, toolkit_seen, torch_preload, mixed_wheels))
         .chain(segments.iter().filter_map(driver_entry_point_missing))
         .chain(segments.iter().filter_map(glibc_too_old))
         .chain(
@@ -268,227 +276,414 @@ fn driver_entry_point_missing(seg: &Segment<'_>) -> Option<Finding> {
     ))
 }
 
-fn judge(seg: &Segment<'_>, toolkit_seen: Option<u32>, torch_preload: bool) -> Option<Finding> {
-    if let Some(found) = super::symbols::by_symbol_kind(seg) {
-        return Some(found);
-    }
-    let mut named = library_files(&seg.lower);
-    if named.is_empty() {
-        // "Unable to load cuDNN DSO", "ConvolutionalBackwardFilter_V2 cudnn DSO dlerror": the
-        // library is named by its stem only.
-        let stem = [
-            "cudnn", "cublas", "cufft", "curand", "cusolver", "cusparse", "nvrtc", "nccl",
-        ]
-        .into_iter()
-        .find(|s| seg.lower.contains(s))?;
-        named.push(Named {
-            file: format!("lib{stem}"),
-            path: stem.to_string(),
-        });
-    }
-    // "Failed to load library A with error: B: cannot open…": A asked for B, B is missing.
-    // TensorRT writes "Unable to open library: A due to B" the same way.
-    let split_at = seg.lower.find("with error").or_else(|| {
-        seg.lower
-            .contains("unable to open library")
-            .then(|| seg.lower.find(" due to "))
-            .flatten()
-    });
-    let (requester, missing) = match split_at {
-        Some(split) => (
-            named.iter().find(|n| !seg.lower[split..].contains(&n.path)),
-            named
-                .iter()
-                .find(|n| seg.lower[split..].contains(&n.path))?,
-        ),
-        None => (None, named.first()?),
-    };
-    // The search path a loader prints after the error (TensorFlow's "; LD_LIBRARY_PATH: …") says
-    // where it looked, not where the library lives: a site-packages folder there (OpenCV's
-    // `cv2/../../lib64`) is no library folder.
-    let before_search_path = seg
-        .lower
-        .find("ld_library_path")
-        .map_or(seg.lower.as_str(), |at| &seg.lower[..at]);
-    let place = place(&missing.path).or_else(|| place(before_search_path));
-    let undefined = seg.lower.contains("undefined symbol")
-        || seg
-            .lower
-            .contains("could not be located in the dynamic link library")
-        || seg.lower.contains("with link time reference");
+/// What a failing line says about the library it names: the facts [`LOAD_RULES`] read, and the
+/// words their texts are filled with.
+struct Load {
+    /// Who ships the missing file (`None`: no owner known, only an undefined CUDA symbol may
+    /// still name one).
+    owner: Option<Owner>,
+    place: Option<Place>,
+    /// The loader found the file but not a symbol in it.
+    undefined: bool,
+    /// Who provides the undefined symbol the line names, when a CUDA library does.
+    symbol_owner: Option<Owner>,
+    /// torch's import preloading its CUDA wheels (see [`find`]).
+    torch_preload: bool,
+    /// NVIDIA's CUDA wheels of two majors in the environment ([`super::wheels`]).
+    mixed_wheels: bool,
+    /// A Windows DLL.
+    windows: bool,
+    /// Windows' start-up dialog (see [`STARTUP_DIALOG`]).
+    startup_dialog: bool,
+    /// TensorFlow's start-up probe, "Could not load dynamic library".
+    tensorflow_probe: bool,
+    /// The CUDA major the file's name carries and the toolkit's the log shows, when they differ.
+    other_cuda: Option<(u32, u32)>,
+    /// `{file}`, `{version}`, `{who}`, `{symbol}` in the rows' texts.
+    file: String,
+    wanted: Option<u32>,
+    who: &'static str,
+    symbol: String,
+}
+
+/// One row of the loader's table: when its facts hold, the rule names the line (`None`: the
+/// line names nothing, and the rows after it are not read). The rule's `cause` and `fix` may
+/// hold `{file}`, `{version}` (" (CUDA 12)" or nothing), `{who}`, `{wanted}`, `{toolkit}`,
+/// `{symbol}`, `{fails}` and `{redist}`, filled from the line.
+struct LoadRule {
+    when: fn(&Load) -> bool,
+    says: Option<Rule>,
+}
+
+/// A row of the loader's table: a rule with no patterns of its own (the facts choose it).
+const fn says(
+    id: &'static str,
+    layer: FailureLayer,
+    second: Option<FailureLayer>,
+    cause: &'static str,
+    fix: &'static str,
+    mechanism: Mechanism,
+    decisive: bool,
+) -> Option<Rule> {
+    Some(Rule {
+        id,
+        patterns: &[],
+        layer,
+        second,
+        cause,
+        fix,
+        mechanism,
+        decisive,
+        judge: None,
+    })
+}
+
+const REINSTALL_OWN_WHEELS: &str = "Reinstall the library's wheels as one set (same version and +cuXYZ build for every package: torch, torchvision, torchaudio) in a clean venv; a nightly may ship without a DLL, so pin a release.{redist}";
+
+/// The loader's table, read in order: the first row whose facts hold names the line.
+const LOAD_RULES: &[LoadRule] = &[
+    // The mixed wheels name the cause of a CUDA library's failure ([`super::wheels`]).
+    LoadRule {
+        when: |l| {
+            l.mixed_wheels
+                && (matches!(l.owner, Some(Owner::Cuda | Owner::Cudnn))
+                    || (l.undefined && l.symbol_owner.is_some()))
+        },
+        says: None,
+    },
     // An undefined symbol that belongs to a CUDA library (`cudnnCreate`, `cublasLt…`) names
     // the library that is missing or of another version, whatever binary asked for it.
-    let by_file = owner(&missing.file)
-        .or_else(|| (place == Some(Place::LibraryFolder)).then_some(Owner::OwnBinary));
-    if undefined
-        && matches!(by_file, Some(Owner::OwnBinary) | None)
-        && let Some((provider, symbol)) = symbol_owner(&seg.lower)
-    {
-        let name = if provider == Owner::Cudnn {
-            "cuDNN"
-        } else {
-            "a CUDA library"
-        };
-        return Some(at(
-            seg,
+    LoadRule {
+        when: |l| {
+            l.undefined
+                && matches!(l.owner, Some(Owner::OwnBinary) | None)
+                && l.symbol_owner == Some(Owner::Cudnn)
+        },
+        says: says(
             "tk-loader-symbol-from-cuda-library",
             Toolkit,
             Some(Library),
-            format!(
-                "{} needs {symbol} from {name}, which is not loaded or is another version than the one it was built with.",
-                missing.file
-            ),
-            format!(
-                "Install the {name} version the training library was built with (its release notes name it), make that copy the one on the loader path (`ldconfig -p | grep -i {}`; LD_LIBRARY_PATH or PATH), and remove other copies.",
-                if provider == Owner::Cudnn {
-                    "cudnn"
-                } else {
-                    "cu"
-                }
-            ),
+            "{file} needs {symbol} from cuDNN, which is not loaded or is another version than the one it was built with.",
+            "Install the cuDNN version the training library was built with (its release notes name it), make that copy the one on the loader path (`ldconfig -p | grep -i cudnn`; LD_LIBRARY_PATH or PATH), and remove other copies.",
             Mechanism::Plain,
             true,
-        ));
-    }
-    let owner = by_file?;
-    let windows = missing.file.ends_with(".dll");
-    let file = &missing.file;
-    let wanted = cuda_major_of(file);
-    let who = requester
-        .map(|r| r.file.as_str())
-        .and_then(library_of)
-        .unwrap_or("the training library");
-    let f = |id, layer, second, cause: String, fix: String, decisive| {
-        at(
-            seg,
-            id,
-            layer,
-            second,
-            cause,
-            fix,
-            if layer == Driver {
-                Mechanism::DriverAccess
-            } else {
-                Mechanism::Plain
-            },
-            decisive,
-        )
-    };
-    Some(match (owner, place) {
-        (Owner::Driver, _) if is_video_library(file) => at(
-            seg,
+        ),
+    },
+    LoadRule {
+        when: |l| {
+            l.undefined
+                && matches!(l.owner, Some(Owner::OwnBinary) | None)
+                && l.symbol_owner == Some(Owner::Cuda)
+        },
+        says: says(
+            "tk-loader-symbol-from-cuda-library",
+            Toolkit,
+            Some(Library),
+            "{file} needs {symbol} from a CUDA library, which is not loaded or is another version than the one it was built with.",
+            "Install the a CUDA library version the training library was built with (its release notes name it), make that copy the one on the loader path (`ldconfig -p | grep -i cu`; LD_LIBRARY_PATH or PATH), and remove other copies.",
+            Mechanism::Plain,
+            true,
+        ),
+    },
+    LoadRule {
+        when: |l| l.owner == Some(Owner::Driver) && is_video_library(&l.file),
+        says: says(
             "drv-loader-video-library",
             Driver,
             None,
-            format!("{file} is one of the NVIDIA driver's video libraries (NVDEC decode or NVENC encode) and cannot be loaded: the installed driver packages leave it out or are too old, or this container was started without the driver's video capability."),
+            "{file} is one of the NVIDIA driver's video libraries (NVDEC decode or NVENC encode) and cannot be loaded: the installed driver packages leave it out or are too old, or this container was started without the driver's video capability.",
             super::video::VIDEO_LIBRARY_FIX,
             Mechanism::DriverVideo,
             false,
         ),
-        (Owner::Driver, _) => f(
+    },
+    LoadRule {
+        when: |l| l.owner == Some(Owner::Driver),
+        says: says(
             "drv-loader-driver-library",
             Driver,
             None,
-            format!("{file} belongs to the NVIDIA driver and cannot be loaded: the driver is not installed, half removed, or not mounted into this container."),
-            "Check the driver first: `nvidia-smi` must list the GPU. On the host reinstall the pinned driver (`stackpin repair MANIFEST`) and reboot; in a container start it with the NVIDIA runtime (`--gpus all`).".to_string(),
+            "{file} belongs to the NVIDIA driver and cannot be loaded: the driver is not installed, half removed, or not mounted into this container.",
+            "Check the driver first: `nvidia-smi` must list the GPU. On the host reinstall the pinned driver (`stackpin repair MANIFEST`) and reboot; in a container start it with the NVIDIA runtime (`--gpus all`).",
+            Mechanism::DriverAccess,
             false,
         ),
-        (Owner::Cuda | Owner::Cudnn, Some(Place::PipCudaWheel)) => f(
+    },
+    LoadRule {
+        when: |l| is_cuda(l) && l.place == Some(Place::PipCudaWheel),
+        says: says(
             "lib-loader-pip-cuda-wheel",
             Library,
             Some(Toolkit),
-            format!("{file} from the pip CUDA wheels in site-packages (nvidia/…/lib) {} — another CUDA on the loader path (a system toolkit, or a second nvidia-* wheel) is loaded in its place.", if undefined { "finds a symbol missing" } else { "cannot be loaded" }),
-            "Let the library use the CUDA wheels it was installed with: take the system CUDA folders off LD_LIBRARY_PATH (or PATH), and uninstall the stray nvidia-* wheel that does not match the library's build (`pip list | grep nvidia`, e.g. `pip uninstall nvidia-cublas-cu11`); or reinstall the library's pinned +cuXYZ wheels in a clean venv.".to_string(),
+            "{file} from the pip CUDA wheels in site-packages (nvidia/…/lib) {fails} — another CUDA on the loader path (a system toolkit, or a second nvidia-* wheel) is loaded in its place.",
+            "Let the library use the CUDA wheels it was installed with: take the system CUDA folders off LD_LIBRARY_PATH (or PATH), and uninstall the stray nvidia-* wheel that does not match the library's build (`pip list | grep nvidia`, e.g. `pip uninstall nvidia-cublas-cu11`); or reinstall the library's pinned +cuXYZ wheels in a clean venv.",
+            Mechanism::Plain,
             true,
         ),
-        (Owner::OwnBinary, _) | (_, Some(Place::LibraryFolder)) if !undefined || owner == Owner::OwnBinary => f(
+    },
+    // A symbol missing between the package's own binaries: another install's copy of one of
+    // them (an old source build's libc10.so in /usr/local/lib, a ~/.local or LD_LIBRARY_PATH
+    // copy) is loaded first, and a reinstall leaves it there.
+    LoadRule {
+        when: |l| l.owner == Some(Owner::OwnBinary) && l.undefined,
+        says: says(
             "lib-loader-own-binary",
             Library,
-            if owner == Owner::OwnBinary { None } else { Some(Toolkit) },
-            format!("{file}, shipped inside the training library's own package, {} — the library's wheel is broken, incomplete or mixed with another build.", if undefined { "does not match the binaries beside it" } else { "or one of its dependencies cannot be loaded" }),
-            format!("{}einstall the library's wheels as one set (same version and +cuXYZ build for every package: torch, torchvision, torchaudio) in a clean venv; a nightly may ship without a DLL, so pin a release.{}",
-                // A symbol missing between the package's own binaries: another install's copy
-                // of one of them (an old source build's libc10.so in /usr/local/lib, a ~/.local
-                // or LD_LIBRARY_PATH copy) is loaded first, and a reinstall leaves it there.
-                if undefined { "Look for another copy of the library's own binaries that loads first (`ldd` on the file above, `grep -E 'c10|torch'`; an earlier install's libc10/libtorch in /usr/local/lib, on LD_LIBRARY_PATH or under ~/.local) and remove it or take it off the path, then r" } else { "R" },
-                if windows { " On Windows also install the latest Microsoft Visual C++ Redistributable (x64)." } else { "" }),
-            // With a CUDA library in its folder the place is new evidence; its own binary
-            // alone is what the catalogue already reads.
-            owner != Owner::OwnBinary,
+            None,
+            "{file}, shipped inside the training library's own package, does not match the binaries beside it — the library's wheel is broken, incomplete or mixed with another build.",
+            "Look for another copy of the library's own binaries that loads first (`ldd` on the file above, `grep -E 'c10|torch'`; an earlier install's libc10/libtorch in /usr/local/lib, on LD_LIBRARY_PATH or under ~/.local) and remove it or take it off the path, then reinstall the library's wheels as one set (same version and +cuXYZ build for every package: torch, torchvision, torchaudio) in a clean venv; a nightly may ship without a DLL, so pin a release.{redist}",
+            Mechanism::Plain,
+            false,
         ),
-        (Owner::Cuda | Owner::Cudnn, None) if torch_preload && !undefined => f(
+    },
+    // With a CUDA library in its folder the place is new evidence; its own binary alone is what
+    // the catalogue already reads.
+    LoadRule {
+        when: |l| l.owner == Some(Owner::OwnBinary),
+        says: says(
+            "lib-loader-own-binary",
+            Library,
+            None,
+            OWN_BINARY_NOT_LOADED,
+            REINSTALL_OWN_WHEELS,
+            Mechanism::Plain,
+            false,
+        ),
+    },
+    LoadRule {
+        when: |l| l.place == Some(Place::LibraryFolder) && !l.undefined,
+        says: says(
+            "lib-loader-own-binary",
+            Library,
+            Some(Toolkit),
+            OWN_BINARY_NOT_LOADED,
+            REINSTALL_OWN_WHEELS,
+            Mechanism::Plain,
+            true,
+        ),
+    },
+    LoadRule {
+        when: |l| is_cuda(l) && l.place.is_none() && l.torch_preload && !l.undefined,
+        says: says(
             "lib-loader-torch-preload",
             Library,
             Some(Toolkit),
-            format!("torch's import preloads the CUDA libraries of its pip dependencies (the nvidia-* wheels: cuBLAS, cuDNN, the CUDA runtime…) and {file} is not where it looks: the wheels were not installed with torch, or a build tool (bazel, pants, poetry, --no-deps) put them in another folder than torch's site-packages."),
-            "Install torch together with its CUDA wheels in one environment: `pip install --force-reinstall torch==VERSION` from the CUDA wheel index (without --no-deps), then `pip list | grep nvidia` must list the nvidia-* wheels of torch's CUDA major; a build tool that installs each package in its own folder must put them beside torch (or add their lib folders to LD_LIBRARY_PATH). A torch release that bundles its CUDA libraries avoids the preload.".to_string(),
+            "torch's import preloads the CUDA libraries of its pip dependencies (the nvidia-* wheels: cuBLAS, cuDNN, the CUDA runtime…) and {file} is not where it looks: the wheels were not installed with torch, or a build tool (bazel, pants, poetry, --no-deps) put them in another folder than torch's site-packages.",
+            "Install torch together with its CUDA wheels in one environment: `pip install --force-reinstall torch==VERSION` from the CUDA wheel index (without --no-deps), then `pip list | grep nvidia` must list the nvidia-* wheels of torch's CUDA major; a build tool that installs each package in its own folder must put them beside torch (or add their lib folders to LD_LIBRARY_PATH). A torch release that bundles its CUDA libraries avoids the preload.",
+            Mechanism::Plain,
             true,
         ),
-        (Owner::Cuda, _) if undefined => f(
+    },
+    LoadRule {
+        when: |l| l.owner == Some(Owner::Cuda) && l.undefined,
+        says: says(
             "tk-loader-two-cuda-versions",
             Toolkit,
             Some(Library),
-            format!("{file} is found, but not the build the caller needs (undefined symbol): two CUDA versions are mixed on the loader path."),
-            "Keep one CUDA on the loader path: point LD_LIBRARY_PATH (PATH on Windows) at the toolkit the library was built for only, remove other CUDA folders from it, and run `ldconfig -p | grep cublas` to see which copy loads.".to_string(),
+            "{file} is found, but not the build the caller needs (undefined symbol): two CUDA versions are mixed on the loader path.",
+            "Keep one CUDA on the loader path: point LD_LIBRARY_PATH (PATH on Windows) at the toolkit the library was built for only, remove other CUDA folders from it, and run `ldconfig -p | grep cublas` to see which copy loads.",
+            Mechanism::Plain,
             true,
         ),
-        (Owner::Cuda | Owner::Cudnn, _) if matches!((wanted, toolkit_seen), (Some(w), Some(t)) if w != t) => {
-            let (w, t) = (wanted.unwrap_or_default(), toolkit_seen.unwrap_or_default());
-            f(
-                "lib-loader-built-for-other-cuda",
-                Library,
-                Some(Toolkit),
-                format!("{who} was built for CUDA {w} (it asks for {file}) but this machine's toolkit is CUDA {t}."),
-                format!("Install the build of {who} made for CUDA {t} (for ONNX Runtime, the onnxruntime-gpu package for CUDA {t}; for torch, the +cu{t}X wheels), or add the CUDA {w} libraries it was built for beside the toolkit and on the loader path."),
-                true,
-            )
-        }
-        (Owner::Cudnn, _) if windows => f(
+    },
+    LoadRule {
+        when: |l| is_cuda(l) && l.other_cuda.is_some(),
+        says: says(
+            "lib-loader-built-for-other-cuda",
+            Library,
+            Some(Toolkit),
+            "{who} was built for CUDA {wanted} (it asks for {file}) but this machine's toolkit is CUDA {toolkit}.",
+            "Install the build of {who} made for CUDA {toolkit} (for ONNX Runtime, the onnxruntime-gpu package for CUDA {toolkit}; for torch, the +cu{toolkit}X wheels), or add the CUDA {wanted} libraries it was built for beside the toolkit and on the loader path.",
+            Mechanism::Plain,
+            true,
+        ),
+    },
+    LoadRule {
+        when: |l| l.owner == Some(Owner::Cudnn) && l.windows,
+        says: says(
             "tk-loader-cudnn-dll",
             Toolkit,
             Some(Library),
-            format!("Windows cannot load {file} or one of the DLLs it needs: cuDNN is missing, incomplete (a single DLL copied by hand), or its own dependency is absent (cuDNN 8 needs zlibwapi.dll)."),
-            "If the library ships its own cuDNN (torch wheels do, in torch\\lib), reinstall that wheel. Otherwise install the complete cuDNN archive for the toolkit's CUDA version: copy all of its bin, include and lib files into the toolkit folder (CUDA\\vX.Y), add zlibwapi.dll for cuDNN 8, and make sure that bin folder is on PATH.".to_string(),
+            "Windows cannot load {file} or one of the DLLs it needs: cuDNN is missing, incomplete (a single DLL copied by hand), or its own dependency is absent (cuDNN 8 needs zlibwapi.dll).",
+            "If the library ships its own cuDNN (torch wheels do, in torch\\lib), reinstall that wheel. Otherwise install the complete cuDNN archive for the toolkit's CUDA version: copy all of its bin, include and lib files into the toolkit folder (CUDA\\vX.Y), add zlibwapi.dll for cuDNN 8, and make sure that bin folder is on PATH.",
+            Mechanism::Plain,
             true,
         ),
-        // TensorFlow warns on every start that it could not load TensorRT ("Could not load
-        // dynamic library 'libnvinfer.so.7'"): harmless, so only another loader wording counts.
-        (Owner::TensorRt, _) if seg.lower.contains("could not load dynamic library") => return None,
-        (Owner::TensorRt, _) => f(
+    },
+    // TensorFlow warns on every start that it could not load TensorRT ("Could not load dynamic
+    // library 'libnvinfer.so.7'"): harmless, so only another loader wording counts.
+    LoadRule {
+        when: |l| l.owner == Some(Owner::TensorRt) && l.tensorflow_probe,
+        says: None,
+    },
+    LoadRule {
+        when: |l| l.owner == Some(Owner::TensorRt),
+        says: says(
             "tk-loader-tensorrt-missing",
             Toolkit,
             Some(Library),
-            format!("{file} belongs to TensorRT, which is not installed or whose lib folder is not on the loader path."),
-            "Install the TensorRT release made for this CUDA (its tar or deb package, or the `tensorrt` pip wheel) and put its lib folder on the loader path (LD_LIBRARY_PATH or a file in /etc/ld.so.conf.d/ plus `ldconfig`; PATH on Windows). The Python bindings and the libraries must be the same TensorRT version.".to_string(),
+            "{file} belongs to TensorRT, which is not installed or whose lib folder is not on the loader path.",
+            "Install the TensorRT release made for this CUDA (its tar or deb package, or the `tensorrt` pip wheel) and put its lib folder on the loader path (LD_LIBRARY_PATH or a file in /etc/ld.so.conf.d/ plus `ldconfig`; PATH on Windows). The Python bindings and the libraries must be the same TensorRT version.",
+            Mechanism::Plain,
             false,
         ),
-        // Windows' start-up dialog for an executable: the program's own package shares the
-        // cause (see STARTUP_DIALOG), and the dialog is evidence the catalogue's wording-only
-        // entries cannot see.
-        (Owner::Cuda, _) if windows && STARTUP_DIALOG.iter().any(|w| seg.lower.contains(w)) => {
-            let version = wanted.map_or(String::new(), |w| format!(" (CUDA {w})"));
-            f(
-                "tk-loader-cuda-dll-at-program-start",
-                Toolkit,
-                Some(Library),
-                format!("Windows could not start the program because {file}{version}, a CUDA runtime DLL it links, is neither in the program's own folder nor on PATH: the program's package leaves it out (or a download of it is incomplete), or the CUDA release it was built with is not installed."),
-                format!("First reinstall or re-download the program's GPU package (many ship {file} beside the .exe; a launcher's backend folder can be deleted so it is fetched again); if the program expects the toolkit, install the CUDA{version} release it was built with and put its bin folder on PATH (a newer CUDA major's DLLs have other names). Do not download single DLLs from DLL sites."),
-                true,
-            )
+    },
+    // Windows' start-up dialog for an executable: the program's own package shares the cause
+    // (see STARTUP_DIALOG), and the dialog is evidence the catalogue's wording-only entries
+    // cannot see.
+    LoadRule {
+        when: |l| l.owner == Some(Owner::Cuda) && l.windows && l.startup_dialog,
+        says: says(
+            "tk-loader-cuda-dll-at-program-start",
+            Toolkit,
+            Some(Library),
+            "Windows could not start the program because {file}{version}, a CUDA runtime DLL it links, is neither in the program's own folder nor on PATH: the program's package leaves it out (or a download of it is incomplete), or the CUDA release it was built with is not installed.",
+            "First reinstall or re-download the program's GPU package (many ship {file} beside the .exe; a launcher's backend folder can be deleted so it is fetched again); if the program expects the toolkit, install the CUDA{version} release it was built with and put its bin folder on PATH (a newer CUDA major's DLLs have other names). Do not download single DLLs from DLL sites.",
+            Mechanism::Plain,
+            true,
+        ),
+    },
+    LoadRule {
+        when: is_cuda,
+        says: says(
+            "tk-loader-cuda-library-missing",
+            Toolkit,
+            None,
+            "The CUDA library {file}{version} is not on the loader path: that toolkit (or cuDNN) is not installed, or its lib folder is not registered.",
+            "Install the CUDA{version} libraries the library was built for (the manifest's toolkit pin, plus cuDNN if it is named) and register their folder: `ldconfig` (a file in /etc/ld.so.conf.d/) or LD_LIBRARY_PATH on Linux, PATH on Windows; `stackpin doctor MANIFEST` shows what the host has.",
+            Mechanism::Plain,
+            false,
+        ),
+    },
+];
+
+const OWN_BINARY_NOT_LOADED: &str = "{file}, shipped inside the training library's own package, or one of its dependencies cannot be loaded — the library's wheel is broken, incomplete or mixed with another build.";
+
+/// A CUDA library or cuDNN.
+fn is_cuda(l: &Load) -> bool {
+    matches!(l.owner, Some(Owner::Cuda | Owner::Cudnn))
+}
+
+impl Load {
+    /// The facts of a line on which the loader failed; `None` when it names no library file.
+    fn read(
+        seg: &Segment<'_>,
+        toolkit_seen: Option<u32>,
+        torch_preload: bool,
+        mixed_wheels: bool,
+    ) -> Option<Load> {
+        let lower = &seg.lower;
+        let mut named = library_files(lower);
+        if named.is_empty() {
+            // "Unable to load cuDNN DSO", "ConvolutionalBackwardFilter_V2 cudnn DSO dlerror": the
+            // library is named by its stem only.
+            let stem = [
+                "cudnn", "cublas", "cufft", "curand", "cusolver", "cusparse", "nvrtc", "nccl",
+            ]
+            .into_iter()
+            .find(|s| lower.contains(s))?;
+            named.push(Named {
+                file: format!("lib{stem}"),
+                path: stem.to_string(),
+            });
         }
-        (Owner::Cuda | Owner::Cudnn, _) => {
-            let version = wanted.map_or(String::new(), |w| format!(" (CUDA {w})"));
-            f(
-                "tk-loader-cuda-library-missing",
-                Toolkit,
-                None,
-                format!("The CUDA library {file}{version} is not on the loader path: that toolkit (or cuDNN) is not installed, or its lib folder is not registered."),
-                format!("Install the CUDA{version} libraries the library was built for (the manifest's toolkit pin, plus cuDNN if it is named) and register their folder: `ldconfig` (a file in /etc/ld.so.conf.d/) or LD_LIBRARY_PATH on Linux, PATH on Windows; `stackpin doctor MANIFEST` shows what the host has."),
-                false,
-            )
-        }
-        _ => return None,
-    })
+        // "Failed to load library A with error: B: cannot open…": A asked for B, B is missing.
+        // TensorRT writes "Unable to open library: A due to B" the same way.
+        let split_at = lower.find("with error").or_else(|| {
+            lower
+                .contains("unable to open library")
+                .then(|| lower.find(" due to "))
+                .flatten()
+        });
+        let (requester, missing) = match split_at {
+            Some(split) => (
+                named.iter().find(|n| !lower[split..].contains(&n.path)),
+                named.iter().find(|n| lower[split..].contains(&n.path))?,
+            ),
+            None => (None, named.first()?),
+        };
+        // The search path a loader prints after the error (TensorFlow's "; LD_LIBRARY_PATH: …")
+        // says where it looked, not where the library lives: a site-packages folder there
+        // (OpenCV's `cv2/../../lib64`) is no library folder.
+        let before_search_path = lower
+            .find("ld_library_path")
+            .map_or(lower.as_str(), |at| &lower[..at]);
+        let place = place(&missing.path).or_else(|| place(before_search_path));
+        let undefined = lower.contains("undefined symbol")
+            || lower.contains("could not be located in the dynamic link library")
+            || lower.contains("with link time reference");
+        let owner = owner(&missing.file)
+            .or_else(|| (place == Some(Place::LibraryFolder)).then_some(Owner::OwnBinary));
+        let (symbol_owner, symbol) =
+            symbol_owner(lower).map_or((None, String::new()), |(o, s)| (Some(o), s));
+        let wanted = cuda_major_of(&missing.file);
+        Some(Load {
+            owner,
+            place,
+            undefined,
+            symbol_owner,
+            torch_preload,
+            mixed_wheels,
+            windows: missing.file.ends_with(".dll"),
+            startup_dialog: STARTUP_DIALOG.iter().any(|w| lower.contains(w)),
+            tensorflow_probe: lower.contains("could not load dynamic library"),
+            other_cuda: wanted.zip(toolkit_seen).filter(|(w, t)| w != t),
+            file: missing.file.clone(),
+            wanted,
+            who: requester
+                .map(|r| r.file.as_str())
+                .and_then(library_of)
+                .unwrap_or("the training library"),
+            symbol,
+        })
+    }
+
+    /// `text` with this line's words in its placeholders (see [`LoadRule`]).
+    fn fill(&self, text: &str) -> String {
+        let (wanted, toolkit) = self.other_cuda.unwrap_or_default();
+        let version = self
+            .wanted
+            .map_or(String::new(), |w| format!(" (CUDA {w})"));
+        let fails = if self.undefined {
+            "finds a symbol missing"
+        } else {
+            "cannot be loaded"
+        };
+        let redist = if self.windows {
+            " On Windows also install the latest Microsoft Visual C++ Redistributable (x64)."
+        } else {
+            ""
+        };
+        text.replace("{file}", &self.file)
+            .replace("{version}", &version)
+            .replace("{who}", self.who)
+            .replace("{wanted}", &wanted.to_string())
+            .replace("{toolkit}", &toolkit.to_string())
+            .replace("{symbol}", &self.symbol)
+            .replace("{fails}", fails)
+            .replace("{redist}", redist)
+    }
+}
+
+fn judge(
+    seg: &Segment<'_>,
+    toolkit_seen: Option<u32>,
+    torch_preload: bool,
+    mixed_wheels: bool,
+) -> Option<Finding> {
+    if let Some(found) = super::symbols::by_symbol_kind(seg) {
+        return Some(found);
+    }
+    let load = Load::read(seg, toolkit_seen, torch_preload, mixed_wheels)?;
+    let rule = LOAD_RULES
+        .iter()
+        .find(|row| (row.when)(&load))?
+        .says
+        .as_ref()?;
+    let mut found = rule.finding(seg);
+    found.cause = load.fill(&found.cause);
+    found.fix = load.fill(&found.fix);
+    Some(found)
 }
 
 /// Who provides the undefined symbol named on the line (`undefined symbol: cudnnCreate`).

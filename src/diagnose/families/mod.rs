@@ -7,6 +7,8 @@
 //!   `libcuda`/`nvml`), and by the CUDA version its name carries against the one the log shows;
 //!   a binary needing a newer glibc than the host's, by where that binary lives; an entry point
 //!   the driver's own DLL lacks (a driver older than the program's CUDA).
+//! - [`wheels`]: NVIDIA's CUDA wheels of two CUDA majors side by side in one environment
+//!   (`nvidia-*-cu12` beside `nvidia-*-cu13`), the library's environment.
 //! - [`codes`]: the CUDA runtime's error codes and names (legacy THC `error=N` and `cuda runtime
 //!   error (N)` numbers translated to today's), and the driver's Xid numbers, as tables.
 //! - [`status`]: the CUDA math libraries' status codes (cuBLAS, cuSOLVER, cuSPARSE, cuFFT), as a
@@ -63,6 +65,7 @@ pub mod symbols;
 pub mod tensorrt;
 pub mod titles;
 pub mod video;
+pub mod wheels;
 pub mod windows;
 
 use super::FailureLayer;
@@ -107,9 +110,15 @@ pub enum Mechanism {
 /// The finding that best names the cause: decisive first, then the causal order of layers,
 /// then the first line; `None` when no family recognised anything.
 pub fn best(text: &str) -> Option<Finding> {
+    best_of(&all(text))
+}
+
+/// Every family's findings in `text`, in the families' order.
+pub fn all(text: &str) -> Vec<Finding> {
     let segments: Vec<Segment<'_>> = matcher::segments(text).collect();
     let mut found = Vec::new();
     found.extend(loader::find(text, &segments));
+    found.extend(wheels::find(&segments));
     found.extend(codes::find(&segments));
     // Before `messages`: a release's removed name outranks its broad name-missing rule on a line.
     found.extend(releases::find(&segments));
@@ -123,7 +132,12 @@ pub fn best(text: &str) -> Option<Finding> {
     found.extend(video::find(&segments));
     found.extend(titles::find(&segments));
     found
-        .into_iter()
+}
+
+/// Of `found` (in the families' order), the finding that best names the cause: see [`best`].
+pub fn best_of(found: &[Finding]) -> Option<Finding> {
+    found
+        .iter()
         .enumerate()
         .min_by_key(|(order, f)| {
             (
@@ -133,7 +147,7 @@ pub fn best(text: &str) -> Option<Finding> {
                 *order,
             )
         })
-        .map(|(_, f)| f)
+        .map(|(_, f)| f.clone())
 }
 
 /// A finding anchored on `seg`.

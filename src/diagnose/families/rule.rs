@@ -1,7 +1,9 @@
 //! The shape most message families share: patterns (the catalogue's `*` syntax) on one line, or
 //! a judge for what a pattern cannot say (a list judged by what it holds and lacks), and the
-//! finding that line makes. `messages`, `windows`, `kernel_log` and `compile` keep their rules in
-//! this shape; they differ only in how a table is read (every rule, or the first that matches).
+//! finding that line makes. `messages`, `windows`, `kernel_log`, `compile`, `runtimes` and
+//! `loader` keep their rules in this shape; they differ only in how a table is read (every rule,
+//! or the first that matches; `runtimes` with a condition on the rest of the log, [`InLog`];
+//! `loader` choosing its rows by what the failing line says of the library it names).
 
 use super::{Finding, Mechanism, at};
 use crate::diagnose::FailureLayer;
@@ -79,9 +81,69 @@ pub(super) fn first_on_line(rules: &[Rule], seg: &Segment<'_>) -> Option<Finding
         .map(|rule| rule.finding(seg))
 }
 
+/// What the rest of the log must hold for a rule to be read on a line: for each group in `has`,
+/// some line holds one of its words; no line holds any word of `lacks`. The runtimes' rules use
+/// it where a line means one thing in one log and another elsewhere (XLA's "DNN library
+/// initialization failed" only while no line above names the cause).
+pub(super) struct InLog {
+    pub has: &'static [&'static [&'static str]],
+    pub lacks: &'static [&'static str],
+}
+
+impl InLog {
+    /// No condition on the rest of the log.
+    pub const ANY: InLog = InLog {
+        has: &[],
+        lacks: &[],
+    };
+
+    fn allows(&self, segments: &[Segment<'_>]) -> bool {
+        let held = |words: &[&str]| {
+            segments
+                .iter()
+                .any(|seg| words.iter().any(|w| seg.lower.contains(w)))
+        };
+        self.has.iter().all(|group| held(group)) && !held(self.lacks)
+    }
+}
+
+/// A rule read only where the log allows it.
+pub(super) struct Gated {
+    pub log: InLog,
+    pub rule: Rule,
+}
+
+/// Which of `rules` the log allows, in the table's order: computed once per log.
+pub(super) fn read_where_allowed(rules: &[Gated], segments: &[Segment<'_>]) -> Vec<bool> {
+    rules.iter().map(|g| g.log.allows(segments)).collect()
+}
+
+/// The first rule the log allows (`allowed`, from [`read_where_allowed`]) that matches this
+/// one line.
+pub(super) fn first_allowed_on_line(
+    rules: &[Gated],
+    allowed: &[bool],
+    seg: &Segment<'_>,
+) -> Option<Finding> {
+    rules
+        .iter()
+        .zip(allowed)
+        .find(|(g, allowed)| **allowed && g.rule.matches(seg))
+        .map(|(g, _)| g.rule.finding(seg))
+}
+
+/// Each rule the log allows, at the first line it matches.
+pub(super) fn first_allowed_in_log(rules: &[Gated], segments: &[Segment<'_>]) -> Vec<Finding> {
+    rules
+        .iter()
+        .filter(|g| g.log.allows(segments))
+        .filter_map(|g| g.rule.first_in(segments))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::{compile, kernel_log, messages, tensorrt, video, windows};
+    use super::super::{compile, kernel_log, messages, runtimes, tensorrt, video, windows};
 
     #[test]
     fn rule_patterns_are_lowercase() {
@@ -94,7 +156,11 @@ mod tests {
             video::RULES,
             tensorrt::RULES,
         ];
-        for rule in tables.into_iter().flatten() {
+        let gated = runtimes::RULES
+            .iter()
+            .chain(runtimes::IN_DOCKER_BUILD)
+            .map(|g| &g.rule);
+        for rule in tables.into_iter().flatten().chain(gated) {
             for p in rule.patterns {
                 assert_eq!(*p, p.to_lowercase(), "{}: {p}", rule.id);
             }

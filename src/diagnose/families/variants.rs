@@ -60,6 +60,10 @@ const FILES: &[(&str, &str)] = &[
         "video",
         include_str!("../../../tests/fixtures/diagnose/variants/video.yaml"),
     ),
+    (
+        "wheels",
+        include_str!("../../../tests/fixtures/diagnose/variants/wheels.yaml"),
+    ),
 ];
 
 /// The sources the Rust tests cited before they became data: none may be lost.
@@ -224,6 +228,7 @@ fn module_findings(module: &str, log: &str) -> Result<Vec<Seen>, String> {
         "windows" => super::windows::find(&segments),
         "titles" => super::titles::find(&segments),
         "video" => super::video::find(&segments),
+        "wheels" => super::wheels::find(&segments).into_iter().collect(),
         "symbols" => segments
             .iter()
             .filter_map(|seg| {
