@@ -61,9 +61,115 @@ pub enum YamlError {
     },
 }
 
+/// The most stackpin reads from a file it expects to be small (a manifest, a lock, a state, a
+/// record, a budget): such files are kilobytes; anything larger is the wrong file (a device, an
+/// installer, a log), refused before it fills memory.
+pub const SMALL_FILE_CAP: u64 = 8 * 1024 * 1024;
+
+/// Reads a small text file ([`SMALL_FILE_CAP`]): UTF-8 (a byte-order mark is dropped), or
+/// UTF-16 with a byte-order mark (PowerShell 5's `>` and Notepad write that), decoded. Another
+/// encoding is refused with its name and how to save the file as UTF-8.
+pub fn read_text(path: &Path) -> std::io::Result<String> {
+    read_text_capped(path, SMALL_FILE_CAP)
+}
+
+/// [`read_text`] with another cap.
+pub fn read_text_capped(path: &Path, cap: u64) -> std::io::Result<String> {
+    decode_text(read_bytes_capped(path, cap)?)
+}
+
+/// A file's bytes, refused once more than `cap` of them arrive (a device such as `/dev/zero`
+/// included: its size is not known before reading).
+pub fn read_bytes_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "it is larger than {} MiB, far more than a file of this kind holds; is this the right file?",
+                cap / (1024 * 1024)
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Text from bytes as [`read_text`] reads them.
+pub fn decode_text(bytes: Vec<u8>) -> std::io::Result<String> {
+    let utf16 = |rest: &[u8], le: bool| {
+        let units = rest.chunks_exact(2).map(|p| {
+            if le {
+                u16::from_le_bytes([p[0], p[1]])
+            } else {
+                u16::from_be_bytes([p[0], p[1]])
+            }
+        });
+        char::decode_utf16(units)
+            .collect::<Result<String, _>>()
+            .map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "it is UTF-16 with an invalid character; save it as UTF-8",
+                )
+            })
+    };
+    match bytes.as_slice() {
+        [0xFF, 0xFE, rest @ ..] => utf16(rest, true),
+        [0xFE, 0xFF, rest @ ..] => utf16(rest, false),
+        [0xEF, 0xBB, 0xBF, rest @ ..] => String::from_utf8(rest.to_vec()).map_err(not_utf8),
+        [_, 0, _, 0, ..] => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "it looks like UTF-16 without a byte-order mark; save it as UTF-8 (PowerShell: `Get-Content FILE | Set-Content -Encoding utf8 NEW`; Linux: `iconv -f UTF-16LE -t UTF-8 FILE > NEW`)",
+        )),
+        _ => String::from_utf8(bytes).map_err(not_utf8),
+    }
+}
+
+fn not_utf8(e: std::string::FromUtf8Error) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!(
+            "it is not UTF-8 (byte {} of it is not; a Latin-1 or Windows code-page file?); save it as UTF-8 (Linux: `iconv -f LATIN1 -t UTF-8 FILE > NEW`)",
+            e.utf8_error().valid_up_to()
+        ),
+    )
+}
+
+/// Why `path` (below `root`) is not a plain file stackpin may archive, bundle, audit or install:
+/// a symbolic link (at the file, or at a folder between it and `root`) may point anywhere, such
+/// as `/etc/shadow` into a bundle. `Ok` for a plain file; `NotFound` passes through as an error.
+pub fn plain_file_below(root: &Path, path: &Path) -> std::io::Result<()> {
+    let mut at = path;
+    loop {
+        let meta = std::fs::symlink_metadata(at)?;
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(at)
+                .map(|t| t.display().to_string())
+                .unwrap_or_else(|_| "?".into());
+            return Err(std::io::Error::other(format!(
+                "{} is a symbolic link (to {target}); stackpin uses only plain files inside the stack's folder: replace the link with the file",
+                at.display()
+            )));
+        }
+        if at == path && !meta.is_file() {
+            return Err(std::io::Error::other(format!(
+                "{} is not a plain file",
+                at.display()
+            )));
+        }
+        match at.parent() {
+            Some(parent) if parent != root && parent.starts_with(root) => at = parent,
+            _ => return Ok(()),
+        }
+    }
+}
+
 /// Reads the YAML file at `path` into a `T`.
 pub fn read_yaml<T: DeserializeOwned>(path: &Path) -> Result<T, YamlError> {
-    let text = std::fs::read_to_string(path).map_err(|source| YamlError::Read {
+    let text = read_text(path).map_err(|source| YamlError::Read {
         path: path.to_path_buf(),
         source,
     })?;

@@ -195,7 +195,8 @@ fn audit_one(stack: &StackDir, job: &Job, progress: &dyn Progress) -> FileAudit 
     let label = format!("{}/{}", job.layer, job.file);
     let size = std::fs::metadata(&path).ok().map(|m| m.len());
     progress.started(&label, size);
-    let hashed = hash_file(&path, Some((progress, &label)));
+    let hashed = crate::fsutil::plain_file_below(stack.root(), &path)
+        .and_then(|()| hash_file(&path, Some((progress, &label))));
     progress.finished(&label);
     let (status, actual, size) = match hashed {
         Ok((actual, size)) if actual == job.expected => (FileStatus::Ok, Some(actual), Some(size)),

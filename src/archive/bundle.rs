@@ -57,7 +57,13 @@ pub fn bundle(
         };
         for extra in STACK_FILES {
             let path = stack.root().join(extra);
-            let Ok(bytes) = std::fs::read(&path) else {
+            match crate::fsutil::plain_file_below(stack.root(), &path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(ArchiveError::io("bundling", &path, e)),
+            }
+            let Ok(bytes) = crate::fsutil::read_bytes_capped(&path, crate::fsutil::SMALL_FILE_CAP)
+            else {
                 continue;
             };
             let options =
@@ -77,6 +83,8 @@ pub fn bundle(
                 .unix_permissions(0o444);
             zip.start_file(format!("{name}/{label}"), options)
                 .map_err(zip_err)?;
+            crate::fsutil::plain_file_below(stack.root(), &path)
+                .map_err(|e| ArchiveError::io("bundling", &path, e))?;
             let source = File::open(&path).map_err(|e| ArchiveError::io("reading", &path, e))?;
             progress.started(&label, Some(entry.size));
             let actual = copy_hashing(source, &mut zip, |n| progress.advanced(&label, n))

@@ -62,6 +62,27 @@ pub fn redirect_downgrades(from: &str, to: &str) -> bool {
         && to.to_ascii_lowercase().starts_with("http://")
 }
 
+/// Why a redirect hop must not be followed, by the rules a URL given directly meets (`check`):
+/// never from https down to plain http; and plain http only to a loopback host, unless the
+/// first URL was itself plain http to another host (which `check` admits only with a pinned
+/// sha256). So a loopback URL cannot send stackpin to a remote plain-http host.
+pub fn redirect_refusal(first: &str, from: &str, to: &str) -> Option<String> {
+    use crate::manifest::validate::is_loopback_http;
+    if redirect_downgrades(from, to) {
+        return Some(format!(
+            "refused a redirect from https to plain http ({to})"
+        ));
+    }
+    let plain = |u: &str| u.to_ascii_lowercase().starts_with("http://");
+    let first_is_pinned_plain = plain(first) && !is_loopback_http(first);
+    if plain(to) && !is_loopback_http(to) && !first_is_pinned_plain {
+        return Some(format!(
+            "refused a redirect from {from} to plain http on another host ({to}): only https, or plain http to this machine, may be followed without a pinned sha256"
+        ));
+    }
+    None
+}
+
 /// Downloads one file that belongs to no stack (a release data set) into `partial`, with the
 /// client, retries and timeouts a fetch uses; returns its sha256 and size. Checking the hash
 /// and moving the file into place are the caller's.
@@ -69,10 +90,13 @@ pub fn download_one(
     url: &str,
     partial: &Path,
     retry: RetryPolicy,
+    limit: u64,
     progress: &dyn Progress,
 ) -> Result<(String, u64), ArchiveError> {
     let label = crate::manifest::file_name_from_url(url).unwrap_or_else(|| url.to_string());
-    Downloader::new(Timeouts::default(), retry)?.download(url, partial, &label, progress)
+    let mut downloader = Downloader::new(Timeouts::default(), retry)?;
+    downloader.limit = Some(limit);
+    downloader.download(url, partial, &label, progress)
 }
 
 /// What one attempt ended with when it did not succeed.
@@ -104,6 +128,9 @@ pub(crate) struct Downloader {
     client: Client,
     retry: RetryPolicy,
     timeouts: Timeouts,
+    /// The most bytes one body may bring (a data set's cap); more is an error, never a disk
+    /// filled by an endless body.
+    pub(crate) limit: Option<u64>,
 }
 
 impl Downloader {
@@ -112,15 +139,14 @@ impl Downloader {
         // reqwest is built without a default crypto provider; the error only says one is set.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let policy = reqwest::redirect::Policy::custom(|attempt| {
-            let downgrade = attempt
-                .previous()
-                .last()
-                .is_some_and(|from| redirect_downgrades(from.as_str(), attempt.url().as_str()));
-            if downgrade {
-                let to = attempt.url().to_string();
-                attempt.error(format!(
-                    "refused a redirect from https to plain http ({to})"
-                ))
+            let refusal = match (attempt.previous().first(), attempt.previous().last()) {
+                (Some(first), Some(from)) => {
+                    redirect_refusal(first.as_str(), from.as_str(), attempt.url().as_str())
+                }
+                _ => None,
+            };
+            if let Some(why) = refusal {
+                attempt.error(why)
             } else if attempt.previous().len() >= 10 {
                 attempt.error("more than 10 redirects")
             } else {
@@ -144,6 +170,7 @@ impl Downloader {
             client,
             retry,
             timeouts,
+            limit: None,
         })
     }
 
@@ -291,6 +318,7 @@ impl Downloader {
                 Ok((written, file))
             });
             let mut received = 0u64;
+            let mut over = false;
             let mut failure = None;
             // reqwest's blocking body hands out one network chunk (often 16 KiB) per read: fill a
             // whole buffer before handing it over, so the writer sees few, large writes.
@@ -315,6 +343,10 @@ impl Downloader {
                     }
                 }
                 received += n as u64;
+                if self.limit.is_some_and(|limit| received > limit) {
+                    over = true;
+                    break;
+                }
                 if n > 0 && full_tx.send((buf, n)).is_err() {
                     break; // the writer stopped on an error; it reports it below
                 }
@@ -329,6 +361,14 @@ impl Downloader {
                     ));
                 }
             };
+            if over {
+                drop(file);
+                let _ = std::fs::remove_file(partial);
+                return Err(AttemptError::fatal(format!(
+                    "the server sent more than the {} bytes this file may hold; stopped and deleted what arrived (is the URL right?)",
+                    self.limit.unwrap_or_default()
+                )));
+            }
             // Flushed and synced either way: after a failure it is the next attempt's head start.
             file.sync_all()
                 .map_err(|e| AttemptError::fatal(format!("syncing {}: {e}", partial.display())))?;
@@ -348,7 +388,7 @@ impl Downloader {
                 };
                 return Err(AttemptError::transient(reason));
             }
-            debug_assert_eq!(received, written);
+            debug_assert!(over || received == written);
             Ok(written)
         })
     }
@@ -439,6 +479,19 @@ fn chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_redirect_hop_meets_the_rules_of_a_url_given_directly() {
+        let local = "http://127.0.0.1:8080/driver.run";
+        let remote_plain = "http://mirror.example/driver.run";
+        let remote_tls = "https://mirror.example/driver.run";
+        assert!(redirect_refusal(local, local, remote_plain).is_some());
+        assert!(redirect_refusal(remote_tls, remote_tls, remote_plain).is_some());
+        assert!(redirect_refusal(local, local, "http://localhost:9/x").is_none());
+        assert!(redirect_refusal(local, local, remote_tls).is_none());
+        // A plain-http URL to another host passed check only with a pinned sha256.
+        assert!(redirect_refusal(remote_plain, remote_plain, "http://other.example/x").is_none());
+    }
 
     #[test]
     fn redirect_from_https_to_http_is_a_downgrade() {

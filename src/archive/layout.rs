@@ -472,6 +472,11 @@ pub fn stage_verified(
         return Err(conflict.into_error());
     }
     let path = stack.file_path(entry.layer, &entry.file);
+    if let Err(e) = crate::fsutil::plain_file_below(stack.root(), &path)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(ArchiveError::io("refusing to run", path, e));
+    }
     let mut source = match File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

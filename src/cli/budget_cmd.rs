@@ -37,7 +37,7 @@ pub struct BudgetArgs {
 }
 
 pub fn run(args: &BudgetArgs, global: &GlobalArgs) -> CmdResult {
-    let text = std::fs::read_to_string(&args.file).map_err(|e| {
+    let text = crate::fsutil::read_text(&args.file).map_err(|e| {
         CliError::unusable(anyhow!(e).context(format!(
             "cannot read budget file {}; check the path",
             args.file.display()

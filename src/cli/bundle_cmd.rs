@@ -45,11 +45,11 @@ pub fn run_bundle(args: &BundleArgs, global: &GlobalArgs) -> CmdResult {
         print_json(&summary)?;
     } else if !global.quiet {
         println!(
-            "wrote {} ({} entries, {} of installers); next, on the offline machine: stackpin unbundle {}",
+            "wrote {} ({} entries, {} of installers); next, on the offline machine: {}",
             summary.path.display(),
             summary.entries,
             size_text(summary.bytes),
-            summary.path.display()
+            super::hints::command(&["stackpin", "unbundle", &summary.path.display().to_string()])
         );
     }
     Ok(Exit::Ok)

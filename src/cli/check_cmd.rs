@@ -71,7 +71,7 @@ pub fn run(args: &CheckArgs, global: &GlobalArgs) -> CmdResult {
     let mut reports = Vec::new();
     for path in &args.manifests {
         let file = path.display().to_string();
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::fsutil::read_text(path) {
             Ok(t) => t,
             Err(e) => {
                 let err = manifest::ManifestError::Read {

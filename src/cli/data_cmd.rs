@@ -150,6 +150,9 @@ impl archive::Progress for Notes {
     }
 }
 
+/// The most a release data set may be: the packed set is well under a megabyte.
+const DATA_SET_CAP: u64 = 16 * 1024 * 1024;
+
 /// Reads `--from`: a URL through the archive's download machinery, or a file.
 fn read_source(args: &UpdateArgs, dir: &Path, global: &GlobalArgs) -> Result<Vec<u8>, Failure> {
     let lower = args.from.to_ascii_lowercase();
@@ -160,10 +163,12 @@ fn read_source(args: &UpdateArgs, dir: &Path, global: &GlobalArgs) -> Result<Vec
                 args.from
             ))));
         }
-        return std::fs::read(&args.from).map_err(|e| {
-            CliError::unusable(anyhow::Error::new(e).context(format!("reading {}", args.from)))
-                .into()
-        });
+        return crate::fsutil::read_bytes_capped(Path::new(&args.from), DATA_SET_CAP).map_err(
+            |e| {
+                CliError::unusable(anyhow::Error::new(e).context(format!("reading {}", args.from)))
+                    .into()
+            },
+        );
     }
     if lower.starts_with("http://") && args.sha256.is_none() && !is_loopback_http(&lower) {
         return Err(Failure::from(CliError::Usage(format!(
@@ -181,7 +186,7 @@ fn read_source(args: &UpdateArgs, dir: &Path, global: &GlobalArgs) -> Result<Vec
     let notes = Notes {
         show: !global.quiet && !global.json,
     };
-    let result = archive::download_one(&args.from, &partial, retry, &notes)
+    let result = archive::download_one(&args.from, &partial, retry, DATA_SET_CAP, &notes)
         .map_err(|e| CliError::broke(e).into())
         .and_then(|_| {
             std::fs::read(&partial).map_err(|e| {
@@ -351,7 +356,7 @@ fn run_show(global: &GlobalArgs) -> CmdResult {
     }
     for (i, source) in details.sources.iter().enumerate() {
         let label = if i == 0 { "sources" } else { "" };
-        let _ = writeln!(out, "  {label:<9} {source}");
+        let _ = writeln!(out, "  {label:<9} {}", super::term::shown(source));
     }
     // `write!` instead of `print!`: a closed pipe (`| head`) is not worth a panic.
     let _ = std::io::stdout().lock().write_all(out.as_bytes());

@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use super::term::shown;
 use super::{CmdResult, GlobalArgs, finish_report, print_json};
 use crate::diagnose::{self, Diagnosis, FailureLayer};
 use crate::host::{RealSystem, context};
@@ -45,12 +46,15 @@ pub struct DiagnoseArgs {
 }
 
 pub fn run(args: &DiagnoseArgs, global: &GlobalArgs) -> CmdResult {
-    let text = diagnose::read_log(args.log.as_deref())?;
+    let excerpt = diagnose::read_log(args.log.as_deref())?;
     let host = match args.host {
         HostMode::Auto => Some(context::probe(&RealSystem)),
         HostMode::None => None,
     };
-    let diagnosis = diagnose::diagnose_in(&text, host.as_ref()).unwrap_or_else(Diagnosis::unknown);
+    let mut diagnosis =
+        diagnose::diagnose_in(&excerpt.text, host.as_ref()).unwrap_or_else(Diagnosis::unknown);
+    // Line numbers in the whole log, not in the excerpt a long log was read into.
+    diagnosis.line = diagnosis.line.map(|line| excerpt.original_line(line));
     // A log nothing matched is a finding: stackpin cannot name the layer.
     finish_report(
         global,
@@ -68,14 +72,17 @@ fn print_human(d: &Diagnosis) {
         Some(second) => writeln!(out, "layer:    {} (or {second})", d.layer),
         None => writeln!(out, "layer:    {}", d.layer),
     };
-    let _ = writeln!(out, "cause:    {}", d.cause);
-    let _ = writeln!(out, "fix:      {}", d.fix);
+    // The log's own words (its lines, the files they name) are shown, never obeyed.
+    let _ = writeln!(out, "cause:    {}", shown(&d.cause));
+    let _ = writeln!(out, "fix:      {}", shown(&d.fix));
     if let Some(context) = &d.context {
-        let _ = writeln!(out, "context:  {context}");
+        let _ = writeln!(out, "context:  {}", shown(context));
     }
     let _ = match (&d.evidence, d.line) {
-        (Some(evidence), Some(line)) => writeln!(out, "evidence: line {line}: {evidence}"),
-        (Some(evidence), None) => writeln!(out, "evidence: {evidence}"),
+        (Some(evidence), Some(line)) => {
+            writeln!(out, "evidence: line {line}: {}", shown(evidence))
+        }
+        (Some(evidence), None) => writeln!(out, "evidence: {}", shown(evidence)),
         _ => writeln!(
             out,
             "evidence: none (no line of the log matched a known failure)"

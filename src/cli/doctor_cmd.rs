@@ -72,7 +72,7 @@ pub struct RepairArgs {
 
 /// Reads and parses a manifest; release-note problems are left to the toolkit check.
 fn read_manifest(path: &Path) -> Result<(Manifest, String), Failure> {
-    let text = std::fs::read_to_string(path).map_err(|source| {
+    let text = crate::fsutil::read_text(path).map_err(|source| {
         Failure::from(manifest::ManifestError::Read {
             path: path.to_path_buf(),
             source,

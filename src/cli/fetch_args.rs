@@ -124,7 +124,7 @@ pub struct Fetched {
 /// unless `global` is quiet, and prints each failed file's error; the caller prints the rest.
 pub fn fetch_stack(args: &FetchArgs, global: &GlobalArgs) -> Result<Fetched, Failure> {
     let manifest = super::valid_manifest::require_valid(&args.manifest)?;
-    let text = std::fs::read_to_string(&args.manifest).map_err(|e| {
+    let text = crate::fsutil::read_text(&args.manifest).map_err(|e| {
         CliError::unusable(
             anyhow::Error::new(e).context(format!("reading {}", args.manifest.display())),
         )

@@ -41,8 +41,9 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
         let (stack, manifest) = (report.stack.display(), args.manifest.display());
         let summary = match exit {
             Exit::Ok => format!(
-                "{stack}: {} files archived and verified; next: stackpin audit {manifest}",
-                report.files.len()
+                "{stack}: {} files archived and verified; next: {}",
+                report.files.len(),
+                super::hints::command(&["stackpin", "audit", &manifest.to_string()])
             ),
             _ => format!(
                 "{stack}: {} files failed; run `stackpin fetch {manifest}` again to resume",

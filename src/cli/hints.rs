@@ -219,6 +219,21 @@ pub fn complete(text: &str) -> String {
     invocation.complete(text)
 }
 
+/// One `stackpin …` command built from its words, each quoted for a POSIX shell and completed
+/// like every other hint (`--archive` when this run named one), in backticks: a path holding
+/// spaces, quotes or `$(…)` is pasted back as the same one word, never run.
+pub fn command(words: &[&str]) -> String {
+    let line: Vec<String> = words
+        .iter()
+        .map(|w| {
+            shlex::try_quote(w)
+                .map(|q| q.into_owned())
+                .unwrap_or_else(|_| w.to_string())
+        })
+        .collect();
+    complete(&format!("`{}`", line.join(" ")))
+}
+
 /// Every `stackpin …` command in a JSON value's strings, completed as [`complete`] does.
 pub fn complete_value(value: &mut serde_json::Value) {
     match value {

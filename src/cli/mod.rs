@@ -275,6 +275,7 @@ fn require_gpu_flag(command: &Command) -> Result<(), Failure> {
 
 /// Parses the command line, runs the command, prints errors once and returns the exit code.
 pub fn main() -> ExitCode {
+    term::closed_output::end_cleanly_when_output_fails();
     let cli = parse_cli();
     term::init_color(cli.global.color);
     hints::set_current(hints::Invocation {

@@ -181,10 +181,10 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
         if let Some(path) = &args.output {
             let _ = writeln!(
                 err,
-                "wrote {} ({}); next: stackpin check {}",
+                "wrote {} ({}); next: {}",
                 path.display(),
                 pinned.manifest.name,
-                path.display()
+                super::hints::command(&["stackpin", "check", &path.display().to_string()])
             );
         }
     }

@@ -338,7 +338,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         "installed",
     )?;
     let m = require_valid(&args.fetch.manifest)?;
-    let text = std::fs::read_to_string(&args.fetch.manifest).map_err(|e| {
+    let text = crate::fsutil::read_text(&args.fetch.manifest).map_err(|e| {
         CliError::unusable(
             anyhow::Error::new(e).context(format!("reading {}", args.fetch.manifest.display())),
         )

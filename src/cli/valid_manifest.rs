@@ -8,7 +8,7 @@ use crate::manifest::{self, Severity};
 
 /// Turns a failed check into a failure for commands that need a valid manifest first.
 pub fn require_valid(path: &std::path::Path) -> Result<manifest::Manifest, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::fsutil::read_text(path).map_err(|e| {
         Failure::from(manifest::ManifestError::Read {
             path: path.to_path_buf(),
             source: e,

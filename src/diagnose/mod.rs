@@ -19,6 +19,7 @@
 pub mod broad;
 pub mod catalogue;
 pub mod context_fix;
+pub mod excerpt;
 pub mod families;
 pub mod matcher;
 
@@ -391,6 +392,11 @@ pub enum DiagnoseError {
     /// Standard input could not be read.
     #[error("cannot read the log from standard input: {0}")]
     Stdin(#[source] std::io::Error),
+    /// The log holds nothing.
+    #[error(
+        "the log {what} is empty: there is nothing to diagnose; give the file the failing command wrote (its output, `2>&1`), or pipe it in"
+    )]
+    Empty { what: String },
     /// No file was given and nothing is piped in.
     #[error(
         "no log given: name a log file, or pipe one in (`python train.py 2>&1 | stackpin diagnose -`)"
@@ -398,14 +404,20 @@ pub enum DiagnoseError {
     NoInput,
 }
 
-/// Reads the log from `path`, or from standard input when `path` is `None` or `-`.
-pub fn read_log(path: Option<&Path>) -> Result<String, DiagnoseError> {
-    let bytes = match path {
+/// The most of a UTF-16 log that is read (installer logs; they are small): decoding it needs
+/// it whole.
+const UTF16_CAP: u64 = 64 * 1024 * 1024;
+
+/// Reads the log from `path`, or from standard input when `path` is `None` or `-`, as a bounded
+/// excerpt ([`excerpt`]): a log of any size in one pass and bounded memory.
+pub fn read_log(path: Option<&Path>) -> Result<excerpt::Excerpt, DiagnoseError> {
+    let (reader, what): (Box<dyn Read>, String) = match path {
         Some(p) if p != Path::new("-") => {
-            std::fs::read(p).map_err(|source| DiagnoseError::Read {
+            let file = std::fs::File::open(p).map_err(|source| DiagnoseError::Read {
                 path: p.to_path_buf(),
                 source,
-            })?
+            })?;
+            (Box::new(file), p.display().to_string())
         }
         given => {
             let stdin = std::io::stdin();
@@ -414,15 +426,51 @@ pub fn read_log(path: Option<&Path>) -> Result<String, DiagnoseError> {
             if given.is_none() && stdin.is_terminal() {
                 return Err(DiagnoseError::NoInput);
             }
-            let mut bytes = Vec::new();
-            stdin
-                .lock()
-                .read_to_end(&mut bytes)
-                .map_err(DiagnoseError::Stdin)?;
-            bytes
+            (Box::new(stdin), "on standard input".to_string())
         }
     };
-    Ok(decode_log(&bytes))
+    let fail = |source: std::io::Error| match path {
+        Some(p) if p != Path::new("-") => DiagnoseError::Read {
+            path: p.to_path_buf(),
+            source,
+        },
+        _ => DiagnoseError::Stdin(source),
+    };
+    let mut reader = std::io::BufReader::with_capacity(64 * 1024, reader);
+    let start = std::io::BufRead::fill_buf(&mut reader)
+        .map_err(fail)?
+        .to_vec();
+    let excerpt = if start.starts_with(&[0xFF, 0xFE])
+        || start.starts_with(&[0xFE, 0xFF])
+        || utf16_without_mark(&start)
+    {
+        let mut bytes = Vec::new();
+        reader
+            .take(UTF16_CAP)
+            .read_to_end(&mut bytes)
+            .map_err(fail)?;
+        excerpt::Excerpt::of_text(&decode_log(&bytes))
+    } else {
+        if start.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            std::io::BufRead::consume(&mut reader, 3);
+        }
+        excerpt::read(reader).map_err(fail)?
+    };
+    if excerpt.total_bytes == 0 {
+        return Err(DiagnoseError::Empty { what });
+    }
+    Ok(excerpt)
+}
+
+/// UTF-16LE without a byte-order mark (a log PowerShell or a Windows tool wrote): most odd
+/// bytes zero, the even ones not, over the first bytes.
+fn utf16_without_mark(start: &[u8]) -> bool {
+    let pairs: Vec<&[u8]> = start.chunks_exact(2).take(2048).collect();
+    if pairs.len() < 8 {
+        return false;
+    }
+    let ascii_le = pairs.iter().filter(|p| p[1] == 0 && p[0] != 0).count();
+    ascii_le * 10 >= pairs.len() * 9
 }
 
 /// Turns log bytes into text: UTF-16 with a byte-order mark (Windows installer logs, PowerShell
@@ -433,6 +481,14 @@ pub fn decode_log(bytes: &[u8]) -> String {
             .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
             .collect::<String>()
     };
+    let marked = bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]);
+    if !marked && utf16_without_mark(bytes) {
+        return utf16(
+            &mut bytes
+                .chunks_exact(2)
+                .map(|p| u16::from_le_bytes([p[0], p[1]])),
+        );
+    }
     match bytes {
         [0xFF, 0xFE, rest @ ..] => utf16(
             &mut rest

@@ -248,8 +248,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("machine.lock");
         // A step that outlives its stackpin: a process group of its own, still running.
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "sleep 30"])
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
             .process_group(0)
             .spawn()
             .expect("sleep");

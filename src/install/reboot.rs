@@ -85,7 +85,7 @@ pub fn argv_file_text(argv: &[String]) -> String {
 
 /// Reads an argv file back.
 pub fn read_argv_file(path: &Path) -> Result<Vec<String>, ResumeError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ResumeError::Read {
+    let text = crate::fsutil::read_text(path).map_err(|source| ResumeError::Read {
         path: path.to_path_buf(),
         source,
     })?;

@@ -61,7 +61,7 @@ impl fmt::Display for SyntaxError {
 
 /// Reads and parses a manifest file.
 pub fn read(path: &Path) -> Result<Manifest, ManifestError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Read {
+    let text = crate::fsutil::read_text(path).map_err(|source| ManifestError::Read {
         path: path.to_path_buf(),
         source,
     })?;

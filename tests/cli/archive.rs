@@ -504,6 +504,28 @@ fn redirects_are_followed_to_the_file() {
 }
 
 #[test]
+fn a_loopback_url_that_redirects_to_remote_plain_http_is_refused_at_the_hop() {
+    let ctx = Ctx::new();
+    // `.invalid` never resolves: were the hop followed, no traffic could leave this machine.
+    ctx.server.route(
+        DRIVER,
+        Route {
+            redirect: Some("http://stackpin-mirror.invalid/driver.bin".into()),
+            ..Route::default()
+        },
+    );
+    let run = ctx.fetch(&[]);
+    run.expect_code(3);
+    assert!(
+        run.stderr().contains("refused a redirect")
+            && run.stderr().contains("plain http on another host"),
+        "{}",
+        run.stderr()
+    );
+    assert!(!ctx.file("driver", DRIVER).exists());
+}
+
+#[test]
 fn unsafe_file_names_in_urls_are_refused_before_any_download() {
     let ctx = Ctx::new();
     for bad in ["x/..", "evil%2F..%2F..%2Fpwned.run", "x.run.partial"] {

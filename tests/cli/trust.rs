@@ -711,3 +711,174 @@ fn an_install_never_replaces_the_library_under_a_running_proof() {
     );
     assert_eq!(proof.code, Some(0), "{}", proof.text());
 }
+
+/// The words of the first backticked command in `text`, as a shell would split them.
+fn hinted_command(text: &str) -> Vec<String> {
+    let start = text
+        .find("`stackpin ")
+        .expect("a backticked stackpin command")
+        + 1;
+    let len = text[start..].find('`').expect("closing backtick");
+    shlex::split(&text[start..start + len]).expect("the hint splits as shell words")
+}
+
+#[test]
+fn hints_quote_paths_that_hold_shell_syntax() {
+    let vault = Vault::fetched(Setup::default());
+    let odd = vault.host.root().join("lab $(touch pwned) 'q'");
+    std::fs::create_dir_all(&odd).expect("odd folder");
+    let manifest = odd.join("stack.yaml");
+    std::fs::copy(&vault.manifest, &manifest).expect("manifest copy");
+    let manifest_arg = manifest.to_str().expect("utf-8");
+
+    let fetched = vault
+        .host
+        .installing(["fetch", manifest_arg])
+        .output_started()
+        .expect("fetch");
+    assert_eq!(fetched.status.code(), Some(0), "{}", text(&fetched));
+    let words = hinted_command(&text(&fetched));
+    assert_eq!(words[..2], ["stackpin", "audit"], "{}", text(&fetched));
+    assert!(words.contains(&manifest_arg.to_string()), "{words:?}");
+
+    let zip = odd.join("lab $(touch pwned).zip");
+    let bundled = vault
+        .host
+        .installing(["bundle", manifest_arg, "-o", zip.to_str().expect("utf-8")])
+        .output_started()
+        .expect("bundle");
+    assert_eq!(bundled.status.code(), Some(0), "{}", text(&bundled));
+    let words = hinted_command(&text(&bundled));
+    assert_eq!(words[..2], ["stackpin", "unbundle"]);
+    assert!(words.contains(&zip.display().to_string()), "{words:?}");
+
+    let pinned = odd.join("pinned $(touch pwned).yaml");
+    let pin = vault
+        .host
+        .stackpin([
+            "pin",
+            "--library",
+            "torch==2.5.1",
+            "--os",
+            "linux",
+            "--python",
+            "3.11",
+            "-o",
+            pinned.to_str().expect("utf-8"),
+        ])
+        .output_started()
+        .expect("pin");
+    assert_eq!(pin.status.code(), Some(0), "{}", text(&pin));
+    let words = hinted_command(&text(&pin));
+    assert_eq!(
+        words,
+        ["stackpin", "check", pinned.to_str().expect("utf-8")]
+    );
+    assert!(!vault.host.root().join("pwned").exists());
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly_and_a_full_disk_is_an_error() {
+    let vault = Vault::fetched(Setup::default());
+    let mut plan = vault.command(&["plan"]);
+    let mut child = plan
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("plan starts");
+    // `| head -c0`: the reader is gone before the first line.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("plan ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let out = vault
+        .command(&["status"])
+        .stdout(full)
+        .output_started()
+        .expect("status");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("cannot write to stdout"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn inputs_are_read_with_a_cap_and_symlinks_are_refused() {
+    let vault = Vault::fetched(Setup::default());
+    let started = std::time::Instant::now();
+    let zero = vault
+        .host
+        .stackpin(["check", "/dev/zero"])
+        .output_started()
+        .expect("check");
+    assert_eq!(zero.status.code(), Some(2), "{}", text(&zero));
+    assert!(text(&zero).contains("larger than"), "{}", text(&zero));
+    assert!(started.elapsed() < Duration::from_secs(30));
+
+    // A record swapped for a link to a secret is never bundled.
+    let secret = vault.host.root().join("secret");
+    std::fs::write(&secret, "root:$6$hash").expect("secret");
+    let record = vault.stack().join("proven-stack.yaml");
+    let _ = std::fs::remove_file(&record);
+    std::os::unix::fs::symlink(&secret, &record).expect("link");
+    let zip = vault.host.root().join("lab.zip");
+    let bundled = vault.run(&["bundle", "-o", zip.to_str().expect("utf-8")]);
+    assert_ne!(bundled.status.code(), Some(0), "{}", text(&bundled));
+    assert!(
+        text(&bundled).contains("symbolic link"),
+        "{}",
+        text(&bundled)
+    );
+    assert!(!zip.exists());
+    std::fs::remove_file(&record).expect("unlink");
+
+    // An installer replaced by a link (to a file with the very same bytes) fails the audit.
+    let installer = vault.stack().join("toolkit").join(TOOLKIT_FILE);
+    let copy = vault.host.root().join("same-bytes.run");
+    std::fs::copy(&installer, &copy).expect("copy");
+    let mut perms = std::fs::metadata(&installer).expect("meta").permissions();
+    #[allow(clippy::permissions_set_readonly_false)]
+    perms.set_readonly(false);
+    std::fs::set_permissions(&installer, perms).expect("writable");
+    std::fs::remove_file(&installer).expect("rm");
+    std::os::unix::fs::symlink(&copy, &installer).expect("link");
+    let audit = vault.run(&["audit"]);
+    assert_eq!(audit.status.code(), Some(1), "{}", text(&audit));
+    assert!(text(&audit).contains("corrupt"), "{}", text(&audit));
+}
+
+#[test]
+fn diagnose_reads_a_huge_log_in_bounded_memory() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log = dir.path().join("train.log");
+    {
+        use std::io::Write;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&log).expect("log"));
+        let line = "epoch 3 step 12345 loss 0.4321 |████████████████░░░░| 38 it/s\n";
+        for _ in 0..(200 * 1024 * 1024 / line.len()) {
+            out.write_all(line.as_bytes()).expect("write");
+        }
+        out.write_all(b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+            .expect("write");
+    }
+    let mut cmd = crate::common::stackpin();
+    cmd.args(["diagnose", "--host", "none", "--json"]).arg(&log);
+    let run = Watched::start(cmd, dir.path(), "diagnose");
+    let done = run.finish(Duration::from_secs(300), &[]);
+    assert_eq!(done.code, Some(0), "{}", done.text());
+    let json: serde_json::Value = serde_json::from_str(&done.stdout).expect("json");
+    assert_eq!(json["layer"], "memory", "{json}");
+    // Measured loosely here (a debug build, a shared machine); scripts/bench-diagnose.sh
+    // measures a release build on 1 GB.
+    assert!(
+        done.peak_rss_kib < 256 * 1024,
+        "peak RSS {} KiB",
+        done.peak_rss_kib
+    );
+}

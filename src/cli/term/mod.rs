@@ -4,6 +4,7 @@
 
 mod bars;
 mod batch_plan;
+pub mod closed_output;
 mod color;
 mod numbers;
 mod reporter;
@@ -275,8 +276,34 @@ pub(in crate::cli) fn timestamp_text(text: &str) -> String {
     }
 }
 
+/// Text from outside stackpin (a log line, a data set's `sources`) as it may reach a terminal:
+/// control characters, escape sequences among them, shown as `\x1b`-style escapes, so a log
+/// cannot move the cursor, retitle the window or hide a line. Tabs stay.
+pub fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn escape_sequences_from_outside_are_shown_not_obeyed() {
+        assert_eq!(super::shown("plain\ttext"), "plain\ttext");
+        assert_eq!(
+            super::shown("ok\u{1b}]0;owned\u{7}\u{1b}[2Kgone\r"),
+            "ok\\u{1b}]0;owned\\u{7}\\u{1b}[2Kgone\\r"
+        );
+    }
     use super::*;
 
     #[test]
