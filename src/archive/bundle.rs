@@ -243,12 +243,33 @@ pub fn unbundle(
         .map_err(|e| ArchiveError::io("creating a scratch folder in", archive, e))?;
     let staged = StackDir::at(scratch.path().join(&name));
     staged.create()?;
+    // The lock first, small: every installer may then inflate to its locked size and no more
+    // (a zip bomb stops at the first byte past it, not after filling the disk).
+    let sizes = bundled_sizes(&mut zip, &plan).map_err(bad)?;
     for (i, rel) in &plan {
         let mut entry = zip.by_index(*i).map_err(|e| bad(e.to_string()))?;
+        let cap = if rel.components().count() == 2 {
+            sizes.get(rel).copied().unwrap_or(0)
+        } else {
+            crate::fsutil::SMALL_FILE_CAP
+        };
+        if entry.size() > cap {
+            return Err(bad(format!(
+                "`{}` says it inflates to {} bytes, more than the {cap} its stack.lock allows; refused before unpacking",
+                rel.display(),
+                entry.size()
+            )));
+        }
         let dest = staged.root().join(rel);
         let mut out = File::create(&dest).map_err(|e| ArchiveError::io("creating", &dest, e))?;
-        std::io::copy(&mut entry, &mut out)
+        let copied = std::io::copy(&mut (&mut entry).take(cap + 1), &mut out)
             .map_err(|e| ArchiveError::io("unpacking into", &dest, e))?;
+        if copied > cap {
+            return Err(bad(format!(
+                "`{}` inflates past the {cap} bytes its stack.lock allows; refused while unpacking",
+                rel.display()
+            )));
+        }
         out.sync_all()
             .map_err(|e| ArchiveError::io("syncing", &dest, e))?;
     }
@@ -302,6 +323,34 @@ pub fn unbundle(
 /// The audit of the stack already at `target` when it is this bundle's stack, unchanged: its
 /// `stack.lock` is byte for byte the bundle's and every file still passes the audit against the
 /// lock and the manifest's pins. `None` when anything differs (then unbundle refuses as before).
+/// Each layer file's size as the bundle's own `stack.lock` gives it (`driver/NAME` → bytes),
+/// read with a cap before anything else is unpacked. A bundle without a lock has no sizes:
+/// its installers are refused at their first byte.
+fn bundled_sizes<R: Read + std::io::Seek>(
+    zip: &mut zip::ZipArchive<R>,
+    plan: &[(usize, PathBuf)],
+) -> Result<std::collections::HashMap<PathBuf, u64>, String> {
+    let mut sizes = std::collections::HashMap::new();
+    let Some((i, _)) = plan.iter().find(|(_, rel)| rel == Path::new("stack.lock")) else {
+        return Ok(sizes);
+    };
+    let entry = zip.by_index(*i).map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    entry
+        .take(crate::fsutil::SMALL_FILE_CAP + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("its stack.lock does not read: {e}"))?;
+    if text.len() as u64 > crate::fsutil::SMALL_FILE_CAP {
+        return Err("its stack.lock is larger than any lock stackpin writes".into());
+    }
+    let lock: super::Lockfile = crate::fsutil::parse_yaml(&text, Path::new("stack.lock"))
+        .map_err(|e| format!("its stack.lock does not read: {e}"))?;
+    for file in &lock.files {
+        sizes.insert(Path::new(file.layer.as_str()).join(&file.file), file.size);
+    }
+    Ok(sizes)
+}
+
 fn already_unpacked<R: Read + std::io::Seek>(
     zip: &mut zip::ZipArchive<R>,
     plan: &[(usize, PathBuf)],

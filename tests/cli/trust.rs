@@ -882,3 +882,53 @@ fn diagnose_reads_a_huge_log_in_bounded_memory() {
         done.peak_rss_kib
     );
 }
+
+#[test]
+fn unbundle_refuses_an_installer_that_inflates_past_its_locked_size() {
+    let vault = Vault::fetched(Setup::default());
+    let zip = vault.host.root().join("lab.zip");
+    let bundled = vault.run(&["bundle", "-o", zip.to_str().expect("utf-8")]);
+    assert_eq!(bundled.status.code(), Some(0), "{}", text(&bundled));
+    // The same bundle with the toolkit installer swapped for 64 MiB of zeros (a few KB deflated).
+    let bomb = vault.host.root().join("bomb.zip");
+    let script = format!(
+        "import zipfile\nsrc = zipfile.ZipFile({src:?})\nout = zipfile.ZipFile({dst:?}, 'w', zipfile.ZIP_DEFLATED)\n\
+         for info in src.infolist():\n    data = src.read(info)\n    if info.filename.endswith({file:?}):\n        data = bytes(64 * 1024 * 1024)\n    out.writestr(info.filename, data)\nout.close()\n",
+        src = zip.display().to_string(),
+        dst = bomb.display().to_string(),
+        file = TOOLKIT_FILE,
+    );
+    let made = Command::new("python3")
+        .args(["-c", &script])
+        .output_started()
+        .expect("python3");
+    assert!(made.status.success(), "{}", text(&made));
+    let elsewhere = vault.host.root().join("elsewhere");
+    let unbundled = vault
+        .host
+        .stackpin(["unbundle", bomb.to_str().expect("utf-8")])
+        .env("STACKPIN_ARCHIVE", &elsewhere)
+        .output_started()
+        .expect("unbundle");
+    assert_ne!(unbundled.status.code(), Some(0), "{}", text(&unbundled));
+    assert!(
+        text(&unbundled).contains("stack.lock allows"),
+        "{}",
+        text(&unbundled)
+    );
+    let big = walk_sizes(&elsewhere).into_iter().max().unwrap_or(0);
+    assert!(big < 1024 * 1024, "a file of {big} bytes was left unpacked");
+}
+
+fn walk_sizes(dir: &std::path::Path) -> Vec<u64> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return vec![];
+    };
+    entries
+        .filter_map(Result::ok)
+        .flat_map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => walk_sizes(&e.path()),
+            _ => vec![e.metadata().map_or(0, |m| m.len())],
+        })
+        .collect()
+}
