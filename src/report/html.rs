@@ -244,10 +244,13 @@ fn files(page: &mut String, r: &StackReport) {
             .map_or(String::new(), |s| format!(" ({})", escape(&s)));
         let _ = writeln!(
             page,
-            "<tr><td data-label=\"layer\">{}</td><td data-label=\"file\">{}</td>\
-             <td data-label=\"state\"><span class=\"t-{}\">{}</span>{status}</td>\
-             <td data-label=\"size\">{}</td><td data-label=\"sha256\"><code>{}</code></td>\
-             <td data-label=\"fetched\">{}</td><td data-label=\"source\"><code>{}</code></td></tr>",
+            "<tr><td class=\"tight\" data-label=\"layer\">{}</td>\
+             <td class=\"long\" data-label=\"file\">{}</td>\
+             <td class=\"tight\" data-label=\"state\"><span class=\"t-{}\">{}</span>{status}</td>\
+             <td class=\"tight\" data-label=\"size\">{}</td>\
+             <td class=\"tight\" data-label=\"sha256\"><code>{}</code></td>\
+             <td class=\"tight\" data-label=\"fetched\">{}</td>\
+             <td class=\"long\" data-label=\"source\"><code>{}</code></td></tr>",
             f.layer,
             escape(&f.file),
             super::stack::word(&f.trust),
