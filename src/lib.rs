@@ -27,6 +27,7 @@ pub mod outdated;
 pub mod pin;
 pub mod prove;
 pub mod record;
+pub mod report;
 pub mod size;
 pub mod status;
 pub mod up;

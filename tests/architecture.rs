@@ -39,6 +39,7 @@ const HOUSE: &[(&str, &[&str])] = &[
     ),
     ("the two long jobs", &["install", "prove"]),
     ("pipelines over the jobs", &["doctor", "status", "up"]),
+    ("the lab at a glance", &["report"]),
     ("the command line", &["cli"]),
     ("the binary", &["main"]),
 ];

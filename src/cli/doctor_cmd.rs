@@ -12,6 +12,7 @@ use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, finish_report, print
 use crate::archive::{Archive, StackDir};
 use crate::doctor::guard::{self, Guard};
 use crate::doctor::repair::{RepairContext, RepairError, RepairReport, repair};
+use crate::doctor::seen::LastSeen;
 use crate::doctor::{self, Examination, Status};
 use crate::exit::ExitStatus;
 use crate::host::RealSystem;
@@ -125,6 +126,15 @@ pub fn run_doctor(args: &DoctorArgs, global: &GlobalArgs) -> CmdResult {
             exams
         }
     };
+    // What doctor saw stays in each stack's folder (`doctor.yaml`) for `report` to show later;
+    // a stack folder that refuses it costs a warning, never the verdict.
+    let seen_at = crate::record::now_rfc3339();
+    for (_, exam) in &exams {
+        let seen = LastSeen::of(exam, seen_at.clone());
+        if let Err(e) = seen.write(&archive.stack(&exam.stack)) {
+            eprintln!("warning: {e}");
+        }
+    }
     // A layer left marked running by a stackpin that was stopped mid-step is in an unknown state.
     let interrupted: Vec<String> = exams
         .iter()

@@ -31,6 +31,7 @@ mod outdated_cmd;
 mod pin_cmd;
 mod prove_cmd;
 mod record_cmd;
+mod report_cmd;
 mod status_cmd;
 mod term;
 mod valid_manifest;
@@ -199,6 +200,10 @@ pub enum Command {
     /// Summarise every stack on this host: lock, audit, install state, proven record.
     #[command(after_help = status_cmd::EXAMPLES)]
     Status(status_cmd::StatusArgs),
+    /// The lab at a glance: one self-contained HTML page of every host's stacks, proofs,
+    /// memory and archive trust, from the archive or from records collected from many hosts.
+    #[command(after_help = report_cmd::EXAMPLES)]
+    Report(report_cmd::ReportArgs),
     /// Run the command saved by `install --reboot` (what the Windows boot task runs).
     #[command(hide = true)]
     Resume(install_cmd::ResumeArgs),
@@ -304,6 +309,7 @@ pub fn main() -> ExitCode {
         Command::Doctor(args) => doctor_cmd::run_doctor(args, &cli.global),
         Command::Repair(args) => doctor_cmd::run_repair(args, &cli.global),
         Command::Status(args) => status_cmd::run(args, &cli.global),
+        Command::Report(args) => report_cmd::run(args, &cli.global),
         Command::Resume(args) => install_cmd::run_resume(args),
         Command::Completions(args) => completions_cmd::run_completions(args),
         Command::Man(args) => completions_cmd::run_man(args),

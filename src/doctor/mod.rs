@@ -10,12 +10,13 @@ pub mod checks;
 pub mod guard;
 pub mod linux_module;
 pub mod repair;
+pub mod seen;
 pub mod windows_driver;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::archive::{self, AuditReport, StackDir};
 use crate::host::System;
@@ -30,7 +31,7 @@ use windows_driver::WindowsDriver;
 pub use checks::judge;
 
 /// A check's verdict. Unknown is reported and never fails the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Pass,
@@ -50,7 +51,7 @@ impl Status {
 }
 
 /// One of the guide's checks before training.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckId {
     /// Driver version recorded, and still the one on the host.
@@ -88,7 +89,7 @@ impl CheckId {
 }
 
 /// One check's outcome.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
     pub check: CheckId,
     pub status: Status,
@@ -100,7 +101,7 @@ pub struct Check {
 }
 
 /// What changed on a layer since the stack was proven.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Drift {
     pub layer: Layer,
     /// What the record says (`566.36`).

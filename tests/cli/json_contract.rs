@@ -642,6 +642,7 @@ fn every_command_speaks_snake_case_in_one_envelope() {
         (vec!["status", "--all"], 0, None),
         (vec!["doctor", m], PROBLEM, None),
         (vec!["up", m, "--yes"], 0, Some(true)),
+        (vec!["report"], 0, None),
     ];
     let mut wrong = Vec::new();
     let walk = |wrong: &mut Vec<String>, args: &[&str], code: i32, rr: Option<bool>| {

@@ -25,6 +25,7 @@ mod measure;
 mod pin;
 mod prove;
 mod readiness;
+mod report;
 mod server;
 mod status;
 mod terminal;
