@@ -183,10 +183,23 @@ impl Downloader {
         label: &str,
         progress: &dyn Progress,
     ) -> Result<(String, u64), ArchiveError> {
+        self.download_at_most(url, partial, label, self.limit, progress)
+    }
+
+    /// [`Downloader::download`], stopping once the body brings more than `limit` bytes (the
+    /// size a lock promised for this very file).
+    pub fn download_at_most(
+        &self,
+        url: &str,
+        partial: &Path,
+        label: &str,
+        limit: Option<u64>,
+        progress: &dyn Progress,
+    ) -> Result<(String, u64), ArchiveError> {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            let error = match self.attempt(url, partial, label, progress) {
+            let error = match self.attempt(url, partial, label, limit, progress) {
                 Ok(done) => return Ok(done),
                 Err(e) => e,
             };
@@ -218,6 +231,7 @@ impl Downloader {
         url: &str,
         partial: &Path,
         label: &str,
+        limit: Option<u64>,
         progress: &dyn Progress,
     ) -> Result<(String, u64), AttemptError> {
         let io = |what: &str, e: std::io::Error| {
@@ -272,7 +286,8 @@ impl Downloader {
             .truncate(!resumed)
             .open(partial)
             .map_err(|e| io("opening", e))?;
-        let written = self.stream(response, file, &mut hasher, label, progress, partial)?;
+        let room = limit.map(|l| l.saturating_sub(start));
+        let written = self.stream(response, file, &mut hasher, label, progress, partial, room)?;
         Ok((hex::encode(hasher.finalize()), start + written))
     }
 
@@ -289,6 +304,7 @@ impl Downloader {
         label: &str,
         progress: &dyn Progress,
         partial: &Path,
+        limit: Option<u64>,
     ) -> Result<u64, AttemptError> {
         const BUFFER: usize = 256 * 1024;
         const IN_FLIGHT: usize = 8;
@@ -343,7 +359,7 @@ impl Downloader {
                     }
                 }
                 received += n as u64;
-                if self.limit.is_some_and(|limit| received > limit) {
+                if limit.is_some_and(|limit| received > limit) {
                     over = true;
                     break;
                 }
@@ -366,7 +382,7 @@ impl Downloader {
                 let _ = std::fs::remove_file(partial);
                 return Err(AttemptError::fatal(format!(
                     "the server sent more than the {} bytes this file may hold; stopped and deleted what arrived (is the URL right?)",
-                    self.limit.unwrap_or_default()
+                    limit.unwrap_or_default()
                 )));
             }
             // Flushed and synced either way: after a failure it is the next attempt's head start.

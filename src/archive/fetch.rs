@@ -86,6 +86,8 @@ struct Wanted {
     file: String,
     url: String,
     expected: Option<String>,
+    /// The size the lock recorded for this file at this URL: a download stops past it.
+    locked_size: Option<u64>,
 }
 
 /// Archives every installer of `manifest` into `<archive>/<name>/` and records it in the lock.
@@ -213,10 +215,9 @@ fn plan(manifest: &Manifest, lock: &Lockfile, locked: bool) -> Result<Vec<Wanted
             }
             let pinned = installer.sha256.as_deref().map(str::to_ascii_lowercase);
             // A lock entry only speaks for the URL it was made from; a changed URL is a new file.
-            let locked_sha = lock
-                .find(layer, &file)
-                .filter(|e| e.url == installer.url)
-                .map(|e| e.sha256.to_ascii_lowercase());
+            let locked_entry = lock.find(layer, &file).filter(|e| e.url == installer.url);
+            let locked_sha = locked_entry.map(|e| e.sha256.to_ascii_lowercase());
+            let locked_size = locked_entry.map(|e| e.size);
             if let (Some(p), Some(l)) = (&pinned, &locked_sha)
                 && p != l
             {
@@ -227,7 +228,7 @@ fn plan(manifest: &Manifest, lock: &Lockfile, locked: bool) -> Result<Vec<Wanted
                     pinned: p.clone(),
                 });
             }
-            let expected = pinned.or(locked_sha);
+            let expected = pinned.or(locked_sha.clone());
             if locked && expected.is_none() {
                 return Err(ArchiveError::Unpinned {
                     layer,
@@ -239,6 +240,8 @@ fn plan(manifest: &Manifest, lock: &Lockfile, locked: bool) -> Result<Vec<Wanted
                 layer,
                 file,
                 url: installer.url.clone(),
+                // Only when the lock's hash is the one expected: a new pin may mean a new size.
+                locked_size: locked_size.filter(|_| expected == locked_sha),
                 expected,
             });
         }
@@ -282,7 +285,13 @@ impl Shared<'_> {
         if let (Some((mirror, downloader)), Some(expected)) = (&self.mirror, &want.expected) {
             // Only files with a known hash come from the mirror: nothing else could prove its copy.
             let url = mirror_url(mirror, &self.stack.name(), want.layer, &want.file);
-            match downloader.download(&url, &partial, &label, self.progress) {
+            match downloader.download_at_most(
+                &url,
+                &partial,
+                &label,
+                want.locked_size,
+                self.progress,
+            ) {
                 Ok((actual, size)) if &actual == expected => from_mirror = Some((actual, size)),
                 Ok((actual, _)) => {
                     remove_file(&partial)?;
@@ -303,9 +312,13 @@ impl Shared<'_> {
                 done
             }
             None => {
-                let result = self
-                    .downloader
-                    .download(&want.url, &partial, &label, self.progress);
+                let result = self.downloader.download_at_most(
+                    &want.url,
+                    &partial,
+                    &label,
+                    want.locked_size,
+                    self.progress,
+                );
                 self.progress.finished(&label);
                 result?
             }
@@ -535,6 +548,7 @@ impl Shared<'_> {
             file: name.to_string(),
             url: source.to_string(),
             expected: None,
+            locked_size: None,
         };
         self.record(&want, &actual, size)?;
         Ok(self.fetched(&want, actual, size, outcome))

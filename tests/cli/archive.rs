@@ -504,6 +504,27 @@ fn redirects_are_followed_to_the_file() {
 }
 
 #[test]
+fn a_refetch_stops_at_the_size_the_lock_recorded() {
+    let ctx = Ctx::new();
+    ctx.fetch(&[]).expect_code(0);
+    let path = ctx.file("driver", DRIVER);
+    make_writable(&path);
+    std::fs::remove_file(&path).expect("rm");
+    // The server now answers with a body 30 times the size the lock knows.
+    ctx.server.file(DRIVER, &payload(9_000_000, 7));
+    let run = ctx.fetch(&[]);
+    run.expect_code(3);
+    assert!(
+        run.stderr().contains("more than the 300000 bytes"),
+        "{}",
+        run.stderr()
+    );
+    assert!(!path.exists());
+    let partial = path.with_file_name(format!("{DRIVER}.partial"));
+    assert!(!partial.exists(), "what arrived past the size was kept");
+}
+
+#[test]
 fn a_loopback_url_that_redirects_to_remote_plain_http_is_refused_at_the_hop() {
     let ctx = Ctx::new();
     // `.invalid` never resolves: were the hop followed, no traffic could leave this machine.
