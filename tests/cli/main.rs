@@ -28,6 +28,8 @@ mod readiness;
 mod server;
 mod status;
 mod terminal;
+#[cfg(unix)]
+mod toolkit_wheels;
 mod trust;
 mod vram;
 mod windows;
