@@ -36,6 +36,7 @@ pub fn check(m: &Manifest, source: Option<&str>) -> Report {
 /// [`check`], plus the GPU-generation rules for each compute capability in `gpus` (`6.1`).
 pub fn check_for_gpus(m: &Manifest, source: Option<&str>, gpus: &[String]) -> Report {
     let mut problems = manifest::validate(m);
+    manifest::toolkit_wheels::check_toolkit_source(m, &mut problems);
     problems.extend(driver_rule(m));
     problems.extend(toolkit_known(m));
     problems.extend(wheel_toolkit_rules(m));

@@ -1,6 +1,7 @@
 //! Semantic rules that need no release data: names, URLs, checksums, file names, placeholders,
 //! the toolkit step not installing a driver, versioned toolkit folders, OS sanity. Every problem
-//! is collected, none stops the others. Release-note rules are in `check`.
+//! is collected, none stops the others. Release-note rules are in `check`; the rules of
+//! `toolkit.source` are `toolkit_wheels`'s (check runs both).
 
 use serde::Serialize;
 
@@ -57,7 +58,6 @@ pub fn validate(m: &Manifest) -> Vec<Problem> {
     if let Some(installer) = &m.toolkit.installer {
         check_installer("toolkit.installer", installer, m.os, &mut out);
     }
-    super::toolkit_wheels::check_toolkit_source(m, &mut out);
     for (i, inst) in m.library.installers.iter().enumerate() {
         check_installer(&format!("library.installers[{i}]"), inst, m.os, &mut out);
     }
