@@ -36,8 +36,10 @@ pub fn check(m: &Manifest, source: Option<&str>) -> Report {
 /// [`check`], plus the GPU-generation rules for each compute capability in `gpus` (`6.1`).
 pub fn check_for_gpus(m: &Manifest, source: Option<&str>, gpus: &[String]) -> Report {
     let mut problems = manifest::validate(m);
+    manifest::toolkit_wheels::check_toolkit_source(m, &mut problems);
     problems.extend(driver_rule(m));
     problems.extend(toolkit_known(m));
+    problems.extend(wheel_toolkit_rules(m));
     problems.extend(library_rules(m));
     for compute in gpus {
         problems.extend(gpu_rules(m, compute));
@@ -130,6 +132,122 @@ fn toolkit_known(m: &Manifest) -> Vec<Problem> {
                 .join(", ")
         ),
     )]
+}
+
+/// The components a wheel toolkit cannot compile without: the driver, the front end (`cicc`
+/// in nvvm) and the headers it includes (crt).
+const COMPILER_COMPONENTS: [&str; 3] = ["nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt"];
+
+/// A wheel toolkit against the release data: a line whose wheels carry no nvcc is refused; a
+/// known release's components must be exactly its own (versions, files, published sha256).
+pub fn wheel_toolkit_rules(m: &Manifest) -> Vec<Problem> {
+    let t = &m.toolkit;
+    if t.source != manifest::ToolkitSource::Wheels {
+        return vec![];
+    }
+    if let Some(no) = compat::wheels_without_nvcc(&t.version) {
+        return vec![Problem::error(
+            "toolkit.source",
+            format!(
+                "CUDA {}'s wheels make no toolkit: {}; use `source: runfile` for CUDA {}",
+                t.version,
+                no.why,
+                t.version.major_minor()
+            ),
+        )];
+    }
+    let Some(release) = compat::toolkit_wheels(&t.version) else {
+        return vec![Problem::warning(
+            "toolkit.components",
+            format!(
+                "stackpin's release data of {} lists no component wheels for CUDA {}; the components are checked for one CUDA line only, not for one release. You vouch for them",
+                compat::data_date(),
+                t.version
+            ),
+        )];
+    };
+    // Components off the line are already named by the manifest's own rule.
+    if manifest::toolkit_wheels::mixed_lines(&t.version, &t.components).is_some() {
+        return vec![];
+    }
+    let mut out = Vec::new();
+    let mut off = Vec::new();
+    for (i, c) in t.components.iter().enumerate() {
+        let Some(pinned) = release.components.iter().find(|r| r.name == c.name) else {
+            out.push(Problem::warning(
+                format!("toolkit.components[{i}].name"),
+                format!(
+                    "`{}` is not a component stackpin's data lists for CUDA {}; its version is not checked",
+                    c.name, release.version
+                ),
+            ));
+            continue;
+        };
+        if pinned.version != c.version {
+            off.push((c, pinned));
+            continue;
+        }
+        if let Some(wheel) = pinned.wheel(m.os)
+            && (wheel.file != c.file || !wheel.sha256.eq_ignore_ascii_case(&c.sha256))
+        {
+            out.push(Problem::error(
+                format!("toolkit.components[{i}].sha256"),
+                format!(
+                    "{} is published as {} with sha256 {}; the manifest has {} with {}",
+                    c.requirement(),
+                    wheel.file,
+                    wheel.sha256,
+                    c.file,
+                    c.sha256
+                ),
+            ));
+        }
+    }
+    if !off.is_empty() {
+        let as_pinned: Vec<String> = t
+            .components
+            .iter()
+            .filter(|c| !off.iter().any(|(o, _)| o.name == c.name))
+            .map(|c| format!("{} {}", c.name, c.version))
+            .collect();
+        let mixed: Vec<String> = off
+            .iter()
+            .map(|(c, _)| format!("{} {}", c.name, c.version))
+            .collect();
+        let wanted: Vec<String> = off
+            .iter()
+            .map(|(_, p)| format!("{} {}", p.name, p.version))
+            .collect();
+        out.push(Problem::error(
+            "toolkit.components",
+            format!(
+                "the components are not all of one release: {} with {}; CUDA {} (cuda-toolkit {}) pins {}",
+                if as_pinned.is_empty() {
+                    format!("CUDA {}", release.version)
+                } else {
+                    as_pinned.join(", ")
+                },
+                mixed.join(", "),
+                release.version,
+                release.package,
+                wanted.join(", ")
+            ),
+        ));
+    }
+    for name in COMPILER_COMPONENTS {
+        if !t.components.iter().any(|c| c.name == name)
+            && let Some(pinned) = release.components.iter().find(|r| r.name == name)
+        {
+            out.push(Problem::error(
+                "toolkit.components",
+                format!(
+                    "no `{name}`: nvcc cannot compile a kernel without it; add {}=={}",
+                    pinned.name, pinned.version
+                ),
+            ));
+        }
+    }
+    out
 }
 
 /// The library release's supported CUDA lines and Python range.
@@ -312,6 +430,148 @@ mod tests {
         let m = manifest::parse(text, std::path::Path::new("torch.yaml")).expect("parses");
         let gpus: Vec<String> = gpus.iter().map(|g| g.to_string()).collect();
         check_for_gpus(&m, Some(text), &gpus)
+    }
+
+    /// The shipped manifest with a wheel toolkit of CUDA `release`, its components as the data
+    /// pins them except those in `replace` (`name` → `(version, file, sha256)`).
+    fn wheel_toolkit(release: &str, replace: &[(&str, (&str, &str, &str))]) -> Report {
+        let version = Version::parse(release).expect("version");
+        let mut rows = String::new();
+        let data = compat::toolkit_wheels(&version);
+        for c in data.map(|r| r.components.as_slice()).unwrap_or_default() {
+            let wheel = c.wheel(crate::os::Os::Linux).expect("a Linux wheel");
+            let (v, file, sha) = replace
+                .iter()
+                .find(|(name, _)| *name == c.name)
+                .map(|(_, r)| (r.0.to_string(), r.1.to_string(), r.2.to_string()))
+                .unwrap_or_else(|| {
+                    (
+                        c.version.to_string(),
+                        wheel.file.clone(),
+                        wheel.sha256.clone(),
+                    )
+                });
+            rows.push_str(&format!(
+                "    - {{name: {}, version: \"{v}\", file: {file}, sha256: {sha}}}\n",
+                c.name
+            ));
+        }
+        if data.is_none() {
+            rows.push_str(&format!(
+                "    - {{name: nvidia-cuda-nvcc, version: \"{release}\", file: nvidia_cuda_nvcc-{release}-py3-none-manylinux2014_x86_64.whl, sha256: {}}}\n",
+                "a".repeat(64)
+            ));
+        }
+        let line = version.major_minor();
+        let start = SHIPPED.find("toolkit:\n").expect("toolkit");
+        let end = SHIPPED.find("library:\n").expect("library");
+        let text = format!(
+            "{}toolkit:\n  version: \"{release}\"\n  source: wheels\n  root: \"/home/me/cuda-{line}\"\n  components:\n{rows}{}",
+            &SHIPPED[..start],
+            SHIPPED[end..].replace("cuda: \"12.4\"", &format!("cuda: \"{line}\""))
+        );
+        checked_text(&text, &[])
+    }
+
+    #[test]
+    fn a_wheel_toolkit_of_one_release_passes_its_rules() {
+        let report = wheel_toolkit("13.0.2", &[]);
+        assert!(
+            errors_on(&report, "toolkit.components").is_empty(),
+            "{report:?}"
+        );
+        assert!(
+            errors_on(&report, "toolkit.source").is_empty(),
+            "{report:?}"
+        );
+    }
+
+    #[test]
+    fn nvcc_13_0_88_with_nvvm_and_crt_13_5_37_is_refused_naming_every_version() {
+        let report = wheel_toolkit(
+            "13.0.2",
+            &[
+                (
+                    "nvidia-nvvm",
+                    (
+                        "13.5.37",
+                        "nvidia_nvvm-13.5.37-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
+                        "c41bfa362e407405163f103c2229f0765f8cc2ed7d148b754dc77f228bf7e070",
+                    ),
+                ),
+                (
+                    "nvidia-cuda-crt",
+                    (
+                        "13.5.37",
+                        "nvidia_cuda_crt-13.5.37-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+                        "e898b7f73d3035fa89915a3f7bf3b54a73e90249746111aed295822c4729bb29",
+                    ),
+                ),
+            ],
+        );
+        let errors = errors_on(&report, "toolkit.components");
+        assert_eq!(errors.len(), 1, "{report:?}");
+        let m = &errors[0].message;
+        assert!(m.contains("nvidia-cuda-nvcc 13.0.88"), "{m}");
+        assert!(
+            m.contains("with nvidia-cuda-crt 13.5.37, nvidia-nvvm 13.5.37"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn a_component_of_another_update_of_the_line_is_refused_against_the_release() {
+        // An nvcc of the 13.1 line, but not the one CUDA 13.1.1 names (13.1.115).
+        let report = wheel_toolkit(
+            "13.1.1",
+            &[(
+                "nvidia-cuda-nvcc",
+                (
+                    "13.1.80",
+                    "nvidia_cuda_nvcc-13.1.80-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+                    &"b".repeat(64),
+                ),
+            )],
+        );
+        let errors = errors_on(&report, "toolkit.components");
+        assert_eq!(errors.len(), 1, "{report:?}");
+        assert!(
+            errors[0].message.contains("pins nvidia-cuda-nvcc 13.1.115"),
+            "{}",
+            errors[0].message
+        );
+    }
+
+    #[test]
+    fn cuda_12_wheels_are_refused_for_carrying_no_nvcc() {
+        let report = wheel_toolkit("12.9.1", &[]);
+        let errors = errors_on(&report, "toolkit.source");
+        assert_eq!(errors.len(), 1, "{report:?}");
+        assert!(
+            errors[0].message.contains("no nvcc driver"),
+            "{}",
+            errors[0].message
+        );
+    }
+
+    #[test]
+    fn a_published_file_with_another_sha256_is_refused() {
+        let report = wheel_toolkit(
+            "13.0.2",
+            &[(
+                "nvidia-cuda-cccl",
+                (
+                    "13.0.85",
+                    "nvidia_cuda_cccl-13.0.85-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+                    &"c".repeat(64),
+                ),
+            )],
+        );
+        assert_eq!(
+            errors_on(&report, "toolkit.components[4].sha256").len(),
+            1,
+            "{report:?}"
+        );
     }
 
     fn errors_on<'r>(report: &'r Report, field: &str) -> Vec<&'r Problem> {

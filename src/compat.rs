@@ -241,7 +241,8 @@ pub struct UvPin {
     wheels: BTreeMap<String, UvWheel>,
 }
 
-/// One of uv's wheels: its file name on the index and its published sha256.
+/// One pinned wheel (uv's, a CUDA component's): its file name on the index and its published
+/// sha256.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct UvWheel {
     pub file: String,
@@ -251,11 +252,7 @@ pub struct UvWheel {
 impl UvPin {
     /// The pinned wheel for `os` (x86_64, like every other file stackpin pins).
     pub fn wheel(&self, os: Os) -> Option<&UvWheel> {
-        let key = match os {
-            Os::Linux => "linux-x86_64",
-            Os::Windows => "windows-x86_64",
-        };
-        self.wheels.get(key)
+        self.wheels.get(platform_key(os))
     }
 }
 
@@ -265,8 +262,94 @@ pub fn uv_pin() -> Option<&'static UvPin> {
     knowledge().tools.as_ref().map(|t| &t.uv)
 }
 
+/// `data/cuda-wheels.yaml`: each CUDA release's component wheels as NVIDIA's `cuda-toolkit`
+/// meta-package pins them (see the file for how they were read).
+#[derive(Debug, Deserialize)]
+struct CudaWheelsData {
+    #[allow(dead_code)] // the set's date is `dataset`'s; kept so the table must carry its own
+    read_on: String,
+    #[allow(dead_code)]
+    #[serde(default)]
+    sources: Vec<String>,
+    /// CUDA lines whose wheels carry no `nvcc` driver.
+    #[serde(default)]
+    without_nvcc: Vec<LineWithoutNvcc>,
+    releases: Vec<WheelRelease>,
+}
+
+/// A CUDA line (`12`, `12.4`) whose component wheels cannot make a toolkit, and why.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct LineWithoutNvcc {
+    pub line: String,
+    pub why: String,
+}
+
+/// One CUDA release as wheels: the `cuda-toolkit` meta-package's version and its components.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct WheelRelease {
+    /// The toolkit release (`13.0.2`), as in cuda.yaml.
+    pub version: Version,
+    /// The `cuda-toolkit` meta-package's own version (`13.0.2`, `13.0.3.0`).
+    pub package: String,
+    pub components: Vec<WheelComponent>,
+}
+
+/// One component of a release: its distribution, exact version and wheel per platform.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct WheelComponent {
+    pub name: String,
+    pub version: Version,
+    /// `linux-x86_64` / `windows-x86_64` → the wheel for that platform.
+    wheels: BTreeMap<String, UvWheel>,
+}
+
+impl WheelComponent {
+    /// The component's wheel for `os` (x86_64), if NVIDIA publishes one.
+    pub fn wheel(&self, os: Os) -> Option<&UvWheel> {
+        self.wheels.get(platform_key(os))
+    }
+}
+
+fn platform_key(os: Os) -> &'static str {
+    match os {
+        Os::Linux => "linux-x86_64",
+        Os::Windows => "windows-x86_64",
+    }
+}
+
+/// The component wheels of CUDA `toolkit` (exactly that release), when the data lists them.
+pub fn toolkit_wheels(toolkit: &Version) -> Option<&'static WheelRelease> {
+    knowledge()
+        .cuda_wheels
+        .as_ref()?
+        .releases
+        .iter()
+        .find(|r| r.version.same_release(toolkit))
+}
+
+/// Every CUDA release the data lists as wheels, newest first as the file has them.
+pub fn wheel_releases() -> &'static [WheelRelease] {
+    knowledge()
+        .cuda_wheels
+        .as_ref()
+        .map_or(&[], |w| w.releases.as_slice())
+}
+
+/// Why the wheels of `toolkit`'s line make no toolkit (`12.x` carries no nvcc), if they don't.
+pub fn wheels_without_nvcc(toolkit: &Version) -> Option<&'static LineWithoutNvcc> {
+    let line = toolkit.major_minor();
+    let major = toolkit.major().to_string();
+    knowledge()
+        .cuda_wheels
+        .as_ref()?
+        .without_nvcc
+        .iter()
+        .find(|l| l.line == line || l.line == major)
+}
+
 struct Knowledge {
     cuda: CudaData,
+    cuda_wheels: Option<CudaWheelsData>,
     pytorch: PytorchData,
     tensorflow: TensorflowData,
     onnxruntime: OnnxRuntimeData,
@@ -292,6 +375,11 @@ impl Knowledge {
     fn from_tables<'t>(table: &dyn Fn(&str) -> Option<&'t str>) -> Result<Knowledge, TableError> {
         Ok(Knowledge {
             cuda: parse_table("cuda.yaml", table)?,
+            // Optional: a set packed before cuda-wheels.yaml existed still reads.
+            cuda_wheels: match table("cuda-wheels.yaml") {
+                Some(_) => Some(parse_table("cuda-wheels.yaml", table)?),
+                None => None,
+            },
             pytorch: parse_table("pytorch.yaml", table)?,
             tensorflow: parse_table("tensorflow.yaml", table)?,
             onnxruntime: parse_table("onnxruntime.yaml", table)?,

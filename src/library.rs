@@ -345,6 +345,7 @@ mod tests {
                 unknown_release: false,
                 with: vec![],
                 installer: crate::manifest::LibraryInstaller::Uv,
+                toolkit_source: crate::manifest::ToolkitSource::Runfile,
             })
             .expect("pins");
             assert_eq!(

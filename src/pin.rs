@@ -16,7 +16,7 @@ use crate::compat::{
 };
 use crate::manifest::{
     DriverLayer, Example, Installer, LibraryInstaller, LibraryLayer, Manifest, PipSection, Role,
-    SCHEMA, ToolkitLayer, VramSettings, duration_text,
+    SCHEMA, ToolkitLayer, ToolkitSource, ToolkitWheel, VramSettings, duration_text,
 };
 use crate::os::Os;
 use crate::version::Version;
@@ -50,6 +50,9 @@ pub struct PinRequest {
     /// What installs the library's wheels (`installer:`): uv unless asked otherwise or an
     /// existing manifest chose pip; a library without pip wheels ignores it.
     pub installer: LibraryInstaller,
+    /// Where the toolkit comes from: the runfile (the default) or NVIDIA's component wheels,
+    /// each pinned from the release data.
+    pub toolkit_source: ToolkitSource,
 }
 
 /// A GPU a pinned stack must drive and compute on.
@@ -514,6 +517,26 @@ fn choose_toolkit_and_driver(
     }))
 }
 
+/// The component wheels of CUDA `toolkit` for `os` as the release data pins them; `None` when
+/// the data lists no wheels for that release, or one of its components has none for `os`.
+fn wheel_components(toolkit: &Version, os: Os) -> Option<Vec<ToolkitWheel>> {
+    if compat::wheels_without_nvcc(toolkit).is_some() {
+        return None;
+    }
+    compat::toolkit_wheels(toolkit)?
+        .components
+        .iter()
+        .map(|c| {
+            c.wheel(os).map(|w| ToolkitWheel {
+                name: c.name.clone(),
+                version: c.version.clone(),
+                file: w.file.clone(),
+                sha256: w.sha256.to_ascii_lowercase(),
+            })
+        })
+        .collect()
+}
+
 /// The toolkit release (exact if asked, else the newest with a known installer) and its driver.
 fn pin_line(req: &PinRequest, asked: &Version) -> Result<(Version, Version, Version), PinError> {
     let line = asked.major_minor();
@@ -523,7 +546,10 @@ fn pin_line(req: &PinRequest, asked: &Version) -> Result<(Version, Version, Vers
         .iter()
         .map(|r| r.version.clone())
         .filter(|v| !exact || v == asked)
-        .find(|v| compat::toolkit_installer_url(v, req.os).is_some())
+        .find(|v| match req.toolkit_source {
+            ToolkitSource::Runfile => compat::toolkit_installer_url(v, req.os).is_some(),
+            ToolkitSource::Wheels => wheel_components(v, req.os).is_some(),
+        })
         .ok_or_else(|| PinError::UnknownToolkit {
             toolkit: asked.clone(),
             os: req.os,
@@ -808,12 +834,21 @@ fn build(
         },
         toolkit: ToolkitLayer {
             version: toolkit.clone(),
-            installer: Installer {
+            source: req.toolkit_source,
+            installer: (req.toolkit_source == ToolkitSource::Runfile).then_some(Installer {
                 url: toolkit_url,
                 sha256: None,
-            },
+            }),
             root: toolkit_root,
-            run: toolkit_run,
+            run: match req.toolkit_source {
+                ToolkitSource::Runfile => toolkit_run,
+                ToolkitSource::Wheels => Vec::new(),
+            },
+            index_url: None,
+            components: match req.toolkit_source {
+                ToolkitSource::Runfile => Vec::new(),
+                ToolkitSource::Wheels => wheel_components(toolkit, req.os).unwrap_or_default(),
+            },
             allow_bundled_driver: false,
             exit_codes: None,
             verify: None,
@@ -844,6 +879,30 @@ fn build(
 }
 
 /// A YAML string: JSON's double-quoted form is valid YAML and escapes Windows backslashes.
+/// The YAML of a wheel toolkit below `version:`: its source, root and every component.
+fn wheel_toolkit_lines(m: &Manifest) -> Vec<String> {
+    let t = &m.toolkit;
+    let package = compat::toolkit_wheels(&t.version)
+        .map(|r| r.package.clone())
+        .unwrap_or_else(|| t.version.to_string());
+    let mut out = vec![
+        format!(
+            "  # NVIDIA's own wheels, each pinned to the version cuda-toolkit=={package} names (never a mix: see README \"Install\")."
+        ),
+        "  source: wheels".to_string(),
+        "  # Unpacked here by stackpin, offline; a folder of your own needs no root.".to_string(),
+        format!("  root: {}", q(&t.root)),
+        "  components:".to_string(),
+    ];
+    for c in &t.components {
+        out.push(format!("    - name: {}", c.name));
+        out.push(format!("      version: {}", q(&c.version.to_string())));
+        out.push(format!("      file: {}", c.file));
+        out.push(format!("      sha256: {}", c.sha256));
+    }
+    out
+}
+
 fn q(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| format!("\"{text}\""))
 }
@@ -939,17 +998,25 @@ pub fn render(
     }
     push("toolkit:");
     push(&format!("  version: {}", q(&m.toolkit.version.to_string())));
-    push("  installer:");
-    push(&format!("    url: {}", m.toolkit.installer.url));
-    push("    sha256: null");
-    push(&format!("  root: {}", q(&m.toolkit.root)));
-    match m.os {
-        Os::Linux => push("  # --toolkit alone: never the driver bundled in the runfile."),
-        Os::Windows => push(
-            "  # -n: never reboot by itself. Sub-packages listed (a bare -s would install Display.Driver too); lists in README \"Windows\".",
-        ),
+    if m.toolkit.source == ToolkitSource::Wheels {
+        for line in wheel_toolkit_lines(m) {
+            push(&line);
+        }
+    } else {
+        if let Some(installer) = &m.toolkit.installer {
+            push("  installer:");
+            push(&format!("    url: {}", installer.url));
+            push("    sha256: null");
+        }
+        push(&format!("  root: {}", q(&m.toolkit.root)));
+        match m.os {
+            Os::Linux => push("  # --toolkit alone: never the driver bundled in the runfile."),
+            Os::Windows => push(
+                "  # -n: never reboot by itself. Sub-packages listed (a bare -s would install Display.Driver too); lists in README \"Windows\".",
+            ),
+        }
+        push(&format!("  run: {}", list(&m.toolkit.run)));
     }
-    push(&format!("  run: {}", list(&m.toolkit.run)));
     push("library:");
     push(&format!("  name: {}", m.library.name));
     push(&format!("  version: {}", q(&m.library.version.to_string())));
@@ -1040,6 +1107,7 @@ mod tests {
             unknown_release: false,
             with: vec![],
             installer: LibraryInstaller::Uv,
+            toolkit_source: ToolkitSource::Runfile,
         }
     }
 

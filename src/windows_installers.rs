@@ -198,7 +198,9 @@ pub fn check_rules(m: &Manifest) -> Vec<Problem> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    if !m.toolkit.run.iter().any(|a| a == TOOLKIT_NO_REBOOT) {
+    if m.toolkit.source == crate::manifest::ToolkitSource::Runfile
+        && !m.toolkit.run.iter().any(|a| a == TOOLKIT_NO_REBOOT)
+    {
         out.push(Problem::error(
             "toolkit.run",
             "the CUDA installer needs `-n` next to `-s`: without it a silent install may reboot the machine by itself in the middle of the chain (NVIDIA's CUDA Installation Guide for Windows)",

@@ -115,25 +115,31 @@ pub fn audit_stack(
         .collect();
     let mut files = Vec::new();
     if let Some(m) = manifest {
-        for layer in Layer::ORDER {
-            for inst in m.installers(layer) {
-                let Some(name) = inst.file_name() else {
-                    continue;
-                };
-                let pin = inst.sha256.as_deref().map(str::to_ascii_lowercase);
-                match jobs.iter_mut().find(|j| j.layer == layer && j.file == name) {
-                    // The manifest's pin is the stronger claim: a lock that disagrees is wrong.
-                    Some(job) => job.expected = pin.unwrap_or_else(|| job.expected.clone()),
-                    None => files.push(FileAudit {
-                        layer,
-                        path: format!("{layer}/{name}"),
-                        status: FileStatus::Missing,
-                        expected: pin,
-                        actual: None,
-                        size: None,
-                        pin_conflict: None,
-                    }),
-                }
+        // A wheel toolkit's components are pinned in the manifest by file and sha256.
+        let components = m
+            .toolkit
+            .components
+            .iter()
+            .map(|c| (Layer::Toolkit, c.file.clone(), Some(c.sha256.clone())));
+        let installers = Layer::ORDER.into_iter().flat_map(|layer| {
+            m.installers(layer)
+                .into_iter()
+                .filter_map(move |inst| Some((layer, inst.file_name()?, inst.sha256.clone())))
+        });
+        for (layer, name, pin) in installers.chain(components) {
+            let pin = pin.as_deref().map(str::to_ascii_lowercase);
+            match jobs.iter_mut().find(|j| j.layer == layer && j.file == name) {
+                // The manifest's pin is the stronger claim: a lock that disagrees is wrong.
+                Some(job) => job.expected = pin.unwrap_or_else(|| job.expected.clone()),
+                None => files.push(FileAudit {
+                    layer,
+                    path: format!("{layer}/{name}"),
+                    status: FileStatus::Missing,
+                    expected: pin,
+                    actual: None,
+                    size: None,
+                    pin_conflict: None,
+                }),
             }
         }
     }

@@ -14,7 +14,9 @@ use super::layout::{hash_file, make_read_only, remove_file};
 use super::pip::{self, PipTarget};
 use super::uv::{UV_SOURCE_PREFIX, is_installer_entry};
 use super::{ArchiveError, LockEntry, Lockfile, Progress, StackDir};
-use crate::manifest::{Layer, LibraryInstaller, Manifest, validate::unsafe_file_name};
+use crate::manifest::{
+    Layer, LibraryInstaller, Manifest, ToolkitSource, ToolkitWheel, validate::unsafe_file_name,
+};
 
 /// Knobs of a fetch; the CLI fills them from flags and environment variables.
 #[derive(Debug, Clone)]
@@ -164,6 +166,30 @@ pub fn fetch(
         match result {
             Ok(f) => report.files.push(f),
             Err(e) => report.errors.push(e),
+        }
+    }
+    if manifest.toolkit.source == ToolkitSource::Wheels {
+        // Component wheels are `py3-none-<platform>`: any Python's tags select them.
+        let any_python = match &python_version {
+            Some(v) => Ok(v.clone()),
+            None => crate::version::Version::parse("3.12"),
+        };
+        let tool = PipTarget {
+            os: manifest.os,
+            python_version: any_python.map_err(|e| ArchiveError::Pip(e.to_string()))?,
+            index_url: manifest.toolkit.index_url.clone(),
+            extra_index_urls: Vec::new(),
+            requirements: Vec::new(),
+        };
+        let pip_run = PipRun {
+            python: config.python.clone(),
+            stall: config.timeouts.stall,
+        };
+        for component in &manifest.toolkit.components {
+            match shared.archive_component(&tool, &pip_run, component) {
+                Ok(file) => report.files.push(file),
+                Err(e) => report.errors.push(e),
+            }
         }
     }
     if let (Some(pip_section), Some(python_version)) = (&manifest.library.pip, python_version) {
@@ -432,7 +458,13 @@ impl Shared<'_> {
                 });
             }
             let expected = known.map(|e| e.sha256.to_ascii_lowercase());
-            files.push(self.move_wheel(scratch.path(), &name, &source, expected)?);
+            files.push(self.move_wheel(
+                Layer::Library,
+                scratch.path(),
+                &name,
+                &source,
+                expected,
+            )?);
         }
         self.set_incomplete(Vec::new())?;
         Ok(files)
@@ -497,6 +529,7 @@ impl Shared<'_> {
             )));
         }
         let mut fetched = self.move_wheel(
+            Layer::Library,
             scratch.path(),
             &entry.file,
             &entry.url,
@@ -510,6 +543,7 @@ impl Shared<'_> {
     /// read-only, and enters it in the lock.
     fn move_wheel(
         &self,
+        layer: Layer,
         from_dir: &Path,
         name: &str,
         source: &str,
@@ -534,7 +568,7 @@ impl Shared<'_> {
                 actual,
             });
         }
-        let to = self.stack.file_path(Layer::Library, name);
+        let to = self.stack.file_path(layer, name);
         let outcome = if to.exists() {
             FileOutcome::Repaired
         } else {
@@ -544,7 +578,7 @@ impl Shared<'_> {
         std::fs::rename(&from, &to).map_err(|e| ArchiveError::io("renaming into place", &to, e))?;
         make_read_only(&to)?;
         let want = Wanted {
-            layer: Layer::Library,
+            layer,
             file: name.to_string(),
             url: source.to_string(),
             expected: None,
@@ -610,7 +644,7 @@ impl Shared<'_> {
             )));
         };
         let source = format!("{UV_SOURCE_PREFIX}{}", target.source());
-        let fetched = self.move_wheel(scratch.path(), name, &source, None)?;
+        let fetched = self.move_wheel(Layer::Library, scratch.path(), name, &source, None)?;
         self.set_incomplete(Vec::new())?;
         Ok(fetched)
     }
@@ -654,6 +688,7 @@ impl Shared<'_> {
         }
         let source = format!("{UV_SOURCE_PREFIX}{}", tool.source());
         let fetched = self.move_wheel(
+            Layer::Library,
             scratch.path(),
             &pinned.file,
             &source,
@@ -661,6 +696,62 @@ impl Shared<'_> {
         )?;
         self.set_incomplete(Vec::new())?;
         Ok(fetched)
+    }
+
+    /// One component wheel of a wheel toolkit: kept when the lock has it intact, else
+    /// `pip download --no-deps NAME==VERSION` from the toolkit's index, refused unless the file
+    /// is the pinned one with the pinned sha256.
+    fn archive_component(
+        &self,
+        tool: &PipTarget,
+        pip_run: &PipRun,
+        component: &ToolkitWheel,
+    ) -> Result<FetchedFile, ArchiveError> {
+        let sha256 = component.sha256.to_ascii_lowercase();
+        let existing = self
+            .lock
+            .lock()
+            .map_err(|_| self.poisoned())?
+            .find(Layer::Toolkit, &component.file)
+            .cloned();
+        if let Some(entry) = existing
+            && entry.sha256.eq_ignore_ascii_case(&sha256)
+            && super::verify_entry(self.stack, &entry).is_ok()
+        {
+            return Ok(FetchedFile {
+                layer: Layer::Toolkit,
+                file: entry.file,
+                sha256: entry.sha256,
+                size: entry.size,
+                outcome: FileOutcome::AlreadyArchived,
+            });
+        }
+        let requirement = component.requirement();
+        self.progress
+            .note(&format!("toolkit: pip download {requirement}"));
+        let scratch = self.scratch()?;
+        pip::download_one(
+            &pip_run.python,
+            tool,
+            &requirement,
+            scratch.path(),
+            &pip_run.watch(self.progress),
+        )?;
+        if !scratch.path().join(&component.file).is_file() {
+            return Err(ArchiveError::Pip(format!(
+                "pip download {requirement} did not produce {} (it got: {}); the index at {} must serve the pinned wheel",
+                component.file,
+                pip::file_names(scratch.path()).join(", "),
+                tool.index_url.as_deref().unwrap_or("pip's default index")
+            )));
+        }
+        self.move_wheel(
+            Layer::Toolkit,
+            scratch.path(),
+            &component.file,
+            &tool.source(),
+            Some(sha256),
+        )
     }
 
     /// pip writes into a scratch folder beside the layer; only hashed files move into place.

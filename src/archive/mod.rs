@@ -13,6 +13,7 @@ mod fetch;
 mod layout;
 mod pip;
 mod root;
+mod toolkit_wheels;
 mod uv;
 
 use std::path::PathBuf;
@@ -28,6 +29,7 @@ pub use layout::{
 };
 pub use pip::{PIP_LABEL, PipTarget, foreign_variables, hermetic_settings, is_foreign_variable};
 pub use root::Archive;
+pub use toolkit_wheels::{ENV_FILE, UnpackedToolkit, env_script, install_toolkit_wheels};
 pub use uv::{UV_SOURCE_PREFIX, extract_uv, is_installer_entry, uv_binary_path, uv_entry};
 
 use crate::manifest::Layer;

@@ -46,8 +46,11 @@ impl PipTarget {
     /// pip's `--platform` tags for the target OS (x86_64 only, like the drivers stackpin pins).
     pub fn platforms(&self) -> &'static [&'static str] {
         match self.os {
-            // manylinux2014 is manylinux_2_17; later tags up to 2_28 cover current wheels.
+            // manylinux2014 is manylinux_2_17; later tags up to 2_28 cover current wheels, and
+            // the older 2010 / 2_12 ones NVIDIA still uses for some (nvidia-nvvm).
             Os::Linux => &[
+                "manylinux2010_x86_64",
+                "manylinux_2_12_x86_64",
                 "manylinux2014_x86_64",
                 "manylinux_2_17_x86_64",
                 "manylinux_2_24_x86_64",

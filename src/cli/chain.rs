@@ -41,6 +41,10 @@ pub struct InstallArgs {
     /// The GPU to prove against (index).
     #[arg(long)]
     pub gpu: Option<u32>,
+    /// The compute capability the toolkit proof compiles a kernel for (`9.0`); default: the
+    /// GPU's own, else nvcc's default architecture.
+    #[arg(long = "gpu-arch", value_name = "X.Y")]
+    pub gpu_arch: Option<String>,
     /// When another stackpin is working on this stack, exit 1 at once instead of waiting.
     #[arg(long)]
     pub no_wait: bool,
@@ -112,7 +116,8 @@ pub(super) fn take_stack_lock(
 pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallReport, Failure> {
     let m = require_valid(&args.manifest)?;
     let stack = global.archive().stack(&m.name);
-    let host = LiveHost::on(&crate::host::RealSystem, args.gpu);
+    let host =
+        LiveHost::on(&crate::host::RealSystem, args.gpu).with_gpu_arch(args.gpu_arch.clone());
     let consent =
         super::consent::require_consent("install", args.yes || args.dry_run, global.json)?;
     refuse_unless_ready(&m, &stack, &host, args, global)?;

@@ -23,6 +23,7 @@ Examples:
   stackpin pin --library torch==2.9.1 --os linux --gpu-arch 6.1 --gpu-arch 8.9
   stackpin pin --library torch==2.5.9 --os linux --unknown-release --with torchvision==0.20.9
   stackpin pin --library onnxruntime-gpu==1.20.2 --os linux --toolkit 12.4
+  stackpin pin --library torch==2.14.0 --os linux --toolkit-source wheels
 
 Pinning for the OS stackpin runs on takes python_version from the manifest's interpreter on this
 host (python3 / python) and the target GPUs from nvidia-smi; --python and --gpu-arch override.
@@ -81,6 +82,10 @@ pub struct PinArgs {
     /// data) or pip. Overwriting a manifest with --force keeps its choice unless this is given.
     #[arg(long, value_enum, value_name = "PROGRAM")]
     pub installer: Option<InstallerArg>,
+    /// Where the CUDA toolkit comes from: NVIDIA's runfile/installer (the default) or NVIDIA's
+    /// own component wheels, every one pinned to the release (no root, side by side).
+    #[arg(long, value_enum, value_name = "SOURCE", default_value = "runfile")]
+    pub toolkit_source: ToolkitSourceArg,
 }
 
 /// `--library`'s help: every library data/libraries.yaml describes.
@@ -145,6 +150,10 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
         unknown_release: args.unknown_release,
         with: args.with.clone(),
         installer: installer_for(args),
+        toolkit_source: match args.toolkit_source {
+            ToolkitSourceArg::Runfile => crate::manifest::ToolkitSource::Runfile,
+            ToolkitSourceArg::Wheels => crate::manifest::ToolkitSource::Wheels,
+        },
     };
     let mut pinned = pin::pin(&request)?;
     host_notes.append(&mut pinned.notes);
@@ -203,6 +212,13 @@ fn installer_for(args: &PinArgs) -> LibraryInstaller {
             .and_then(|path| crate::manifest::read(path).ok())
             .map_or(LibraryInstaller::Uv, |m| m.library.installer),
     }
+}
+
+/// `--toolkit-source`'s values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ToolkitSourceArg {
+    Runfile,
+    Wheels,
 }
 
 /// `--installer`'s values.

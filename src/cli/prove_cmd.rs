@@ -409,6 +409,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
             reboot: true,
             resume_with: Default::default(),
             gpu: args.prove.gpu,
+            gpu_arch: None,
             no_wait: args.no_wait,
         };
         reboot_now(&m, &install, &archive.stack(&m.name).state_path(), &archive)?;

@@ -224,12 +224,22 @@ impl FakeSystem {
             .answer(SMI, &[], 0, SMI_HEADER)
     }
 
-    /// Adds the CUDA 12.4.1 toolkit folder the shipped Linux stack pins.
+    /// Adds the CUDA 12.4.1 toolkit folder the shipped Linux stack pins, with an nvcc that
+    /// reports 12.4 and compiles the toolkit proof's kernel for any architecture.
     pub fn with_toolkit(&mut self) -> &mut Self {
+        const NVCC: &str = "/usr/local/cuda-12.4/bin/nvcc";
         self.file(
             "/usr/local/cuda-12.4/version.json",
             r#"{"cuda": {"name": "CUDA SDK", "version": "12.4.1"}}"#,
         )
+        .file(NVCC, "")
+        .answer(
+            NVCC,
+            &["--version"],
+            0,
+            "Cuda compilation tools, release 12.4, V12.4.131\n",
+        )
+        .answer(NVCC, &[], 0, "")
     }
 
     /// Adds the shipped Linux stack's venv, whose torch reports `torch` (its version).

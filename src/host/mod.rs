@@ -9,6 +9,7 @@ pub mod context;
 pub mod fake;
 pub mod gpu_select;
 pub mod interpreter;
+pub mod kernel;
 pub mod library_probe;
 pub mod nvidia_smi;
 pub mod os_info;

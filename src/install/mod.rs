@@ -24,7 +24,7 @@ use crate::exec::step::{RunnerError, Step, StepOutcome, StepStatus, start_step};
 use crate::fsutil::lock;
 use crate::layers::{self, HostView, Proof, prove_layer};
 use crate::manifest::placeholder::library_python;
-use crate::manifest::{Layer, LibraryInstaller, Manifest};
+use crate::manifest::{Layer, LibraryInstaller, Manifest, ToolkitSource};
 use files::{ArchivedFile, FileState};
 use plan::{PlannedCommand, layer_commands};
 use state::{ChainState, LayerStatus, StateError};
@@ -513,6 +513,25 @@ fn run_layer(
             archive::extract_uv(stack, entry)
                 .map_err(|source| InstallError::Refused { layer, source })?;
         }
+    }
+    if layer == Layer::Toolkit && m.toolkit.source == ToolkitSource::Wheels {
+        // NVIDIA's wheels are unpacked, not run: verified against the lock and the manifest's
+        // sha256, then laid out in the toolkit's root; the layer's proof follows as for a runfile.
+        let unpacked = archive::install_toolkit_wheels(stack, lock, m)
+            .map_err(|source| InstallError::Refused { layer, source })?;
+        reporter.note(&format!(
+            "toolkit: {} files of {} wheels in {}; its environment (CUDA_HOME, PATH, LD_LIBRARY_PATH) is in {}",
+            unpacked.files,
+            m.toolkit.components.len(),
+            unpacked.root.display(),
+            unpacked.env_file.display()
+        ));
+        return Ok(LayerRun {
+            status: StepStatus::Succeeded,
+            code: Some(0),
+            log: None,
+            tail: Vec::new(),
+        });
     }
     let mut last = LayerRun {
         status: StepStatus::Succeeded,

@@ -550,7 +550,7 @@ mod tests {
         }
         assert_eq!(
             layer(&p, Layer::Toolkit).proof.seen,
-            "CUDA 12.4.1 in /usr/local/cuda-12.4"
+            "CUDA 12.4.1 in /usr/local/cuda-12.4; a kernel compiled for sm_89"
         );
         assert_eq!(
             layer(&p, Layer::Library).proof.seen,

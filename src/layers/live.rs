@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{DriverSeen, HostView, LibrarySeen, ToolkitSeen};
+use crate::host::kernel::KernelCompile;
 use crate::host::{self, DriverState, LibraryProbe, System};
 use crate::os::Os;
 use crate::version::Version;
@@ -18,6 +19,8 @@ pub struct LiveHost<'s> {
     smi_timeout: Duration,
     /// Whether a manifest's `verify:` commands may run (`plan` without `--probe`: no).
     run_checks: bool,
+    /// The architecture the toolkit proof compiles for (`--gpu-arch`), before the GPU's own.
+    gpu_arch: Option<String>,
 }
 
 impl<'s> LiveHost<'s> {
@@ -32,7 +35,15 @@ impl<'s> LiveHost<'s> {
             wsl,
             smi_timeout,
             run_checks: true,
+            gpu_arch: None,
         }
+    }
+
+    /// The toolkit proof compiles for this compute capability (`9.0`, `sm_90`) instead of the
+    /// selected GPU's (`--gpu-arch`).
+    pub fn with_gpu_arch(mut self, arch: Option<String>) -> Self {
+        self.gpu_arch = arch;
+        self
     }
 
     /// A host that never runs a manifest's `verify:` commands (code from a manifest that may
@@ -82,6 +93,23 @@ impl HostView for LiveHost<'_> {
             version,
             nvcc_release,
         })
+    }
+
+    fn kernel(&self, root: &Path) -> Option<KernelCompile> {
+        // The Windows toolkit proof stays `nvcc --version` until its fakes carry an nvcc.exe.
+        if self.system.os() == Os::Windows {
+            return None;
+        }
+        let arch = self
+            .gpu_arch
+            .clone()
+            .or_else(|| self.compute_capability())
+            .and_then(|c| host::kernel::sm_arch(&c));
+        Some(host::kernel::compile_kernel(
+            self.system,
+            root,
+            arch.as_deref(),
+        ))
     }
 
     fn library(&self, python: &Path, library: &str) -> LibrarySeen {

@@ -1,6 +1,7 @@
 //! The layers on the host: what each layer (driver, toolkit, library) looks like there and
 //! whether it holds, as DESIGN.md defines it: driver — the GPU utility reports the pinned
-//! version; toolkit — its versioned folder exists and reports the pinned version; library — it
+//! version; toolkit — its versioned folder exists, reports the pinned version and its nvcc
+//! compiles a kernel for the target GPU's architecture; library — it
 //! imports, reports its version and CUDA line, and sees the GPU. The facts come from a
 //! [`HostView`] (the live one is [`live::LiveHost`]); the verdicts are plain functions.
 //!
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::host::kernel::KernelCompile;
 use crate::manifest::placeholder::{Values, library_python};
 use crate::manifest::{Layer, Manifest};
 use crate::os::Os;
@@ -70,6 +72,9 @@ pub trait HostView {
     fn is_admin(&self) -> bool;
     fn driver(&self) -> DriverSeen;
     fn toolkit(&self, root: &Path) -> Option<ToolkitSeen>;
+    /// The toolkit at `root` compiles a small kernel for the target GPU's architecture
+    /// ([`crate::host::kernel`]); `None` where this view does not ask (Windows, for now).
+    fn kernel(&self, root: &Path) -> Option<KernelCompile>;
     fn library(&self, python: &Path, library: &str) -> LibrarySeen;
     /// What stands at a library's venv path ([`crate::host::venv`]).
     fn venv(&self, venv: &Path, python: &Path) -> crate::host::venv::VenvState;
@@ -135,7 +140,17 @@ pub fn prove_layer(m: &Manifest, layer: Layer, host: &dyn HostView) -> Proof {
     }
     match layer {
         Layer::Driver => driver_proof(m, &host.driver()),
-        Layer::Toolkit => toolkit_proof(m, host.toolkit(Path::new(&m.toolkit.root))),
+        Layer::Toolkit => {
+            let root = Path::new(&m.toolkit.root);
+            let proof = toolkit_proof(m, host.toolkit(root));
+            if !proof.holds {
+                return proof;
+            }
+            match host.kernel(root) {
+                Some(kernel) => with_kernel(proof, &kernel),
+                None => proof,
+            }
+        }
         Layer::Library => library_proof(m, &host.library(&library_python(m), &m.library.name)),
     }
 }
@@ -196,6 +211,35 @@ pub fn toolkit_proof(m: &Manifest, seen: Option<ToolkitSeen>) -> Proof {
         holds,
         seen: text,
         reboot_pending: false,
+    }
+}
+
+/// The toolkit proof completed by the compile: it holds only when the kernel compiled, and says
+/// for which architecture; a failure carries the compiler's own message.
+pub fn with_kernel(proof: Proof, kernel: &KernelCompile) -> Proof {
+    let arch = kernel
+        .arch
+        .clone()
+        .unwrap_or_else(|| "nvcc's default architecture (no GPU seen; give --gpu-arch)".into());
+    let (holds, seen) = if kernel.ok {
+        (
+            true,
+            format!("{}; a kernel compiled for {arch}", proof.seen),
+        )
+    } else {
+        (
+            false,
+            format!(
+                "{}, but it cannot compile a kernel for {arch}: {}",
+                proof.seen,
+                kernel.message.as_deref().unwrap_or("nvcc failed")
+            ),
+        )
+    };
+    Proof {
+        holds,
+        seen,
+        ..proof
     }
 }
 

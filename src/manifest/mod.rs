@@ -10,6 +10,7 @@ pub mod exit_codes;
 mod parse;
 pub mod placeholder;
 mod source_map;
+pub mod toolkit_wheels;
 pub mod validate;
 
 use std::path::{Path, PathBuf};
@@ -143,15 +144,29 @@ pub struct DriverLayer {
     pub timeout: Option<Duration>,
 }
 
-/// The CUDA toolkit layer.
+/// The CUDA toolkit layer: NVIDIA's runfile/installer (`source: runfile`, the default) run with
+/// `run`, or NVIDIA's own wheels (`source: wheels`), every component pinned, unpacked into `root`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolkitLayer {
     pub version: Version,
-    pub installer: Installer,
+    /// Where the toolkit comes from: `runfile` (the default) or `wheels`.
+    #[serde(default, skip_serializing_if = "ToolkitSource::is_default")]
+    pub source: ToolkitSource,
+    /// The runfile or Windows installer (`source: runfile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub installer: Option<Installer>,
     /// The toolkit's own versioned folder (`/usr/local/cuda-12.4`).
     pub root: String,
+    /// The installer's command (`source: runfile`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub run: Vec<String>,
+    /// The index the component wheels come from (`source: wheels`); pip's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_url: Option<String>,
+    /// Every component wheel of the release, pinned exactly (`source: wheels`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<ToolkitWheel>,
     /// Lets the toolkit step install the display driver too (a warning instead of an error).
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_bundled_driver: bool,
@@ -166,6 +181,44 @@ pub struct ToolkitLayer {
         with = "duration_text"
     )]
     pub timeout: Option<Duration>,
+}
+
+/// Where the toolkit layer comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolkitSource {
+    /// NVIDIA's runfile (Linux) or installer (Windows), run with `toolkit.run`.
+    #[default]
+    Runfile,
+    /// NVIDIA's component wheels (`nvidia-cuda-nvcc`, …) unpacked into `toolkit.root`.
+    Wheels,
+}
+
+impl ToolkitSource {
+    fn is_default(&self) -> bool {
+        *self == ToolkitSource::Runfile
+    }
+}
+
+/// One component wheel of a wheel toolkit, pinned to its exact version and file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolkitWheel {
+    /// The distribution, `nvidia-cuda-nvcc`.
+    pub name: String,
+    /// Its exact version, `13.0.88` (not the toolkit's release number).
+    pub version: Version,
+    /// The wheel for the manifest's OS, as the index names it.
+    pub file: String,
+    /// Its published sha256.
+    pub sha256: String,
+}
+
+impl ToolkitWheel {
+    /// `nvidia-cuda-nvcc==13.0.88`: what `pip download` is asked for.
+    pub fn requirement(&self) -> String {
+        format!("{}=={}", self.name, self.version)
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -345,7 +398,7 @@ impl Manifest {
     pub fn installers(&self, layer: Layer) -> Vec<&Installer> {
         match layer {
             Layer::Driver => vec![&self.driver.installer],
-            Layer::Toolkit => vec![&self.toolkit.installer],
+            Layer::Toolkit => self.toolkit.installer.iter().collect(),
             Layer::Library => self.library.installers.iter().collect(),
         }
     }
@@ -354,7 +407,8 @@ impl Manifest {
     pub fn run(&self, layer: Layer) -> Option<&[String]> {
         match layer {
             Layer::Driver => Some(&self.driver.run),
-            Layer::Toolkit => Some(&self.toolkit.run),
+            Layer::Toolkit => (self.toolkit.source == ToolkitSource::Runfile)
+                .then_some(self.toolkit.run.as_slice()),
             Layer::Library => self.library.run.as_deref(),
         }
     }

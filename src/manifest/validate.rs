@@ -1,6 +1,7 @@
 //! Semantic rules that need no release data: names, URLs, checksums, file names, placeholders,
 //! the toolkit step not installing a driver, versioned toolkit folders, OS sanity. Every problem
-//! is collected, none stops the others. Release-note rules are in `check`.
+//! is collected, none stops the others. Release-note rules are in `check`; the rules of
+//! `toolkit.source` are `toolkit_wheels`'s (check runs both).
 
 use serde::Serialize;
 
@@ -54,7 +55,9 @@ pub fn validate(m: &Manifest) -> Vec<Problem> {
     let mut out = Vec::new();
     check_name(m, &mut out);
     check_installer("driver.installer", &m.driver.installer, m.os, &mut out);
-    check_installer("toolkit.installer", &m.toolkit.installer, m.os, &mut out);
+    if let Some(installer) = &m.toolkit.installer {
+        check_installer("toolkit.installer", installer, m.os, &mut out);
+    }
     for (i, inst) in m.library.installers.iter().enumerate() {
         check_installer(&format!("library.installers[{i}]"), inst, m.os, &mut out);
     }
@@ -65,13 +68,15 @@ pub fn validate(m: &Manifest) -> Vec<Problem> {
         true,
         &mut out,
     );
-    check_argv(
-        "toolkit.run",
-        &m.toolkit.run,
-        Command::LayerRun,
-        true,
-        &mut out,
-    );
+    if m.toolkit.source == super::ToolkitSource::Runfile {
+        check_argv(
+            "toolkit.run",
+            &m.toolkit.run,
+            Command::LayerRun,
+            true,
+            &mut out,
+        );
+    }
     check_verify("driver.verify", m.driver.verify.as_deref(), &mut out);
     check_verify("toolkit.verify", m.toolkit.verify.as_deref(), &mut out);
     check_verify("library.verify", m.library.verify.as_deref(), &mut out);
@@ -271,6 +276,9 @@ fn check_verify(field: &str, argv: Option<&[String]>, out: &mut Vec<Problem>) {
 
 /// The toolkit step must never install a display driver: the driver layer owns it.
 fn check_toolkit_step(m: &Manifest, out: &mut Vec<Problem>) {
+    if m.toolkit.source == super::ToolkitSource::Wheels {
+        return;
+    }
     let run = &m.toolkit.run;
     let allowed = m.toolkit.allow_bundled_driver;
     let mut flag = |field: String, message: String| {

@@ -563,14 +563,15 @@ mod linux {
         }
 
         fn fake_nvcc(&self, root: &Path, version: &str) {
-            let line: Vec<&str> = version.split('.').take(2).collect();
-            let line = line.join(".");
-            let script = format!(
-                "#!/bin/sh\necho 'nvcc: NVIDIA (R) Cuda compiler driver'\n\
-                 echo 'Cuda compilation tools, release {line}, V{line}.131'\n\
-                 echo 'Build cuda_{line}.r{line}/compiler.34097967_0'\n"
-            );
-            write_executable(&root.join("bin").join("nvcc"), &script);
+            write_executable(&root.join("bin").join("nvcc"), &nvcc_script(version));
+        }
+
+        /// A fake nvcc of `version`'s line written once under the host's root, for fake
+        /// installers to copy into the toolkit folder they make (`cp '<path>' "$dir/bin/nvcc"`).
+        pub fn nvcc_to_copy(&self, version: &str) -> PathBuf {
+            let path = self.root().join(format!("fake-nvcc-{version}"));
+            write_executable(&path, &nvcc_script(version));
+            path
         }
 
         /// Writes (or rewrites) a fake `torch` package on `PYTHONPATH`.
@@ -674,6 +675,26 @@ mod linux {
             .map(|dir| dir.join("python3"))
             .find(|p| p.is_file())
             .expect("these tests need python3 on PATH")
+    }
+
+    /// A fake nvcc of `version`'s line: `--version` prints the line as nvcc does; a compile
+    /// (`-arch=sm_XY -c k.cu -o k.o`) writes the object, and refuses an architecture it does not
+    /// know in nvcc's own words.
+    pub fn nvcc_script(version: &str) -> String {
+        let line: Vec<&str> = version.split('.').take(2).collect();
+        let line = line.join(".");
+        format!(
+            "#!/bin/sh\n# Fake nvcc (tests/cli/fakes.rs).\narch=; out=; prev=\n\
+             for a in \"$@\"; do\n  case \"$a\" in\n    --version)\n\
+                   echo 'nvcc: NVIDIA (R) Cuda compiler driver'\n\
+                   echo 'Cuda compilation tools, release {line}, V{line}.131'\n\
+                   echo 'Build cuda_{line}.r{line}/compiler.34097967_0'\n      exit 0;;\n\
+                 -arch=*) arch=\"${{a#-arch=}}\";;\n  esac\n\
+               [ \"$prev\" = -o ] && out=\"$a\"\n  prev=\"$a\"\ndone\n\
+             case \"$arch\" in\n  ''|sm_50|sm_52|sm_60|sm_61|sm_70|sm_75|sm_80|sm_86|sm_87|sm_89|sm_90|sm_100|sm_120) ;;\n\
+               *) echo \"nvcc fatal   : Unsupported gpu architecture '$arch'\" >&2; exit 1;;\nesac\n\
+             [ -n \"$out\" ] && echo fake-object > \"$out\"\nexit 0\n"
+        )
     }
 
     pub(super) fn write_executable(path: &Path, text: &str) {

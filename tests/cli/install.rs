@@ -45,9 +45,11 @@ pub(crate) fn toolkit_script(host: &FakeHost) -> String {
         "#!/bin/sh\necho toolkit >> '{log}'\n[ -e '{root}/fail-toolkit' ] && {{ echo 'Installation failed. See log at /var/log/cuda-installer.log for details.' >&2; exit 1; }}\n\
          for a in \"$@\"; do case \"$a\" in --toolkitpath=*) dir=\"${{a#--toolkitpath=}}\";; esac; done\n\
          [ -e '{root}/slow-toolkit' ] && sleep 2\nmkdir -p \"$dir/bin\"\nprintf '{{\"cuda\": {{\"name\": \"CUDA SDK\", \"version\": \"12.4.1\"}}}}' > \"$dir/version.json\"\n\
+         cp '{nvcc}' \"$dir/bin/nvcc\"\n\
          if [ -e '{root}/exit5-toolkit' ]; then exit 5; fi\n",
         log = order_log(host).display(),
         root = host.root().display(),
+        nvcc = host.nvcc_to_copy("12.4.1").display(),
     )
 }
 

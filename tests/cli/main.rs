@@ -29,6 +29,8 @@ mod report;
 mod server;
 mod status;
 mod terminal;
+#[cfg(unix)]
+mod toolkit_wheels;
 mod trust;
 mod vram;
 mod windows;

@@ -39,9 +39,12 @@ fn installers(host: &FakeHost) -> [(&'static str, String); 3] {
         ),
         (
             "cuda_12.4.1_550.54.15_linux.run",
-            "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in --toolkitpath=*) dir=\"${a#--toolkitpath=}\";; esac; done\n\
-             mkdir -p \"$dir/bin\"\nprintf '{\"cuda\": {\"version\": \"12.4.1\"}}' > \"$dir/version.json\"\n"
-                .to_string(),
+            format!(
+                "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in --toolkitpath=*) dir=\"${{a#--toolkitpath=}}\";; esac; done\n\
+                 mkdir -p \"$dir/bin\"\nprintf '{{\"cuda\": {{\"version\": \"12.4.1\"}}}}' > \"$dir/version.json\"\n\
+                 cp '{}' \"$dir/bin/nvcc\"\n",
+                host.nvcc_to_copy("12.4.1").display()
+            ),
         ),
         (
             "install-torch.sh",
