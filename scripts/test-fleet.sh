@@ -101,6 +101,18 @@ for a in "$@"; do case "$a" in --toolkitpath=*) dir="${a#--toolkitpath=}" ;; esa
 [ -n "$dir" ] || { echo 'no --toolkitpath' >&2; exit 1; }
 mkdir -p "$dir/bin"
 printf '{"cuda": {"name": "CUDA SDK", "version": "12.4.1"}}' > "$dir/version.json"
+# Its nvcc: the toolkit's proof compiles a kernel (`nvcc -arch=sm_XY -c k.cu -o k.o`).
+cat > "$dir/bin/nvcc" <<'NVCC'
+#!/bin/sh
+out=; prev=
+for a in "$@"; do
+  case "$a" in --version) echo 'Cuda compilation tools, release 12.4, V12.4.131'; exit 0;; esac
+  [ "$prev" = -o ] && out="$a"; prev="$a"
+done
+[ -n "$out" ] && echo fake-object > "$out"
+exit 0
+NVCC
+chmod +x "$dir/bin/nvcc"
 EOF
 cat >"$WORK/origin/install-torch.sh" <<'EOF'
 #!/bin/sh
@@ -171,9 +183,33 @@ MIRROR="http://127.0.0.1:$SERVED_PORT"
 echo "lab mirror: $MIRROR serves $WORK/mirror"
 
 # A fake workstation (see tests/cli/fakes.rs): $1 its name, $2 its example's peak in MiB.
+# A workstation ready for NVIDIA's runfiles, as stackpin reads one under STACKPIN_HOST_ROOT:
+# kernel headers, the kernel's own gcc, make and dkms, nouveau blacklisted, no X, room on disk.
+# (The machine this runs on may be a container without any of it; a lab's workstation is not.)
+ready_root() {
+  local r=$1 kernel=6.8.0-50-generic
+  mkdir -p "$r/proc/sys/kernel" "$r/etc/modprobe.d" "$r/lib/modules/$kernel/build" "$r/tmp" \
+    "$r/usr/bin" "$r/usr/sbin"
+  echo "$kernel" >"$r/proc/sys/kernel/osrelease"
+  echo "Linux version $kernel (buildd@lab) (x86_64-linux-gnu-gcc-13 (Ubuntu 13.2.0-23ubuntu4) 13.2.0, GNU ld 2.42) #50-Ubuntu SMP" >"$r/proc/version"
+  echo "video 77824 0 - Live 0x0000000000000000" >"$r/proc/modules"
+  printf 'blacklist nouveau\noptions nouveau modeset=0\n' >"$r/etc/modprobe.d/blacklist-nouveau.conf"
+  : >"$r/lib/modules/$kernel/build/Makefile"
+  printf '#!/bin/sh\necho "gcc (Ubuntu 13.2.0-23ubuntu4) 13.2.0"\n' >"$r/usr/bin/gcc"
+  printf '#!/bin/sh\nexit 0\n' >"$r/usr/bin/make"
+  printf '#!/bin/sh\nexit 0\n' >"$r/usr/sbin/dkms"
+  cat >"$r/usr/bin/df" <<'DF'
+#!/bin/sh
+echo "Filesystem     1024-blocks      Used Available Capacity Mounted on"
+echo "/dev/fake        209715200         0 104857600       1% /"
+DF
+  chmod +x "$r/usr/bin/gcc" "$r/usr/bin/make" "$r/usr/sbin/dkms" "$r/usr/bin/df"
+}
+
 fake_host() {
   local h=$WORK/hosts/$1 peak=$2
   mkdir -p "$h/bin" "$h/nvidia" "$h/cuda" "$h/python" "$h/stackpin"
+  ready_root "$h/root"
   printf 'mode=no-driver\ndriver=\ncuda=\n' >"$h/nvidia/state"
   echo "0, NVIDIA L4, GPU-00000000-fake-4c1e-8f3a-$1, @DRIVER@, 23034, 8.9" >"$h/nvidia/gpus.csv"
   echo "0" >"$h/nvidia/memory.csv"
@@ -234,6 +270,8 @@ inventory_host() {
             PYTHONDONTWRITEBYTECODE: "1"
             STACKPIN_CUDA_PREFIX: $h/cuda
             STACKPIN_FAKE_HOST: $h
+            STACKPIN_HOST_ROOT: $h/root
+            STACKPIN_LOCK_DIR: $h/lock
             STACKPIN_SKIP_ADMIN_CHECK: "1"
 EOF
 }
