@@ -9,7 +9,10 @@
 //!   (the `ARGS` of its cuda124 … cuda129 sections).
 //! - CUDA 13.x: `nvcc_13.0`, `crt_13.0`, `nvvm_13.0`, `cudart_13.0` as separate sub-packages
 //!   (public installs of cuda_13.0.2 with exactly these; NVIDIA's 13.x redistrib manifests list
-//!   `cuda_crt` apart from `cuda_nvcc`). No source names `thrust_13.0`, so it is not listed.
+//!   `cuda_crt` apart from `cuda_nvcc`). No source names `thrust_13.0`, so it is not listed
+//!   before 13.2.
+//! - CUDA 13.2 and later: `thrust_13.x` and `nvptxcompiler_13.x` as well, as the sub-package
+//!   table of NVIDIA's CUDA Installation Guide for Microsoft Windows lists them from 13.2 on.
 //! - `-s` silent, `-n` no automatic reboot: NVIDIA's CUDA Installation Guide for Microsoft
 //!   Windows, "Install the CUDA Software", silent installation.
 //! - Driver flags `-s -noreboot -noeula` and the data-center package URLs: NVIDIA/cuda-python
@@ -73,20 +76,28 @@ const CUDA_LIBRARIES: &[&str] = &[
     "nvtx",
 ];
 
+/// What NVIDIA's Windows guide lists from CUDA 13.2 on, besides the 13.x head: the Thrust
+/// headers (CCCL) and the PTX compiler library.
+const CUDA_13_2_EXTRA: &[&str] = &["nvptxcompiler", "thrust"];
+
 /// The sub-packages to install for a CUDA line (`12.4` → `nvcc_12.4 …`); 11.x and older get the
 /// 12.x names, which they share except `nvjitlink` (new in 12.0), left out there.
 pub fn toolkit_subpackages(line: &str) -> Vec<String> {
-    let major: u32 = line
-        .split('.')
-        .next()
-        .and_then(|m| m.parse().ok())
-        .unwrap_or(12);
+    let mut parts = line.split('.').map(|n| n.parse::<u32>().ok());
+    let major = parts.next().flatten().unwrap_or(12);
+    let minor = parts.next().flatten().unwrap_or(0);
     let head = if major >= 13 {
         CUDA_13_HEAD
     } else {
         CUDA_12_HEAD
     };
+    let extra = if (major, minor) >= (13, 2) {
+        CUDA_13_2_EXTRA
+    } else {
+        &[]
+    };
     head.iter()
+        .chain(extra)
         .chain(CUDA_LIBRARIES)
         .filter(|n| major >= 12 || **n != "nvjitlink")
         .map(|n| format!("{n}_{line}"))
@@ -283,6 +294,20 @@ mod tests {
         }
         assert!(!list.iter().any(|p| p.starts_with("thrust")), "{list:?}");
         assert!(!list.iter().any(|p| p.starts_with("Display")), "{list:?}");
+    }
+
+    #[test]
+    fn cuda_13_2_and_later_add_thrust_and_the_ptx_compiler_as_nvidias_guide_lists() {
+        for line in ["13.2", "13.4", "14.0"] {
+            let list = toolkit_subpackages(line);
+            for name in ["thrust", "nvptxcompiler", "nvcc", "crt", "nvvm"] {
+                let package = format!("{name}_{line}");
+                assert!(list.contains(&package), "{package} in {list:?}");
+            }
+        }
+        let list = toolkit_subpackages("13.1");
+        assert!(!list.iter().any(|p| p.starts_with("thrust")), "{list:?}");
+        assert!(!list.iter().any(|p| p.starts_with("nvptx")), "{list:?}");
     }
 
     #[test]

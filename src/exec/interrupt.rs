@@ -54,6 +54,7 @@ fn on_termination() {
 fn on_termination() {}
 
 /// A termination signal: every flag is set and the running child's tree is ended at once.
+#[cfg(unix)]
 fn terminate(signal: &str) {
     FLAGS.set_all();
     if PRESSES.swap(2, Ordering::SeqCst) < 2 {

@@ -350,6 +350,7 @@ fn the_evidence_is_the_line_that_names_the_cause_not_the_generic_error() {
 }
 
 /// A fake `/` with the given files (empty contents).
+#[cfg(unix)]
 fn fake_root(files: &[&str], kernel: Option<&str>) -> tempfile::TempDir {
     let root = tempfile::tempdir().expect("tempdir");
     for file in files {

@@ -2,7 +2,6 @@
 //! archive default in `--help`), consent before anything is installed, and `pin` refusing a
 //! release its data does not know.
 
-use crate::common::OutputStarted;
 use crate::common::{run, stackpin};
 
 #[test]
@@ -294,6 +293,7 @@ mod consent {
 #[cfg(unix)]
 #[test]
 fn gpu_1_on_a_one_gpu_host_is_exit_2_for_every_command_that_takes_it() {
+    use crate::common::OutputStarted;
     use crate::fakes::FakeHost;
     let host = FakeHost::new()
         .gpu("NVIDIA L4", 23034, "8.9")

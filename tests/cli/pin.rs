@@ -543,16 +543,23 @@ mod host_fit {
 
 /// The toolkit step `pin --os windows --json` writes for a library release and CUDA line.
 fn windows_toolkit_run(library: &str, toolkit: &str) -> Vec<String> {
-    let out = run(stackpin().args([
-        "pin",
-        "--library",
-        library,
-        "--os",
-        "windows",
-        "--toolkit",
-        toolkit,
-        "--json",
-    ]));
+    windows_toolkit_run_with(library, toolkit, &[])
+}
+
+/// The same with more of `pin`'s flags (`--driver` where the data has no driver new enough).
+fn windows_toolkit_run_with(library: &str, toolkit: &str, more: &[&str]) -> Vec<String> {
+    let out = run(stackpin()
+        .args([
+            "pin",
+            "--library",
+            library,
+            "--os",
+            "windows",
+            "--toolkit",
+            toolkit,
+            "--json",
+        ])
+        .args(more));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let m: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
     m["manifest"]["toolkit"]["run"]
@@ -578,6 +585,15 @@ fn windows_cuda_13_0_installs_nvcc_crt_and_nvvm_with_n_and_no_thrust() {
     }
     assert!(!run.iter().any(|a| a.starts_with("thrust")), "{run:?}");
     assert!(!run.iter().any(|a| a.starts_with("Display")), "{run:?}");
+}
+
+#[test]
+fn windows_cuda_13_2_adds_thrust_and_nvptxcompiler_as_nvidias_guide_lists() {
+    let run = windows_toolkit_run_with("torch==2.15.0", "13.2", &["--driver", "595.79"]);
+    assert_eq!(&run[..3], ["{installer}", "-s", "-n"], "{run:?}");
+    for package in ["thrust_13.2", "nvptxcompiler_13.2", "nvcc_13.2", "crt_13.2"] {
+        assert!(run.iter().any(|a| a == package), "{package} in {run:?}");
+    }
 }
 
 #[test]

@@ -147,6 +147,7 @@ fn step(argv: Vec<String>, log: PathBuf) -> Step {
         env_remove: vec![],
         log,
         timeout: Duration::from_secs(60),
+        cwd: None,
     }
 }
 
