@@ -172,7 +172,7 @@ mod tests {
         let text = format!(
             "schema: 1\nname: s\nos: linux\n\
              driver:\n  version: \"595.71.05\"\n  installer:\n    url: https://x.test/d.run\n  run: [\"sh\", \"{{installer}}\"]\n\
-             toolkit:\n  version: \"13.0.2\"\n  source: wheels\n  root: \"{}\"\n  components:\n    - {{name: nvidia-cuda-nvcc, version: \"13.0.88\", file: {FILE}, sha256: {sha256}}}\n\
+             toolkit:\n  version: \"13.0.2\"\n  source: wheels\n  root: '{}'\n  components:\n    - {{name: nvidia-cuda-nvcc, version: \"13.0.88\", file: {FILE}, sha256: {sha256}}}\n\
              library:\n  name: torch\n  version: \"2.14.0\"\n  cuda: \"13.0\"\n  installers: [{{url: https://x.test/l.sh}}]\n  run: [\"sh\", \"{{installer}}\"]\n\
              example:\n  run: [\"true\", \"{{batch}}\"]\n",
             root.display()

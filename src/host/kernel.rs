@@ -187,6 +187,12 @@ mod tests {
         let sys = FakeSystem::new(Os::Linux);
         let done = compile_kernel(&sys, Path::new("/opt/cuda-13.0"), None);
         assert!(!done.ok);
-        assert!(done.message.unwrap_or_default().contains("bin/nvcc"));
+        // The path as this OS writes it (`bin\\nvcc` under Wine).
+        let nvcc = Path::new("/opt/cuda-13.0").join("bin").join("nvcc");
+        assert!(
+            done.message
+                .unwrap_or_default()
+                .contains(&nvcc.display().to_string())
+        );
     }
 }
