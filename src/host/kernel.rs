@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::System;
-use crate::os::Os;
 
 /// How long a kernel of a few lines may take to compile (the real nvcc: about a second).
 pub const COMPILE_TIMEOUT: Duration = Duration::from_secs(120);
@@ -68,12 +67,7 @@ pub fn compile_kernel(system: &dyn System, root: &Path, arch: Option<&str>) -> K
         message: Some(message),
         took: started.elapsed(),
     };
-    let exe = if system.os() == Os::Windows {
-        "nvcc.exe"
-    } else {
-        "nvcc"
-    };
-    let nvcc = root.join("bin").join(exe);
+    let nvcc = super::toolkits::nvcc_path(system, root);
     if !system.exists(&nvcc) {
         return failed(format!("no {}", nvcc.display()));
     }
@@ -129,6 +123,7 @@ pub fn compiler_message(output: &str) -> Option<String> {
 mod tests {
     use super::*;
     use crate::host::fake::FakeSystem;
+    use crate::os::Os;
 
     #[test]
     fn compute_capabilities_become_sm_architectures() {

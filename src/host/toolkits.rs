@@ -223,14 +223,19 @@ fn line_of(version: &Version) -> Option<Version> {
     Version::parse(&version.major_minor()).ok()
 }
 
-/// Runs `root/bin/nvcc --version`: (the release line, `12.4`, the build `12.4.131`).
-fn nvcc_release(system: &dyn System, root: &Path) -> Option<(String, Version, Option<Version>)> {
+/// A toolkit root's own compiler: `bin/nvcc`, `bin\nvcc.exe` on Windows.
+pub fn nvcc_path(system: &dyn System, root: &Path) -> PathBuf {
     let exe = if system.os() == Os::Windows {
         "nvcc.exe"
     } else {
         "nvcc"
     };
-    let nvcc = root.join("bin").join(exe);
+    root.join("bin").join(exe)
+}
+
+/// Runs `root/bin/nvcc --version`: (the release line, `12.4`, the build `12.4.131`).
+fn nvcc_release(system: &dyn System, root: &Path) -> Option<(String, Version, Option<Version>)> {
+    let nvcc = nvcc_path(system, root);
     if !system.exists(&nvcc) {
         return None;
     }
