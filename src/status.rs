@@ -122,6 +122,9 @@ pub struct StackStatus {
     pub problems: Vec<String>,
     /// Whether another stackpin (a fetch, install, repair or up) holds the stack's lock now.
     pub busy: bool,
+    /// How the last unattended resume after `install --reboot` ended (`resume.yaml`); `null`
+    /// when none ran.
+    pub last_resume: Option<crate::install::resume::ResumeRun>,
 }
 
 impl StackStatus {
@@ -226,6 +229,10 @@ pub fn stack_status(stack: &StackDir, manifest: Option<&Manifest>, threads: usiz
             stage => stage,
         },
         busy,
+        last_resume: crate::install::resume::ResumeRecord::load(
+            &crate::install::resume::record_path(&stack.state_path()),
+        )
+        .last_resume,
         lock,
         audit,
         install,

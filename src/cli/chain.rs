@@ -13,6 +13,7 @@ use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
 use crate::archive::StackDir;
 use crate::exec::step::shell_words;
 use crate::install::files;
+use crate::install::resume::{self, ResumeRecord};
 use crate::install::{self, ChainEnd, InstallOptions, InstallReport, LayerAction};
 use crate::layers::live::LiveHost;
 use crate::manifest::Layer;
@@ -48,6 +49,22 @@ pub struct InstallArgs {
     /// When another stackpin is working on this stack, exit 1 at once instead of waiting.
     #[arg(long)]
     pub no_wait: bool,
+    /// The interpreter the library layer uses instead of the manifest's `library.python`. The
+    /// resume after `--reboot` on Windows passes the one the user's PATH found at reboot time:
+    /// the boot task runs as SYSTEM, whose PATH has no per-user Python.
+    #[arg(long, value_name = "PATH")]
+    pub library_python: Option<String>,
+}
+
+/// The manifest as this run uses it: `--library-python` in place of `library.python`.
+pub(super) fn with_library_python(
+    mut m: crate::manifest::Manifest,
+    library_python: Option<&str>,
+) -> crate::manifest::Manifest {
+    if let Some(python) = library_python {
+        m.library.python = python.to_string();
+    }
+    m
 }
 
 /// `Ok` with the status to end on, or the failure to print; `failed` words a failed layer.
@@ -114,8 +131,14 @@ pub(super) fn take_stack_lock(
 
 /// Runs the chain; `up` calls this between fetch and prove.
 pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallReport, Failure> {
-    let m = require_valid(&args.manifest)?;
+    let m = with_library_python(
+        require_valid(&args.manifest)?,
+        args.library_python.as_deref(),
+    );
     let stack = global.archive().stack(&m.name);
+    if args.reboot && !args.dry_run {
+        refuse_remote_folders(&m, &args.manifest, &global.archive())?;
+    }
     let host =
         LiveHost::on(&crate::host::RealSystem, args.gpu).with_gpu_arch(args.gpu_arch.clone());
     let consent =
@@ -153,12 +176,73 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
         no_wait: args.no_wait,
     };
     let reporter = CliReporter::new(global.quiet || global.json);
+    if !global.quiet && !global.json && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        let record = ResumeRecord::load(&resume::record_path(&stack.state_path()));
+        if let Some(line) = record.last_resume_line() {
+            eprintln!("note: {line}");
+        }
+    }
     // The error knows its exit status: refused 1, not admin or an unreadable lock/state 2.
     let report = install::install(&m, &stack, &host, &options, &interrupted, &reporter)?;
-    if args.reboot && matches!(report.end, ChainEnd::RebootRequired { .. }) {
-        reboot_now(&m, args, &stack.state_path(), &global.archive())?;
+    if !args.dry_run {
+        chain_ended(&report, &stack.state_path());
+    }
+    if args.reboot
+        && let ChainEnd::RebootRequired { after } = report.end
+    {
+        reboot_now(&m, args, after, &stack.state_path(), &global.archive())?;
     }
     Ok(report)
+}
+
+/// A chain that ended without asking for a reboot starts the count of `--reboot`'s reboots
+/// afresh; the last resume's account stays for `status`.
+pub(super) fn chain_ended(report: &InstallReport, state_path: &std::path::Path) {
+    if matches!(
+        report.end,
+        ChainEnd::RebootRequired { .. } | ChainEnd::Interrupted { .. } | ChainEnd::DryRun
+    ) {
+        return;
+    }
+    let path = resume::record_path(state_path);
+    let mut record = ResumeRecord::load(&path);
+    if !record.reboots.is_empty() {
+        record.reboots.clear();
+        let _ = record.save(&path);
+    }
+}
+
+/// Windows `--reboot`: the boot task runs as SYSTEM, which sees no user's mapped drive and
+/// reaches no share; an archive, working folder or manifest there is refused before any layer.
+pub(super) fn refuse_remote_folders(
+    m: &crate::manifest::Manifest,
+    manifest: &std::path::Path,
+    archive: &crate::archive::Archive,
+) -> Result<(), Failure> {
+    if m.os != crate::os::Os::Windows || !cfg!(windows) {
+        return Ok(());
+    }
+    let workdir = std::env::current_dir().map_err(CliError::broke)?;
+    let folders = [
+        ("the archive", archive.root().to_path_buf()),
+        ("the working folder", workdir),
+        ("the manifest", manifest.to_path_buf()),
+    ];
+    for (what, path) in folders {
+        let absolute = std::path::absolute(&path).unwrap_or(path);
+        let canonical = std::fs::canonicalize(&absolute).ok();
+        let shown = absolute.display().to_string();
+        if let Some(why) = resume::remote_folder(
+            &shown,
+            canonical.as_ref().map(|c| c.to_string_lossy()).as_deref(),
+        ) {
+            return Err(CliError::Refused(format!(
+                "--reboot cannot resume from {what} {shown}: it is {why}, and the boot task runs as SYSTEM, which sees no user's mapped drives and reaches no share; copy it to a local folder (e.g. C:\\stackpin), or reboot by hand and run the same command again"
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// Every precondition install can know before the first layer runs, refused all at once.
@@ -216,9 +300,12 @@ pub(super) fn check_long_paths(
     }
 }
 
+/// Registers the resume of this command and reboots, once [`count_the_reboot`] allows it;
+/// `after` is the layer that asked for the reboot.
 pub(super) fn reboot_now(
     m: &crate::manifest::Manifest,
     args: &InstallArgs,
+    after: Layer,
     state_path: &std::path::Path,
     archive: &crate::archive::Archive,
 ) -> Result<(), Failure> {
@@ -230,7 +317,14 @@ pub(super) fn reboot_now(
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let argv = reboot::resume_argv(&exe.display().to_string(), &ran, archive.root());
+    let mut argv = reboot::resume_argv(&exe.display().to_string(), &ran, archive.root());
+    if m.os == crate::os::Os::Windows
+        && args.library_python.is_none()
+        && let Some(python) = resolved_interpreter(&m.library.python)
+    {
+        argv.extend(["--library-python".to_string(), python]);
+    }
+    count_the_reboot(state_path, after)?;
     if m.os == crate::os::Os::Linux {
         crate::fsutil::write_atomic(
             &reboot::unit_path(),
@@ -251,7 +345,8 @@ pub(super) fn reboot_now(
             .map_err(|e| CliError::broke(anyhow!(e).context("writing the resume task")))?;
     }
     for cmd in reboot::register_and_reboot(m.os, args.resume_with, &argv, &workdir, &task_xml) {
-        let spec = crate::exec::Spec::captured(&cmd[0], &cmd[1..], REBOOT_COMMAND_TIMEOUT);
+        let spec =
+            crate::exec::Spec::captured(system_program(&cmd[0]), &cmd[1..], REBOOT_COMMAND_TIMEOUT);
         let finished = crate::exec::run(spec);
         if !finished.is_ok_and(|f| f.end == crate::exec::End::Exited(0)) {
             return Err(Failure::from(CliError::Failed(format!(
@@ -260,6 +355,51 @@ pub(super) fn reboot_now(
             ))));
         }
     }
+    Ok(())
+}
+
+/// `schtasks`, `shutdown`, `systemctl` as the PATH finds them (the way every other probe finds
+/// its program), else by name.
+pub(super) fn system_program(name: &str) -> std::ffi::OsString {
+    use crate::host::System;
+    crate::host::RealSystem
+        .which(name)
+        .map_or_else(|| name.into(), PathBuf::into_os_string)
+}
+
+/// The interpreter as the user's PATH finds it now, absolute; `None` when it already is a path
+/// or is not found (the resume then reports the library layer's own error).
+fn resolved_interpreter(python: &str) -> Option<String> {
+    use crate::host::System;
+    if std::path::Path::new(python).components().count() > 1 {
+        return None;
+    }
+    let found = crate::host::RealSystem.which(python)?;
+    Some(
+        std::path::absolute(&found)
+            .unwrap_or(found)
+            .display()
+            .to_string(),
+    )
+}
+
+/// Records the reboot about to be asked for, or refuses it: past [`resume::MAX_REBOOTS`], or
+/// when the same layer asked for the last one and the machine has booted since.
+fn count_the_reboot(state_path: &std::path::Path, after: Layer) -> Result<(), Failure> {
+    let path = resume::record_path(state_path);
+    let mut record = ResumeRecord::load(&path);
+    let boot = super::defaults::boot_id();
+    if let Some(why) = resume::decide(&record, after, boot.as_deref()).refusal() {
+        return Err(CliError::Failed(why).into());
+    }
+    record.reboots.push(resume::RebootRequest {
+        after,
+        at: jiff::Timestamp::now().to_string(),
+        boot,
+    });
+    record
+        .save(&path)
+        .map_err(|e| CliError::broke(anyhow!(e).context("recording the reboot")))?;
     Ok(())
 }
 

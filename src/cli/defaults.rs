@@ -10,6 +10,8 @@
 //! - `STACKPIN_SKIP_ADMIN_CHECK` (any value): install and repair run without root/Administrator.
 //! - `STACKPIN_TEST_ADMIN=0|1`: the archive default as a non-admin (`0`) or admin (`1`) would get
 //!   it, so tests that run as root never write into `/var/lib/stackpin`.
+//! - `STACKPIN_TEST_BOOT_ID=ID`: the boot `install --reboot` believes the machine is on, so a
+//!   test can play a reboot that really happened (or one that did not) without rebooting.
 
 use std::path::PathBuf;
 
@@ -66,6 +68,16 @@ fn lock_dir_for(admin: bool, os: Os, program_data: Option<String>) -> PathBuf {
                 .unwrap_or_else(|_| "user".into())
         )),
     }
+}
+
+/// The boot the machine is on (`STACKPIN_TEST_BOOT_ID` in a debug build), `None` when unknown.
+pub fn boot_id() -> Option<String> {
+    if cfg!(debug_assertions)
+        && let Ok(id) = std::env::var("STACKPIN_TEST_BOOT_ID")
+    {
+        return Some(id);
+    }
+    crate::host::boot::boot_id(&RealSystem)
 }
 
 /// Whether install and repair skip the root/Administrator check: only ever in debug builds.

@@ -10,6 +10,7 @@ use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, finish_report, print
 use crate::exec::step::shell_words;
 use crate::install;
 use crate::install::plan::{self, Verdict};
+use crate::install::resume::{self, ResumeRecord};
 use crate::layers::live::LiveHost;
 
 pub const PLAN_EXAMPLES: &str = "\
@@ -185,8 +186,10 @@ pub fn run(args: &InstallArgs, global: &GlobalArgs) -> CmdResult {
     finish(&report, global)
 }
 
-/// `stackpin resume FILE`: what the boot task runs. Reads the argv written beside `state.yaml`,
-/// removes the file (one resume per reboot), runs the command and exits with its status.
+/// `stackpin resume FILE`: what the boot task runs. Deletes the boot task (Windows), reads the
+/// argv written beside `state.yaml`, removes the file (one resume per reboot), runs the command
+/// with its output in `resume.log` beside it, records how it ended in `resume.yaml` (which
+/// `status` reads), and exits with its status.
 #[derive(Debug, clap::Args)]
 pub struct ResumeArgs {
     /// The argv file (`resume-argv.json` beside the stack's `state.yaml`).
@@ -196,32 +199,94 @@ pub struct ResumeArgs {
 pub fn run_resume(args: &ResumeArgs) -> CmdResult {
     let argv = crate::install::reboot::read_argv_file(&args.file).map_err(CliError::unusable)?;
     let _ = std::fs::remove_file(&args.file);
+    // Before the chain goes on: a chain that needs another reboot registers a new task, which
+    // must outlive this run.
+    let deleted = delete_boot_task();
     let (program, rest) = argv.split_first().ok_or_else(|| {
         Failure::from(CliError::Usage(
             "the resume file holds no command".to_string(),
         ))
     })?;
-    // No limit: the resumed chain runs installers with their own timeouts. Its output goes on
-    // to ours (the task's), line by line.
+    // `state.yaml`'s folder: where the argv file was.
+    let state_path = args.file.with_file_name("state.yaml");
+    let log_path = resume::log_path(&state_path);
+    let record_path = resume::record_path(&state_path);
+    let mut log = std::fs::File::create(&log_path).map_err(|e| {
+        CliError::broke(anyhow!(e).context(format!("creating {}", log_path.display())))
+    })?;
+    {
+        use std::io::Write;
+        let _ = writeln!(
+            log,
+            "stackpin resume: {}\nstackpin resume: {deleted}",
+            shell_words(&argv)
+        );
+    }
+    let mut record = ResumeRecord::load(&record_path);
+    record.last_resume = Some(resume::ResumeRun {
+        started: jiff::Timestamp::now().to_string(),
+        ended: None,
+        outcome: None,
+        ok: false,
+        log: log_path.clone(),
+    });
+    let _ = record.save(&record_path);
+    // No limit: the resumed chain runs installers with their own timeouts. Its output goes to
+    // the log: the boot task has no console.
     let spec = crate::exec::Spec {
         program: program.into(),
         args: rest.iter().map(Into::into).collect(),
         env: Vec::new(),
         env_remove: Vec::new(),
-        output: crate::exec::Output::Lines(Box::new(|line| println!("{line}"))),
+        output: crate::exec::Output::Log(log),
         timeout: None,
         cwd: None,
         guarded: false,
     };
-    let finished = crate::exec::run(spec)
+    let finished = crate::exec::run(spec);
+    let outcome = match &finished {
+        Ok(f) => f.end.to_string(),
+        Err(e) => format!("{e:#}"),
+    };
+    let ok = finished
+        .as_ref()
+        .is_ok_and(|f| f.end == crate::exec::End::Exited(0));
+    // Reloaded: the resumed chain may have recorded a reboot of its own meanwhile.
+    let mut record = ResumeRecord::load(&record_path);
+    if let Some(run) = record.last_resume.as_mut() {
+        run.ended = Some(jiff::Timestamp::now().to_string());
+        run.outcome = Some(outcome);
+        run.ok = ok;
+    }
+    let _ = record.save(&record_path);
+    let finished = finished
         .map_err(|e| CliError::broke(anyhow!(e).context(format!("starting `{program}`"))))?;
-    if finished.end == crate::exec::End::Exited(0) {
+    if ok {
         Ok(Exit::Ok)
     } else {
         Err(Failure::from(CliError::Failed(format!(
-            "the resumed `{}` ended: {}",
+            "the resumed `{}` ended: {}; log: {}",
             shell_words(&argv),
-            finished.end
+            finished.end,
+            log_path.display()
         ))))
+    }
+}
+
+/// Windows: deletes the boot task that started this resume; says what happened, for the log.
+fn delete_boot_task() -> String {
+    if !cfg!(windows) {
+        return "no boot task to delete on this OS".to_string();
+    }
+    let cmd = crate::install::reboot::delete_task();
+    let spec = crate::exec::Spec::captured(
+        super::chain::system_program(&cmd[0]),
+        &cmd[1..],
+        std::time::Duration::from_secs(120),
+    );
+    match crate::exec::run(spec) {
+        Ok(f) if f.end == crate::exec::End::Exited(0) => format!("`{}` done", shell_words(&cmd)),
+        Ok(f) => format!("`{}` ended: {}", shell_words(&cmd), f.end),
+        Err(e) => format!("`{}` failed: {e}", shell_words(&cmd)),
     }
 }

@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use serde::Serialize;
 
-use super::chain::{InstallArgs, check_long_paths, end_exit, finish, reboot_now};
+use super::chain::{
+    InstallArgs, chain_ended, check_long_paths, end_exit, finish, reboot_now,
+    refuse_remote_folders, with_library_python,
+};
 use super::term::{Bars, CliReporter, Spinner, fetched_line, render_batch_plan};
 use super::valid_manifest::require_valid;
 use super::{CliError, CmdResult, Exit, Failure, GlobalArgs, print_json};
@@ -84,6 +87,10 @@ pub struct UpArgs {
     /// When another stackpin is working on this stack, exit 1 at once instead of waiting.
     #[arg(long)]
     pub no_wait: bool,
+    /// The interpreter the library layer uses instead of the manifest's `library.python` (the
+    /// resume after `--reboot` on Windows passes the one found at reboot time).
+    #[arg(long, value_name = "PATH")]
+    pub library_python: Option<String>,
     #[command(flatten)]
     pub prove: ProveFlags,
 }
@@ -337,7 +344,13 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         ),
         "installed",
     )?;
-    let m = require_valid(&args.fetch.manifest)?;
+    let m = with_library_python(
+        require_valid(&args.fetch.manifest)?,
+        args.library_python.as_deref(),
+    );
+    if args.reboot {
+        refuse_remote_folders(&m, &args.fetch.manifest, &global.archive())?;
+    }
     let text = crate::fsutil::read_text(&args.fetch.manifest).map_err(|e| {
         CliError::unusable(
             anyhow::Error::new(e).context(format!("reading {}", args.fetch.manifest.display())),
@@ -400,7 +413,12 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         UpEnd::Proven { install, proven } => (install, Some(proven)),
     };
     let reboot_required = matches!(report.end, ChainEnd::RebootRequired { .. });
-    if args.reboot && reboot_required {
+    if !reboot_required {
+        chain_ended(&report, &archive.stack(&m.name).state_path());
+    }
+    if args.reboot
+        && let ChainEnd::RebootRequired { after } = report.end
+    {
         let install = InstallArgs {
             manifest: args.fetch.manifest.clone(),
             dry_run: false,
@@ -411,8 +429,15 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
             gpu: args.prove.gpu,
             gpu_arch: None,
             no_wait: args.no_wait,
+            library_python: args.library_python.clone(),
         };
-        reboot_now(&m, &install, &archive.stack(&m.name).state_path(), &archive)?;
+        reboot_now(
+            &m,
+            &install,
+            after,
+            &archive.stack(&m.name).state_path(),
+            &archive,
+        )?;
     }
     let Some(proven) = proven else {
         if global.json {

@@ -164,6 +164,15 @@ fn print_human(s: &StackStatus) {
             say_line!("           {layer} log: {}", log.display());
         }
     }
+    if let Some(run) = &s.last_resume {
+        let record = crate::install::resume::ResumeRecord {
+            reboots: Vec::new(),
+            last_resume: Some(run.clone()),
+        };
+        if let Some(line) = record.last_resume_line() {
+            say_line!("  resume:  {line}");
+        }
+    }
     match &s.proven {
         Some(p) => say_line!(
             "  proven:  {} on {}{}, batch {} peak {:.0} MiB, largest safe batch {}",

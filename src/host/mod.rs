@@ -4,6 +4,7 @@
 //! the host. This module only observes; it knows nothing of manifests, and deciding what the
 //! findings mean for a stack is left to `plan`, `install` and `prove`.
 
+pub mod boot;
 pub mod context;
 #[cfg(test)]
 pub mod fake;

@@ -11,6 +11,7 @@ pub mod plan;
 pub mod preflight;
 pub mod readiness;
 pub mod reboot;
+pub mod resume;
 pub mod runfile_log;
 pub mod state;
 

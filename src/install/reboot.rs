@@ -1,8 +1,9 @@
 //! `install --reboot`: register a one-shot resume of the same command, then reboot. On Linux a
 //! systemd unit that disables and deletes itself after it ran. On Windows a scheduled task that
-//! starts at boot (`ONSTART`) as SYSTEM with highest privileges, runs `stackpin resume FILE`
+//! starts at boot (`ONSTART`) as SYSTEM with highest privileges and runs `stackpin resume FILE`
 //! (the resume's argv sits in FILE, beside `state.yaml`: no command-line length limit, no
-//! quoting) and then deletes itself. HKLM `RunOnce` only on explicit request: it runs only when
+//! quoting); the resumed stackpin deletes the task ([`delete_task`]) before the chain goes on, so
+//! a chain that needs a second reboot registers a task that survives it. HKLM `RunOnce` only on explicit request: it runs only when
 //! an administrator logs on interactively, holds up Explorer while it runs, silently drops
 //! commands over 260 characters and may start without elevation. The texts are pure functions
 //! (tested); registering and rebooting are child processes run by the CLI.
@@ -102,15 +103,17 @@ pub fn read_argv_file(path: &Path) -> Result<Vec<String>, ResumeError> {
 }
 
 /// The Task Scheduler XML of the resume: boot trigger, SYSTEM (S-1-5-18) with highest
-/// privileges, no time limit, not stopped on battery; first `exe resume argv_file`, then
-/// `schtasks /Delete` of itself. Actions run in order, so the task is gone after one run.
+/// privileges, no time limit, not stopped on battery; one action, `exe resume argv_file`. No
+/// second action deletes the task: Task Scheduler runs actions in order, so it would delete the
+/// task the resumed chain had just registered for its next reboot (`stackpin resume` deletes
+/// this one first, with [`delete_task`]).
 pub fn task_xml(exe: &Path, argv_file: &Path, workdir: &Path) -> String {
     let esc = |p: &Path| xml_escape(&p.display().to_string());
     format!(
         r#"<?xml version="1.0" encoding="UTF-16"?>
 <Task version="1.2" xmlns="http://schemas.microsoft.com/windows/2004/02/mit/task">
   <RegistrationInfo>
-    <Description>Written by stackpin install --reboot: resumes the install chain once after the driver reboot, then deletes itself.</Description>
+    <Description>Written by stackpin install --reboot: resumes the install chain once after the reboot; the resumed stackpin deletes this task.</Description>
   </RegistrationInfo>
   <Triggers>
     <BootTrigger>
@@ -137,10 +140,6 @@ pub fn task_xml(exe: &Path, argv_file: &Path, workdir: &Path) -> String {
       <Arguments>resume "{file}"</Arguments>
       <WorkingDirectory>{workdir}</WorkingDirectory>
     </Exec>
-    <Exec>
-      <Command>schtasks.exe</Command>
-      <Arguments>/Delete /TN {RESUME_NAME} /F</Arguments>
-    </Exec>
   </Actions>
 </Task>
 "#,
@@ -148,6 +147,13 @@ pub fn task_xml(exe: &Path, argv_file: &Path, workdir: &Path) -> String {
         file = esc(argv_file),
         workdir = esc(workdir),
     )
+}
+
+/// The command that deletes the boot task, run by `stackpin resume` before the chain goes on.
+pub fn delete_task() -> Vec<String> {
+    ["schtasks", "/Delete", "/TN", RESUME_NAME, "/F"]
+        .map(String::from)
+        .to_vec()
 }
 
 /// Task Scheduler reads its XML as UTF-16 (what it exports): little-endian with a BOM.
@@ -370,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn the_task_starts_at_boot_as_system_elevated_runs_the_argv_file_and_deletes_itself() {
+    fn the_task_starts_at_boot_as_system_elevated_and_runs_the_argv_file_only() {
         let xml = task_xml(
             Path::new(r"C:\Tools & more\stackpin.exe"),
             Path::new(r"C:\Users\A Very Long User Name\stackpin\installers\t\resume-argv.json"),
@@ -394,11 +400,15 @@ mod tests {
             xml.contains(r#"<Arguments>resume "C:\Users\A Very Long User Name\stackpin\installers\t\resume-argv.json"</Arguments>"#),
             "{xml}"
         );
-        let run = xml.find("<Arguments>resume").expect("resume action");
-        let delete = xml
-            .find("<Arguments>/Delete /TN stackpin-resume /F</Arguments>")
-            .expect("self-delete action");
-        assert!(run < delete, "the task deletes itself after the resume ran");
+        assert_eq!(
+            xml.matches("<Exec>").count(),
+            1,
+            "no second action deletes the task after the resume registered the next one: {xml}"
+        );
+        assert_eq!(
+            delete_task(),
+            ["schtasks", "/Delete", "/TN", "stackpin-resume", "/F"]
+        );
         let bytes = utf16_file(&xml);
         assert_eq!(&bytes[..4], &[0xFF, 0xFE, b'<', 0], "UTF-16LE with a BOM");
     }

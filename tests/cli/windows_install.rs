@@ -17,12 +17,22 @@ const DRIVER_EXE: &str = "581.15-desktop-win10-win11-64bit-international-dch-whq
 const TOOLKIT_CMD: &str = "cuda_12.4.1_551.78_windows.cmd";
 const LIBRARY_EXE: &str = "torch-setup.exe";
 
-/// Writes `%1`'s `version.json` the way the real toolkit installer leaves its folder.
+/// Writes `%1`'s `version.json` the way the real toolkit installer leaves its folder, then
+/// exits with `{code}`.
 const TOOLKIT_SCRIPT: &str = "@echo off\r\n\
 echo toolkit>> \"%FAKE_INSTALLER_LOG%\"\r\n\
 mkdir \"%~1\\bin\"\r\n\
 > \"%~1\\version.json\" echo {\"cuda\": {\"name\": \"CUDA SDK\", \"version\": \"12.4.1\"}}\r\n\
-exit /b 0\r\n";
+exit /b {code}\r\n";
+
+/// How the lab's installers end and what the library step runs.
+struct Setup {
+    driver_exit: &'static str,
+    toolkit_exit: &'static str,
+    /// The library step runs `{python}` (the manifest says `python: python`) instead of its
+    /// archived `.exe`.
+    library_by_python: bool,
+}
 
 struct Lab {
     host: WinHost,
@@ -36,7 +46,16 @@ impl Lab {
     }
 
     /// A lab whose fake driver installer exits with `code`.
-    fn with_driver_exit(code: &str) -> Self {
+    fn with_driver_exit(code: &'static str) -> Self {
+        Self::with(Setup {
+            driver_exit: code,
+            toolkit_exit: "0",
+            library_by_python: false,
+        })
+    }
+
+    fn with(setup: Setup) -> Self {
+        let code = setup.driver_exit;
         let host = WinHost::new()
             .with_nvidia_smi()
             .gpu("NVIDIA GeForce RTX 4090", 24564, "8.9");
@@ -44,7 +63,15 @@ impl Lab {
         let server = TestServer::start();
         let exe = fs::read(fake_program("installer.exe")).expect("fake installer");
         server.file(DRIVER_EXE, &exe);
-        server.file(TOOLKIT_CMD, TOOLKIT_SCRIPT.as_bytes());
+        let toolkit = TOOLKIT_SCRIPT.replace("{code}", setup.toolkit_exit);
+        server.file(TOOLKIT_CMD, toolkit.as_bytes());
+        // `{installer}` is named either way: `check` refuses a step that never runs the
+        // archived file.
+        let library_run = if setup.library_by_python {
+            r#"{python}", "0", "library", "{installer}"#
+        } else {
+            r#"{installer}", "0", "library"#
+        };
         server.file(LIBRARY_EXE, &exe);
         let root = host.toolkit_root("12.4.1");
         let yaml_root = root.display().to_string().replace('\\', "\\\\");
@@ -52,12 +79,13 @@ impl Lab {
             "schema: 1\nname: fake-windows-stack\nos: windows\n\
              driver:\n  version: \"581.15\"\n  installer:\n    url: {d}\n  run: [\"{{installer}}\", \"{code}\", \"driver\"]\n\
              toolkit:\n  version: \"12.4.1\"\n  installer:\n    url: {t}\n  root: \"{yaml_root}\"\n  run: [\"{{installer}}\", \"{{root}}\", \"-s\", \"-n\", \"nvcc_12.4\", \"cudart_12.4\"]\n\
-             library:\n  name: torch\n  version: \"2.5.1\"\n  cuda: \"12.4\"\n  python: python\n  installers:\n    - url: {l}\n  run: [\"{{installer}}\", \"0\", \"library\"]\n\
+             library:\n  name: torch\n  version: \"2.5.1\"\n  cuda: \"12.4\"\n  python: python\n  installers:\n    - url: {l}\n  run: [\"{library_run}\"]\n\
              example:\n  run: [\"{{python}}\", \"{{examples}}/classify.py\", \"--batch-size\", \"{{batch}}\"]\n",
             d = server.url(DRIVER_EXE),
             t = server.url(TOOLKIT_CMD),
             l = server.url(LIBRARY_EXE),
             code = code,
+            library_run = library_run,
         );
         let manifest = host.root().join("windows stack.yaml");
         fs::write(&manifest, text).expect("manifest");
@@ -195,4 +223,172 @@ fn resume_runs_the_saved_argv_once_and_removes_the_file() {
         "one argument, whole: {log}"
     );
     assert!(!file.exists(), "the argv file is used once");
+}
+
+/// The unattended reboot under Wine: fake `schtasks.exe` and `shutdown.exe` in `bin\` (the fake
+/// installer, which logs its arguments), a test that plays the boot task by running
+/// `stackpin resume` on the saved argv file, and `STACKPIN_TEST_BOOT_ID` saying which boot the
+/// machine is on.
+impl Lab {
+    fn with_task_scheduler(self) -> Self {
+        let exe = fake_program("installer.exe");
+        for name in ["schtasks.exe", "shutdown.exe"] {
+            fs::copy(&exe, self.host.bin().join(name)).expect("fake system program");
+        }
+        self
+    }
+
+    fn stack_dir(&self) -> PathBuf {
+        self.host
+            .root()
+            .join("installers")
+            .join("fake-windows-stack")
+    }
+
+    /// `install --yes --reboot` on boot `boot`, with `extra_path` after `bin\` on PATH.
+    fn install_rebooting(&self, boot: &str, extra_path: Option<&std::path::Path>) -> Output {
+        let mut cmd = self.host.installing(["install", "--yes", "--reboot"]);
+        cmd.arg(&self.manifest)
+            .env("FAKE_INSTALLER_LOG", self.order_log())
+            .env("STACKPIN_TEST_BOOT_ID", boot);
+        if let Some(dir) = extra_path {
+            let path = cmd
+                .get_envs()
+                .find(|(k, _)| *k == "PATH")
+                .and_then(|(_, v)| v.map(std::ffi::OsStr::to_os_string))
+                .expect("the host's PATH");
+            let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+            dirs.insert(1, dir.to_path_buf());
+            cmd.env("PATH", std::env::join_paths(dirs).expect("PATH"));
+        }
+        cmd.output_started().expect("stackpin runs")
+    }
+
+    /// What the boot task does on boot `boot`: `stackpin resume FILE`, with the host's PATH only.
+    fn boot(&self, boot: &str) -> Output {
+        let file = self.stack_dir().join("resume-argv.json");
+        assert!(file.is_file(), "no resume was registered");
+        self.host
+            .installing(["resume".as_ref(), file.as_os_str()])
+            .env("FAKE_INSTALLER_LOG", self.order_log())
+            .env("STACKPIN_TEST_BOOT_ID", boot)
+            .output_started()
+            .expect("stackpin runs")
+    }
+
+    /// How many times a fake system program was called with this first argument.
+    fn calls(&self, first_arg: &str) -> usize {
+        fs::read_to_string(self.order_log())
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.trim() == first_arg)
+            .count()
+    }
+
+    fn resume_log(&self) -> String {
+        fs::read_to_string(self.stack_dir().join("resume.log")).unwrap_or_default()
+    }
+}
+
+#[test]
+fn a_chain_that_needs_two_reboots_is_resumed_twice_with_the_users_python() {
+    let lab = Lab::with(Setup {
+        driver_exit: "3010",
+        toolkit_exit: "3010",
+        library_by_python: true,
+    })
+    .with_task_scheduler();
+    // python.org's per-user install: on the user's PATH only, never on SYSTEM's.
+    let user_python = lab.host.root().join("user python");
+    fs::create_dir_all(&user_python).expect("folder");
+    fs::copy(
+        fake_program("installer.exe"),
+        user_python.join("python.exe"),
+    )
+    .expect("fake python");
+
+    let first = lab.install_rebooting("boot-1", Some(&user_python));
+    let all = text_of(&first);
+    assert_eq!(first.status.code(), Some(0), "{all}");
+    assert_eq!(lab.order(), ["driver"], "{all}");
+    assert_eq!((lab.calls("/Create"), lab.calls("/r")), (1, 1), "{all}");
+    let argv = fs::read_to_string(lab.stack_dir().join("resume-argv.json")).expect("argv");
+    assert!(argv.contains("--library-python"), "{argv}");
+    assert!(argv.contains("user python"), "{argv}");
+
+    // Boot 2: the driver is up; the toolkit asks for a second reboot.
+    lab.host.set_driver("ok", "581.15", "13.0");
+    let second = lab.boot("boot-2");
+    let log = lab.resume_log();
+    assert_eq!(second.status.code(), Some(0), "{}{log}", text_of(&second));
+    assert_eq!(lab.order(), ["driver", "toolkit"], "{log}");
+    assert_eq!(
+        lab.calls("/Delete"),
+        1,
+        "the resume deletes its task: {log}"
+    );
+    assert_eq!(
+        (lab.calls("/Create"), lab.calls("/r")),
+        (2, 2),
+        "the second reboot is registered after the first task was deleted: {log}"
+    );
+
+    // Boot 3: the library installs with the interpreter stored at the first reboot.
+    let third = lab.boot("boot-3");
+    let log = lab.resume_log();
+    assert_eq!(lab.order(), ["driver", "toolkit", "library"], "{log}");
+    assert_eq!(lab.calls("/Delete"), 2, "{log}");
+    assert_eq!(lab.calls("/r"), 2, "no third reboot: {log}");
+    assert!(
+        log.contains("stackpin resume:"),
+        "the resume's own log: {log}"
+    );
+    let record = fs::read_to_string(lab.stack_dir().join("resume.yaml")).expect("resume.yaml");
+    assert!(record.contains("outcome"), "{record}");
+    let status = lab.run(&["status"]);
+    let said = text_of(&status);
+    assert!(said.contains("last unattended resume"), "{said}");
+    assert!(said.contains("resume.log"), "{said}");
+    let _ = third;
+}
+
+#[test]
+fn a_driver_still_failing_after_a_real_reboot_stops_without_another_reboot() {
+    let lab = Lab::new().with_task_scheduler();
+    let first = lab.install_rebooting("boot-1", None);
+    assert_eq!(first.status.code(), Some(0), "{}", text_of(&first));
+    assert_eq!(lab.calls("/r"), 1);
+
+    // Boot 2 came, and the driver did not: no second reboot, an error in the resume's log.
+    let second = lab.boot("boot-2");
+    let log = lab.resume_log();
+    assert_ne!(second.status.code(), Some(0), "{log}");
+    assert_eq!(lab.calls("/r"), 1, "{log}");
+    assert!(log.contains("did not come up"), "{log}");
+    let status = lab.run(&["status"]);
+    let said = text_of(&status);
+    assert!(said.contains("ended badly"), "{said}");
+}
+
+#[test]
+fn a_share_as_archive_is_refused_for_reboot_before_any_layer() {
+    let lab = Lab::new().with_task_scheduler();
+    let out = lab
+        .host
+        .installing([
+            "install",
+            "--yes",
+            "--reboot",
+            "--archive",
+            r"\\fileserver\lab\installers",
+        ])
+        .arg(&lab.manifest)
+        .env("FAKE_INSTALLER_LOG", lab.order_log())
+        .output_started()
+        .expect("stackpin runs");
+    let all = text_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("network share"), "{all}");
+    assert!(lab.order().is_empty(), "{all}");
+    assert_eq!(lab.calls("/r"), 0, "{all}");
 }
