@@ -19,6 +19,11 @@ pub(super) fn explain(e: &reqwest::Error, url: &str) -> Option<Explained> {
         return Some(tls_failure(tls));
     }
     let text = chain(e);
+    // reqwest's connector boxes the TLS error where a downcast may not reach it; rustls's
+    // message then names the certificate problem by its variant.
+    if let Some(cert) = text.split("invalid peer certificate: ").nth(1) {
+        return Some(untrusted(cert_problem_named(cert)));
+    }
     // hyper-rustls's words when the peer closes during the handshake: a plain-http port
     // answers a ClientHello with a 400 page or by hanging up.
     if text.contains("tls handshake eof") || text.contains("InvalidContentType") {
@@ -64,39 +69,48 @@ fn not_tls() -> Explained {
 
 /// A certificate the machine does not trust is not a network hiccup: retrying cannot help.
 fn tls_failure(e: &rustls::Error) -> Explained {
-    use rustls::CertificateError as C;
-    let problem = match e {
-        rustls::Error::InvalidCertificate(cert) => match cert {
-            C::UnknownIssuer => "it is signed by an authority this machine does not trust",
-            C::Expired | C::ExpiredContext { .. } => "it has expired",
-            C::NotValidYet | C::NotValidYetContext { .. } => {
-                "it is not valid yet (is this machine's clock right?)"
-            }
-            C::NotValidForName | C::NotValidForNameContext { .. } => {
-                "it was issued for another host name"
-            }
-            C::Revoked => "it has been revoked",
-            // webpki's `CaUsedAsEndEntity` (a self-signed certificate made with
-            // `openssl req -x509`) comes wrapped in `Other`; its name is all there is to read.
-            C::Other(other) if format!("{other:?}").contains("CaUsedAsEndEntity") => {
-                "it is self-signed (a CA certificate used by the server itself)"
-            }
-            _ => "it does not verify",
-        },
-        rustls::Error::InvalidMessage(_) => return not_tls(),
-        _ => {
-            return Explained {
-                transient: true,
-                reason: format!("the TLS handshake failed: {e}"),
-            };
+    match e {
+        // The variant's name is the one account of the problem for both ways of finding it.
+        rustls::Error::InvalidCertificate(cert) => {
+            untrusted(cert_problem_named(&format!("{cert:?}")))
         }
-    };
+        rustls::Error::InvalidMessage(_) => not_tls(),
+        _ => Explained {
+            transient: true,
+            reason: format!("the TLS handshake failed: {e}"),
+        },
+    }
+}
+
+fn untrusted(problem: &str) -> Explained {
     Explained {
         transient: false,
         reason: format!(
             "the server's TLS certificate is not trusted: {problem}; {}",
             trust_fix()
         ),
+    }
+}
+
+/// The certificate problem from rustls's words for it (`UnknownIssuer`,
+/// `Other(OtherError(CaUsedAsEndEntity))`: webpki's self-signed case, made by
+/// `openssl req -x509`, arrives wrapped in `Other` with its name as all there is to read).
+fn cert_problem_named(text: &str) -> &'static str {
+    let named = |n: &str| text.contains(n);
+    if named("CaUsedAsEndEntity") {
+        "it is self-signed (a CA certificate used by the server itself)"
+    } else if named("UnknownIssuer") {
+        "it is signed by an authority this machine does not trust"
+    } else if named("Expired") {
+        "it has expired"
+    } else if named("NotValidYet") {
+        "it is not valid yet (is this machine's clock right?)"
+    } else if named("NotValidForName") {
+        "it was issued for another host name"
+    } else if named("Revoked") {
+        "it has been revoked"
+    } else {
+        "it does not verify"
     }
 }
 
