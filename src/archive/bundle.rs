@@ -43,73 +43,7 @@ pub fn bundle(
     let lock = fetched_lock(stack)?;
     refuse_output_in_stack(stack, output)?;
     let partial = partial_path(output);
-    let result = (|| {
-        let file = File::create(&partial).map_err(|e| ArchiveError::io("creating", &partial, e))?;
-        let mut zip = zip::ZipWriter::new(BufWriter::with_capacity(HASH_BUFFER, file));
-        let name = stack.name();
-        let mut summary = BundleSummary {
-            path: output.to_path_buf(),
-            entries: 0,
-            bytes: 0,
-        };
-        let zip_err = |e: zip::result::ZipError| ArchiveError::Bundle {
-            path: output.to_path_buf(),
-            reason: e.to_string(),
-        };
-        for extra in STACK_FILES {
-            let path = stack.root().join(extra);
-            match crate::fsutil::plain_file_below(stack.root(), &path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(ArchiveError::io("bundling", &path, e)),
-            }
-            let Ok(bytes) = crate::fsutil::read_bytes_capped(&path, crate::fsutil::SMALL_FILE_CAP)
-            else {
-                continue;
-            };
-            let options =
-                SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
-            zip.start_file(format!("{name}/{extra}"), options)
-                .map_err(zip_err)?;
-            zip.write_all(&bytes)
-                .map_err(|e| ArchiveError::io("writing", &partial, e))?;
-            summary.entries += 1;
-        }
-        for entry in &lock.files {
-            let path = stack.file_path(entry.layer, &entry.file);
-            let label = format!("{}/{}", entry.layer, entry.file);
-            let options = SimpleFileOptions::default()
-                .compression_method(CompressionMethod::Stored)
-                .large_file(entry.size >= u64::from(u32::MAX))
-                .unix_permissions(0o444);
-            zip.start_file(format!("{name}/{label}"), options)
-                .map_err(zip_err)?;
-            crate::fsutil::plain_file_below(stack.root(), &path)
-                .map_err(|e| ArchiveError::io("bundling", &path, e))?;
-            let source = File::open(&path).map_err(|e| ArchiveError::io("reading", &path, e))?;
-            progress.started(&label, Some(entry.size));
-            let actual = copy_hashing(source, &mut zip, |n| progress.advanced(&label, n))
-                .map_err(|e| ArchiveError::io("copying", &path, e))?;
-            progress.finished(&label);
-            if !actual.eq_ignore_ascii_case(&entry.sha256) {
-                return Err(ArchiveError::Corrupt {
-                    path,
-                    expected: entry.sha256.clone(),
-                    actual,
-                });
-            }
-            summary.entries += 1;
-            summary.bytes += entry.size;
-        }
-        let out = zip.finish().map_err(zip_err)?;
-        let file = out
-            .into_inner()
-            .map_err(|e| ArchiveError::io("writing", &partial, e.into_error()))?;
-        file.sync_all()
-            .map_err(|e| ArchiveError::io("syncing", &partial, e))?;
-        Ok(summary)
-    })();
-    match result {
+    match write_bundle(stack, &lock, output, &partial, progress) {
         Ok(summary) => {
             std::fs::rename(&partial, output)
                 .map_err(|e| ArchiveError::io("renaming into place", output, e))?;
@@ -119,6 +53,175 @@ pub fn bundle(
             let _ = std::fs::remove_file(&partial);
             Err(e)
         }
+    }
+}
+
+/// A zip library error while writing `partial`: a write that failed (a full disk) is the
+/// disk's, exit 3 like any write; anything else is the bundle's.
+fn zip_error(e: zip::result::ZipError, output: &Path, partial: &Path) -> ArchiveError {
+    match e {
+        zip::result::ZipError::Io(e) => ArchiveError::io("writing", partial, e),
+        other => ArchiveError::Bundle {
+            path: output.to_path_buf(),
+            reason: other.to_string(),
+        },
+    }
+}
+
+/// Writes the whole zip into `partial` and syncs it.
+fn write_bundle(
+    stack: &StackDir,
+    lock: &super::Lockfile,
+    output: &Path,
+    partial: &Path,
+    progress: &dyn Progress,
+) -> Result<BundleSummary, ArchiveError> {
+    let file = File::create(partial).map_err(|e| ArchiveError::io("creating", partial, e))?;
+    let gone = std::rc::Rc::new(std::cell::Cell::new(false));
+    let sink = LetGo::new(file, std::rc::Rc::clone(&gone));
+    let mut zip = zip::ZipWriter::new(BufWriter::with_capacity(HASH_BUFFER, sink));
+    let summary = match write_entries(&mut zip, stack, lock, output, partial, progress) {
+        Ok(summary) => summary,
+        Err(e) => {
+            // A ZipWriter dropped unfinished writes its directory itself and, when that fails
+            // too (the disk is still full), prints its own error to stderr: let the file go.
+            gone.set(true);
+            drop(zip);
+            return Err(e);
+        }
+    };
+    let out = zip.finish().map_err(|e| zip_error(e, output, partial))?;
+    let sink = out
+        .into_inner()
+        .map_err(|e| ArchiveError::io("writing", partial, e.into_error()))?;
+    sink.inner
+        .sync_all()
+        .map_err(|e| ArchiveError::io("syncing", partial, e))?;
+    Ok(summary)
+}
+
+/// The stack files, then every locked installer, each checked against its sha256 on the way.
+fn write_entries<W: Write + std::io::Seek>(
+    zip: &mut zip::ZipWriter<W>,
+    stack: &StackDir,
+    lock: &super::Lockfile,
+    output: &Path,
+    partial: &Path,
+    progress: &dyn Progress,
+) -> Result<BundleSummary, ArchiveError> {
+    let name = stack.name();
+    let mut summary = BundleSummary {
+        path: output.to_path_buf(),
+        entries: 0,
+        bytes: 0,
+    };
+    let zip_err = |e| zip_error(e, output, partial);
+    for extra in STACK_FILES {
+        let path = stack.root().join(extra);
+        match crate::fsutil::plain_file_below(stack.root(), &path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(ArchiveError::io("bundling", &path, e)),
+        }
+        let Ok(bytes) = crate::fsutil::read_bytes_capped(&path, crate::fsutil::SMALL_FILE_CAP)
+        else {
+            continue;
+        };
+        let options = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
+        zip.start_file(format!("{name}/{extra}"), options)
+            .map_err(zip_err)?;
+        zip.write_all(&bytes)
+            .map_err(|e| ArchiveError::io("writing", partial, e))?;
+        summary.entries += 1;
+    }
+    for entry in &lock.files {
+        let path = stack.file_path(entry.layer, &entry.file);
+        let label = format!("{}/{}", entry.layer, entry.file);
+        let options = SimpleFileOptions::default()
+            .compression_method(CompressionMethod::Stored)
+            .large_file(entry.size >= u64::from(u32::MAX))
+            .unix_permissions(0o444);
+        zip.start_file(format!("{name}/{label}"), options)
+            .map_err(zip_err)?;
+        crate::fsutil::plain_file_below(stack.root(), &path)
+            .map_err(|e| ArchiveError::io("bundling", &path, e))?;
+        let source = File::open(&path).map_err(|e| ArchiveError::io("reading", &path, e))?;
+        progress.started(&label, Some(entry.size));
+        let actual = copy_hashing(source, zip, |n| progress.advanced(&label, n))
+            .map_err(|e| ArchiveError::io("writing", partial, e))?;
+        progress.finished(&label);
+        if !actual.eq_ignore_ascii_case(&entry.sha256) {
+            return Err(ArchiveError::Corrupt {
+                path,
+                expected: entry.sha256.clone(),
+                actual,
+            });
+        }
+        summary.entries += 1;
+        summary.bytes += entry.size;
+    }
+    Ok(summary)
+}
+
+/// The bundle's file, which can be let go after a failure (its first failed write, or a
+/// refusal such as a corrupt installer): from then on writes and seeks only move a position, so whatever the zip library still writes on its way out goes nowhere and
+/// succeeds. The partial is deleted afterwards.
+struct LetGo {
+    inner: File,
+    gone: std::rc::Rc<std::cell::Cell<bool>>,
+    pos: u64,
+    len: u64,
+}
+
+impl LetGo {
+    fn new(inner: File, gone: std::rc::Rc<std::cell::Cell<bool>>) -> Self {
+        Self {
+            inner,
+            gone,
+            pos: 0,
+            len: 0,
+        }
+    }
+}
+
+impl Write for LetGo {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = if self.gone.get() {
+            buf.len()
+        } else {
+            // The first failed write lets go: `finish` failing drops the writer, whose `Drop`
+            // would try (and fail, and print) once more.
+            self.inner.write(buf).inspect_err(|_| self.gone.set(true))?
+        };
+        self.pos += n as u64;
+        self.len = self.len.max(self.pos);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.gone.get() {
+            return Ok(());
+        }
+        self.inner.flush()
+    }
+}
+
+impl std::io::Seek for LetGo {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        use std::io::SeekFrom;
+        if !self.gone.get() {
+            self.pos = self.inner.seek(to)?;
+            self.len = self.len.max(self.pos);
+            return Ok(self.pos);
+        }
+        let (base, delta) = match to {
+            SeekFrom::Start(n) => (0, i128::from(n)),
+            SeekFrom::Current(d) => (self.pos, i128::from(d)),
+            SeekFrom::End(d) => (self.len, i128::from(d)),
+        };
+        self.pos = u64::try_from(i128::from(base) + delta)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+        Ok(self.pos)
     }
 }
 

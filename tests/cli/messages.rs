@@ -637,3 +637,63 @@ fn ssl_cert_file_naming_the_labs_ca_makes_its_mirror_trusted() {
     says(&run(&mut cmd), 0, &[]);
     assert!(lab.stack().join("driver").join(DRIVER).is_file());
 }
+
+#[cfg(unix)]
+#[test]
+fn sigterm_during_fetch_json_prints_the_document_and_frees_the_stack() {
+    let lab = Lab::new();
+    lab.server.route(
+        DRIVER,
+        Route {
+            body: vec![5u8; 4 << 20],
+            throttle: Some(std::time::Duration::from_millis(100)),
+            ..Route::default()
+        },
+    );
+    let manifest = lab.manifest();
+    let child = lab
+        .command(&["fetch", "--json", manifest.to_str().expect("utf-8")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("fetch starts");
+    let partial = lab.stack().join("driver").join(format!("{DRIVER}.partial"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::metadata(&partial).map_or(0, |m| m.len()) == 0 {
+        assert!(std::time::Instant::now() < deadline, "no partial appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("fetch ends");
+    let outcome = Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    says(
+        &outcome,
+        3,
+        &[
+            "interrupted",
+            "again to finish it",
+            "partial download(s) kept",
+        ],
+    );
+    let doc: serde_json::Value = serde_json::from_str(&outcome.stdout).expect("one JSON document");
+    assert_eq!(doc["exit_code"], 3);
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("interrupted")),
+        "{doc}"
+    );
+    assert!(
+        !lab.stack().join(".stackpin-busy").exists(),
+        "the busy marker stayed"
+    );
+    assert!(partial.exists(), "the partial is kept for the next fetch");
+}
