@@ -129,11 +129,14 @@ pub fn decode_text(bytes: Vec<u8>) -> std::io::Result<String> {
 }
 
 fn not_utf8(e: std::string::FromUtf8Error) -> std::io::Error {
+    let at = e.utf8_error().valid_up_to();
+    let bytes = e.as_bytes();
+    let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
     std::io::Error::new(
         std::io::ErrorKind::InvalidData,
         format!(
-            "it is not UTF-8 (byte {} of it is not; a Latin-1 or Windows code-page file?); save it as UTF-8 (Linux: `iconv -f LATIN1 -t UTF-8 FILE > NEW`)",
-            e.utf8_error().valid_up_to()
+            "it is not UTF-8: byte {at} (line {line}) is 0x{:02x}, so it is a Latin-1 or Windows code-page file; save it as UTF-8 (Linux: `iconv -f LATIN1 -t UTF-8 FILE > NEW`; PowerShell: `Get-Content FILE | Set-Content -Encoding utf8 NEW`)",
+            bytes[at]
         ),
     )
 }
@@ -191,8 +194,29 @@ pub fn read_yaml_if_present<T: DeserializeOwned>(path: &Path) -> Result<Option<T
 pub fn parse_yaml<T: DeserializeOwned>(text: &str, path: &Path) -> Result<T, YamlError> {
     serde_saphyr::from_str(text).map_err(|source| YamlError::Parse {
         path: path.to_path_buf(),
-        source: Box::new(source),
+        source: Box::new(in_plain_words(source)),
     })
+}
+
+/// The parser's two messages that name its own API (`DuplicateKeyPolicy`, `from_str_multiple`),
+/// in words a person who edited the file can act on; every other error as it is.
+fn in_plain_words(e: serde_saphyr::Error) -> serde_saphyr::Error {
+    use serde_saphyr::Error as E;
+    let (msg, location) = match e.without_snippet() {
+        E::DuplicateMappingKey { key, location } => (
+            format!(
+                "the key `{}` appears twice in one mapping; keep one",
+                key.as_deref().unwrap_or("?")
+            ),
+            *location,
+        ),
+        E::MultipleDocuments { location, .. } => (
+            "it holds more than one YAML document (a `---` line starts another); keep one".into(),
+            *location,
+        ),
+        _ => return e,
+    };
+    E::Message { msg, location }
 }
 
 /// `value` as YAML text; `path` only names the file in errors.

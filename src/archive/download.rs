@@ -14,6 +14,7 @@ use reqwest::blocking::{Client, Response};
 use reqwest::header::{CONTENT_RANGE, RANGE, RETRY_AFTER};
 use sha2::{Digest, Sha256};
 
+use super::http_error::chain;
 use super::layout::HASH_BUFFER;
 use super::{ArchiveError, Progress};
 
@@ -247,7 +248,7 @@ impl Downloader {
         if have > 0 {
             request = request.header(RANGE, format!("bytes={have}-"));
         }
-        let response = request.send().map_err(|e| self.classify(&e))?;
+        let mut response = request.send().map_err(|e| self.classify(&e, url))?;
         let status = response.status();
         let resumed =
             have > 0 && status == StatusCode::PARTIAL_CONTENT && range_starts_at(&response, have);
@@ -269,6 +270,10 @@ impl Downloader {
             if status != StatusCode::OK {
                 // The partial stays: a 5xx now does not make its bytes wrong.
                 return Err(status_error(&response));
+            }
+            // Judged before a byte is written: a portal's page never lands in the partial.
+            if let Some(why) = super::http_error::refuse_body(&mut response, url) {
+                return Err(AttemptError::fatal(why));
             }
             // 200 to a range request: the server ignored it, so the whole file follows.
             hasher = Sha256::new();
@@ -336,40 +341,7 @@ impl Downloader {
                     .map_err(|e| format!("writing {}: {}", partial.display(), e.error()))?;
                 Ok((written, file))
             });
-            let mut received = 0u64;
-            let mut over = false;
-            let mut failure = None;
-            // reqwest's blocking body hands out one network chunk (often 16 KiB) per read: fill a
-            // whole buffer before handing it over, so the writer sees few, large writes.
-            let mut done = false;
-            while !done {
-                let Ok(mut buf) = empty_rx.recv() else {
-                    break; // the writer stopped on an error; it reports it below
-                };
-                let mut n = 0;
-                while n < buf.len() {
-                    match response.read(&mut buf[n..]) {
-                        Ok(0) => {
-                            done = true;
-                            break;
-                        }
-                        Ok(got) => n += got,
-                        Err(e) => {
-                            failure = Some(e);
-                            done = true;
-                            break;
-                        }
-                    }
-                }
-                received += n as u64;
-                if limit.is_some_and(|limit| received > limit) {
-                    over = true;
-                    break;
-                }
-                if n > 0 && full_tx.send((buf, n)).is_err() {
-                    break; // the writer stopped on an error; it reports it below
-                }
-            }
+            let (over, failure) = receive(&mut response, &empty_rx, &full_tx, limit);
             drop(full_tx);
             let (written, file) = match writer.join() {
                 Ok(Ok(done)) => done,
@@ -391,28 +363,32 @@ impl Downloader {
             // Flushed and synced either way: after a failure it is the next attempt's head start.
             file.sync_all()
                 .map_err(|e| AttemptError::fatal(format!("syncing {}: {e}", partial.display())))?;
-            if let Some(e) = failure {
-                // reqwest wraps its timeout inside the io::Error it returns from read().
-                let timed_out = e.kind() == std::io::ErrorKind::TimedOut
-                    || e.get_ref()
-                        .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
-                        .is_some_and(reqwest::Error::is_timeout);
-                let reason = if timed_out {
-                    format!(
-                        "no data for {}s (stall timeout) after {written} bytes",
-                        self.timeouts.stall.as_secs()
-                    )
-                } else {
-                    format!("connection lost after {written} bytes: {}", chain(&e))
-                };
-                return Err(AttemptError::transient(reason));
+            match failure {
+                Some(e) => Err(self.lost(&e, written)),
+                None => Ok(written),
             }
-            debug_assert!(over || received == written);
-            Ok(written)
         })
     }
 
-    fn classify(&self, e: &reqwest::Error) -> AttemptError {
+    /// A body read that failed part way: a stall, or a connection that went away.
+    fn lost(&self, e: &std::io::Error, written: u64) -> AttemptError {
+        // reqwest wraps its timeout inside the io::Error it returns from read().
+        let timed_out = e.kind() == std::io::ErrorKind::TimedOut
+            || e.get_ref()
+                .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
+                .is_some_and(reqwest::Error::is_timeout);
+        let reason = if timed_out {
+            format!(
+                "no data for {}s (stall timeout) after {written} bytes",
+                self.timeouts.stall.as_secs()
+            )
+        } else {
+            format!("connection lost after {written} bytes: {}", chain(e))
+        };
+        AttemptError::transient(reason)
+    }
+
+    fn classify(&self, e: &reqwest::Error, url: &str) -> AttemptError {
         if e.is_redirect() {
             return AttemptError::fatal(chain(e));
         }
@@ -422,6 +398,13 @@ impl Downloader {
                 self.timeouts.stall.as_secs()
             ));
         }
+        if let Some(why) = super::http_error::explain(e, url) {
+            return AttemptError {
+                transient: why.transient,
+                reason: why.reason,
+                retry_after: None,
+            };
+        }
         if e.is_connect() {
             return AttemptError::transient(format!("cannot connect: {}", chain(e)));
         }
@@ -430,6 +413,51 @@ impl Downloader {
         }
         AttemptError::transient(chain(e))
     }
+}
+
+/// The network side of [`Downloader::stream`]: fills whole buffers from the body and hands them
+/// to the writer. Returns whether the body ran past `limit`, and the read error that ended it.
+fn receive(
+    response: &mut Response,
+    empty_rx: &std::sync::mpsc::Receiver<Vec<u8>>,
+    full_tx: &std::sync::mpsc::SyncSender<(Vec<u8>, usize)>,
+    limit: Option<u64>,
+) -> (bool, Option<std::io::Error>) {
+    let mut received = 0u64;
+    let mut over = false;
+    let mut failure = None;
+    // reqwest's blocking body hands out one network chunk (often 16 KiB) per read: fill a
+    // whole buffer before handing it over, so the writer sees few, large writes.
+    let mut done = false;
+    while !done {
+        let Ok(mut buf) = empty_rx.recv() else {
+            break; // the writer stopped on an error; it reports it below
+        };
+        let mut n = 0;
+        while n < buf.len() {
+            match response.read(&mut buf[n..]) {
+                Ok(0) => {
+                    done = true;
+                    break;
+                }
+                Ok(got) => n += got,
+                Err(e) => {
+                    failure = Some(e);
+                    done = true;
+                    break;
+                }
+            }
+        }
+        received += n as u64;
+        if limit.is_some_and(|limit| received > limit) {
+            over = true;
+            break;
+        }
+        if n > 0 && full_tx.send((buf, n)).is_err() {
+            break; // the writer stopped on an error; it reports it below
+        }
+    }
+    (over, failure)
 }
 
 fn rehash(path: &Path, hasher: &mut Sha256) -> std::io::Result<u64> {
@@ -480,21 +508,6 @@ fn status_error(response: &Response) -> AttemptError {
     }
 }
 
-/// An error and its sources on one line: reqwest's own message alone rarely says what happened.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let s_text = s.to_string();
-        if !text.contains(&s_text) {
-            text.push_str(": ");
-            text.push_str(&s_text);
-        }
-        source = s.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -525,7 +538,7 @@ mod tests {
     }
 
     #[test]
-    fn errors_keep_their_causes_once() {
+    fn errors_keep_their_causes_once_on_one_line() {
         let inner = std::io::Error::other("reset by peer");
         let outer = std::io::Error::other(inner);
         assert_eq!(chain(&outer), "reset by peer");

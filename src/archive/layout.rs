@@ -192,9 +192,10 @@ impl StackDir {
     /// Reads `stack.lock`; an absent lock is an empty one.
     pub fn read_lock(&self) -> Result<Lockfile, ArchiveError> {
         let path = self.lock_path();
-        match fsutil::read_yaml_if_present::<Lockfile>(&path).map_err(lock_error)? {
-            Some(lock) => lock.checked(&path),
-            None => Ok(Lockfile::new(&self.name())),
+        match fsutil::read_text(&path) {
+            Ok(text) => Lockfile::parse(&text, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Lockfile::new(&self.name())),
+            Err(source) => Err(lock_error(YamlError::Read { path, source })),
         }
     }
 
@@ -300,24 +301,62 @@ impl Lockfile {
     pub fn parse(text: &str, path: &Path) -> Result<Self, ArchiveError> {
         fsutil::parse_yaml::<Lockfile>(text, path)
             .map_err(lock_error)?
-            .checked(path)
+            .checked(path, text)
     }
 
-    /// The lock as read, if its schema is this stackpin's and every file name is safe.
-    fn checked(self, path: &Path) -> Result<Self, ArchiveError> {
+    /// The lock as read, if its schema is this stackpin's and every entry could have been
+    /// written by a fetch: a safe file name, a sha256 of 64 hex digits, each file once. A lock
+    /// edited by hand into something else is invalid input (exit 2), named by its line.
+    fn checked(self, path: &Path, text: &str) -> Result<Self, ArchiveError> {
+        let bad = |line: Option<usize>, reason: String| ArchiveError::BadLock {
+            path: path.to_path_buf(),
+            reason: match line {
+                Some(line) => format!("line {line}: {reason}"),
+                None => reason,
+            },
+        };
         if self.schema != LOCK_SCHEMA {
-            return Err(ArchiveError::BadLock {
-                path: path.to_path_buf(),
-                reason: format!("schema {} (this stackpin reads {LOCK_SCHEMA})", self.schema),
-            });
+            return Err(bad(
+                None,
+                format!("schema {} (this stackpin reads {LOCK_SCHEMA})", self.schema),
+            ));
         }
-        for entry in &self.files {
+        let file_lines = key_lines(text, "file");
+        let sha_lines = key_lines(text, "sha256");
+        for (i, entry) in self.files.iter().enumerate() {
+            let name = format!(
+                "{}/{}",
+                entry.layer,
+                crate::manifest::shown_value(&entry.file)
+            );
             if let Some(why) = crate::manifest::validate::unsafe_file_name(&entry.file) {
-                return Err(ArchiveError::UnsafeName {
-                    what: format!("{} entry in {}", entry.layer, path.display()),
-                    name: entry.file.clone(),
-                    why,
-                });
+                return Err(bad(
+                    file_lines.get(i).copied(),
+                    format!("the entry `{name}` would lie outside the stack's folder ({why})"),
+                ));
+            }
+            let sha = &entry.sha256;
+            if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(bad(
+                    sha_lines.get(i).copied(),
+                    format!(
+                        "the sha256 of `{name}` has {} characters; a sha256 is 64 hexadecimal digits (`sha256sum` prints it)",
+                        sha.chars().count()
+                    ),
+                ));
+            }
+            if let Some(first) = self.files[..i]
+                .iter()
+                .position(|e| e.layer == entry.layer && e.file == entry.file)
+            {
+                let lines = match (file_lines.get(first), file_lines.get(i)) {
+                    (Some(a), Some(b)) => format!(" (lines {a} and {b})"),
+                    _ => String::new(),
+                };
+                return Err(bad(
+                    file_lines.get(i).copied(),
+                    format!("`{name}` is listed twice{lines}; delete one of the entries"),
+                ));
             }
         }
         Ok(self)
@@ -345,6 +384,20 @@ impl Lockfile {
             }
         }
     }
+}
+
+/// The lines (1-based) where `key:` starts an entry field, in order: the n-th is the n-th
+/// entry's, as fetch writes one `file:` and one `sha256:` per entry.
+fn key_lines(text: &str, key: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let l = l.trim_start().trim_start_matches("- ");
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
 }
 
 /// The archived files of one layer, in lock order, with their paths.
@@ -605,9 +658,9 @@ mod tests {
         let stack = StackDir::new(dir.path(), "s");
         stack.create().expect("create");
         let mut lock = Lockfile::new("s");
-        lock.upsert(entry(Layer::Library, "b.whl", "bb"));
-        lock.upsert(entry(Layer::Driver, "a.run", "aa"));
-        lock.upsert(entry(Layer::Library, "c.whl", "cc"));
+        lock.upsert(entry(Layer::Library, "b.whl", &"bb".repeat(32)));
+        lock.upsert(entry(Layer::Driver, "a.run", &"aa".repeat(32)));
+        lock.upsert(entry(Layer::Library, "c.whl", &"cc".repeat(32)));
         stack.write_lock(&lock).expect("write");
         let back = stack.read_lock().expect("read");
         assert_eq!(back, lock);
@@ -623,6 +676,35 @@ mod tests {
         let text = "schema: 1\nstack: s\nfiles:\n- layer: driver\n  file: ../x.run\n  url: u\n  sha256: aa\n  size: 1\n  fetched_at: t\n";
         let err = Lockfile::parse(text, Path::new("stack.lock")).expect_err("unsafe");
         assert!(err.to_string().contains("../x.run"), "{err}");
+        assert!(err.to_string().contains("line 5"), "{err}");
+    }
+
+    #[test]
+    fn a_hand_edited_lock_is_refused_at_its_line() {
+        let sha = "ab".repeat(32);
+        let entry = |file: &str, sha: &str| {
+            format!(
+                "- layer: driver\n  file: {file}\n  url: u\n  sha256: {sha}\n  size: 1\n  fetched_at: t\n"
+            )
+        };
+        let head = "schema: 1\nstack: s\nfiles:\n";
+        let short = format!("{head}{}", entry("a.run", &sha[1..]));
+        let err = Lockfile::parse(&short, Path::new("stack.lock")).expect_err("63 digits");
+        assert!(
+            err.to_string()
+                .contains("line 7: the sha256 of `driver/a.run` has 63"),
+            "{err}"
+        );
+        let twice = format!("{head}{}{}", entry("a.run", &sha), entry("a.run", &sha));
+        let err = Lockfile::parse(&twice, Path::new("stack.lock")).expect_err("twice");
+        assert!(
+            err.to_string().contains("listed twice (lines 5 and 11)"),
+            "{err}"
+        );
+        assert_eq!(
+            crate::exit::ExitStatus::exit(&err),
+            crate::exit::Exit::Input
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod audit;
 mod bundle;
 mod download;
 mod fetch;
+mod http_error;
 mod layout;
 mod pip;
 mod root;
@@ -144,6 +145,11 @@ pub enum ArchiveError {
         "{path}: not a valid stack.lock: {reason}; restore it from a bundle or delete it and fetch again"
     )]
     BadLock { path: PathBuf, reason: String },
+    #[error(
+        "{}: not written: {why}; write the bundle somewhere else with `-o` (e.g. `-o stack.zip` in another folder)",
+        path.display()
+    )]
+    BundleOntoInput { path: PathBuf, why: String },
     #[error("no stack.lock in {dir}; run `stackpin fetch MANIFEST` first")]
     NoLock { dir: PathBuf },
     #[error(
@@ -247,6 +253,7 @@ impl ExitStatus for ArchiveError {
             | ArchiveError::NoLock { .. }
             | ArchiveError::NoArchive { .. }
             | ArchiveError::NoPythonVersion { .. }
+            | ArchiveError::BundleOntoInput { .. }
             | ArchiveError::BundleUnreadable { .. } => Exit::Input,
             ArchiveError::Io { action, .. } if matches!(*action, "reading" | "opening") => {
                 Exit::Input

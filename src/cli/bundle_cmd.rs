@@ -37,6 +37,13 @@ pub struct UnbundleArgs {
 
 pub fn run_bundle(args: &BundleArgs, global: &GlobalArgs) -> CmdResult {
     let m = manifest::read(&args.manifest)?;
+    if same_file(&args.output, &args.manifest) {
+        return Err(archive::ArchiveError::BundleOntoInput {
+            path: args.output.clone(),
+            why: "it is the manifest the bundle is made from".into(),
+        }
+        .into());
+    }
     let stack = global.archive().stack(&m.name);
     let bars = Bars::new(global);
     let summary = archive::bundle(&stack, &args.output, &bars)?;
@@ -53,6 +60,11 @@ pub fn run_bundle(args: &BundleArgs, global: &GlobalArgs) -> CmdResult {
         );
     }
     Ok(Exit::Ok)
+}
+
+/// True when both paths name one existing file (a link or `./` spelling included).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
 #[derive(Serialize)]

@@ -74,8 +74,12 @@ pub fn chain_exit(
 ) -> CmdResult {
     match &report.end {
         ChainEnd::Failed { layer, why } => Err(CliError::Failed(failed(layer, why)).into()),
-        // Stopped between layers (Ctrl-C): the report says where; the run did not finish.
-        ChainEnd::Interrupted { .. } => Ok(Exit::External),
+        // Stopped between layers (Ctrl-C): the run did not finish, and the error says so in
+        // its own words rather than as a failed step.
+        ChainEnd::Interrupted { before } => Err(CliError::Failed(format!(
+            "interrupted (Ctrl-C) before the {before} step, which did not start; the layers before it are installed: run the same command again to go on from the {before}"
+        ))
+        .into()),
         _ => Ok(Exit::Ok),
     }
 }

@@ -282,6 +282,7 @@ fn require_gpu_flag(command: &Command) -> Result<(), Failure> {
 pub fn main() -> ExitCode {
     term::closed_output::end_cleanly_when_output_fails();
     let cli = parse_cli();
+    JSON_RUN.store(cli.global.json, std::sync::atomic::Ordering::SeqCst);
     term::init_color(cli.global.color);
     hints::set_current(hints::Invocation {
         manifest: cli.command.manifest().map(Into::into),
@@ -431,6 +432,27 @@ pub fn envelope(
         );
     }
     serde_json::Value::Object(doc)
+}
+
+/// Whether this run prints one JSON document (`--json`), for the paths that end the process
+/// from a signal's watcher rather than through [`main`]'s return.
+static JSON_RUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Ends the process on an interruption (Ctrl-C, SIGTERM) that stopped the work where it stood:
+/// `message` on stderr and, under `--json`, in the one document on stdout, exit 3.
+pub(in crate::cli) fn exit_interrupted(message: String) -> ! {
+    let exit = Exit::External;
+    let failure = Failure {
+        exit,
+        error: anyhow::anyhow!(message),
+        layer: None,
+        fix: None,
+    };
+    print_error(&failure.error);
+    if JSON_RUN.load(std::sync::atomic::Ordering::SeqCst) {
+        print_document(exit, Some(&failure), false);
+    }
+    std::process::exit(i32::from(exit.code()))
 }
 
 fn print_document(exit: Exit, failure: Option<&Failure>, can_stop_for_reboot: bool) {

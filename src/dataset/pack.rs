@@ -62,6 +62,8 @@ fn decode_with(
         what: what.to_string(),
         reason,
     };
+    // Notepad and PowerShell save UTF-8 with a byte-order mark; JSON readers refuse it.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let packed: Packed = serde_json::from_slice(bytes).map_err(|e| {
         not_a_set(format!(
             "expected the JSON that `stackpin data pack` writes ({e})"

@@ -22,7 +22,7 @@ use crate::os::Os;
 use crate::version::Version;
 
 pub use exit_codes::ExitCodes;
-pub use parse::{ManifestError, parse, read};
+pub use parse::{ManifestError, parse, read, shown_value};
 pub use source_map::SourceMap;
 pub use validate::{Problem, Severity, validate};
 

@@ -20,6 +20,11 @@ pub enum ManifestError {
     Syntax(Box<SyntaxError>),
     #[error("{}: schema {found} is not one this stackpin reads; it reads schema {}", path.display(), super::SCHEMA)]
     Schema { path: PathBuf, found: u32 },
+    #[error(
+        "{}: the manifest is empty; start from `stackpin pin --library NAME==VERSION --os linux` (or windows), which writes a complete one",
+        path.display()
+    )]
+    Empty { path: PathBuf },
 }
 
 /// Where a manifest failed to parse, and what to do about it.
@@ -102,30 +107,150 @@ fn syntax_error(
         Some(loc) if loc.line() > 0 => (Some(loc.line()), Some(loc.column())),
         _ => (None, None),
     };
+    // `.` is what serde_path_to_error reports at the document root; `?` a key it had not read.
+    let field_path = field_path.trim_end_matches(".?").trim_end_matches('?');
+    if let Some(mapped) = in_manifest_terms(error, text, path, field_path, line) {
+        return mapped;
+    }
     let full = strip_location_prefix(&error.without_snippet().to_string());
     let hint = unknown_field_hint(&full);
     // The hint carries the list of valid fields; keep the message itself short.
     let message = match &hint {
-        Some(h) => format!("unknown field `{}`", h.unknown),
-        None => full,
+        Some(h) => format!("unknown field `{}`", shown_value(&h.unknown)),
+        None => shown_value(&full),
     };
-    // `.` is what serde_path_to_error reports at the document root.
     let field = (!field_path.is_empty() && field_path != ".").then(|| field_path.to_string());
     let field = match (&field, hint.as_ref()) {
         // For an unknown key the path ends at the bad key's parent; name the key itself.
         (Some(p), Some(h)) if !p.ends_with(&h.unknown) => Some(format!("{p}.{}", h.unknown)),
         (None, Some(h)) => Some(h.unknown.clone()),
         (f, _) => f.clone(),
-    };
+    }
+    .map(|f| shown_value(&f));
     ManifestError::Syntax(Box::new(SyntaxError {
         path: path.to_path_buf(),
         line,
         column,
         field,
         message,
-        hint: hint.map(|h| h.text),
+        hint: hint.map(|h| shown_value(&h.text)),
         snippet: line.map(|l| snippet(text, l, column.unwrap_or(1))),
     }))
+}
+
+/// The parser's errors that name its own API (`DuplicateKeyPolicy`, `from_str_multiple`) or say
+/// nothing a user can act on (an empty file's "unexpected end of input"), in the manifest's words.
+fn in_manifest_terms(
+    error: &serde_saphyr::Error,
+    text: &str,
+    path: &Path,
+    field_path: &str,
+    line: Option<u64>,
+) -> Option<ManifestError> {
+    use serde_saphyr::Error as E;
+    let syntax = |line: Option<u64>, field: Option<String>, message: String, hint: &str| {
+        ManifestError::Syntax(Box::new(SyntaxError {
+            path: path.to_path_buf(),
+            line,
+            column: None,
+            field,
+            message,
+            hint: Some(hint.to_string()),
+            snippet: None,
+        }))
+    };
+    match error.without_snippet() {
+        E::Eof { .. } if is_blank(text) => Some(ManifestError::Empty {
+            path: path.to_path_buf(),
+        }),
+        E::MultipleDocuments { .. } => Some(syntax(
+            line,
+            None,
+            "holds more than one YAML document (a `---` line starts another)".into(),
+            "a manifest describes one stack: keep one document per file and delete the rest from the `---` on",
+        )),
+        E::DuplicateMappingKey { key, location } => {
+            let key = key.clone().unwrap_or_else(|| "?".into());
+            let field = match field_path {
+                "" | "." => key.clone(),
+                parent => format!("{parent}.{key}"),
+            };
+            let second = location.line();
+            let first = earlier_key_line(text, &key, second, location.column());
+            let lines = match first {
+                Some(first) => format!("lines {first} and {second}"),
+                None => format!("the second on line {second}"),
+            };
+            Some(syntax(
+                Some(second),
+                None,
+                format!("field `{}` appears twice ({lines})", shown_value(&field)),
+                "keep one and delete the other",
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// True when the text holds nothing but blank lines and comments.
+fn is_blank(text: &str) -> bool {
+    text.lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with('#')
+    })
+}
+
+/// The line (1-based) of the first `key:` in the mapping whose duplicate sits at `line`,
+/// `column`: the same indentation, looking back until the mapping's parent.
+fn earlier_key_line(text: &str, key: &str, line: u64, column: u64) -> Option<u64> {
+    let lines: Vec<&str> = text.lines().collect();
+    let indent = column.saturating_sub(1) as usize;
+    let end = (line as usize).saturating_sub(1).min(lines.len());
+    for i in (0..end).rev() {
+        let l = lines[i];
+        let trimmed = l.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let here = l.len() - trimmed.len();
+        let bare = trimmed.trim_start_matches("- ");
+        let here = here + (trimmed.len() - bare.len());
+        if here == indent
+            && let Some(rest) = bare
+                .strip_prefix(key)
+                .or_else(|| bare.strip_prefix(&format!("\"{key}\"")))
+            && rest.trim_start().starts_with(':')
+        {
+            return Some(i as u64 + 1);
+        }
+        if here < indent {
+            return None;
+        }
+    }
+    None
+}
+
+/// The most characters of one value an error shows: a manifest may hold a 200 MB scalar, and
+/// the terminal should get a line, not the scalar.
+const SHOWN_CHARS: usize = 200;
+
+/// A value from the manifest as an error shows it: control characters (a newline inside a
+/// quoted name included) escaped so the message stays on its line, and cut past
+/// [`SHOWN_CHARS`] with the full length said.
+pub fn shown_value(text: &str) -> String {
+    let count = text.chars().count();
+    let mut out = String::new();
+    for c in text.chars().take(SHOWN_CHARS) {
+        if c.is_control() && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if count > SHOWN_CHARS {
+        out.push_str(&format!("… ({count} characters in all)"));
+    }
+    out
 }
 
 /// serde-saphyr prefixes messages with `line N column M: `; we print the location ourselves.
@@ -195,13 +320,11 @@ fn snippet(text: &str, line: u64, column: u64) -> String {
     let width = end.to_string().len();
     let mut out = String::new();
     for (i, l) in lines.iter().enumerate().take(end).skip(start) {
-        out.push_str(&format!("{:>width$} | {l}\n", i + 1));
+        out.push_str(&format!("{:>width$} | {}\n", i + 1, shown_value(l)));
     }
-    out.push_str(&format!(
-        "{:>width$} | {}^",
-        "",
-        " ".repeat((column as usize).saturating_sub(1))
-    ));
+    // Past the cut the caret would point at nothing shown.
+    let caret = (column as usize).saturating_sub(1).min(SHOWN_CHARS);
+    out.push_str(&format!("{:>width$} | {}^", "", " ".repeat(caret)));
     out
 }
 

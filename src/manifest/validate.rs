@@ -105,7 +105,7 @@ fn check_name(m: &Manifest, out: &mut Vec<Problem>) {
             "name",
             format!(
                 "`{}` cannot name the stack's archive folder; use lowercase letters, digits, `.`, `_` and `-` only (e.g. torch-2.5.1-cu124-linux)",
-                m.name
+                super::shown_value(&m.name)
             ),
         ));
     }

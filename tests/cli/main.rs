@@ -22,6 +22,7 @@ mod json_contract;
 #[cfg(unix)]
 mod library_layer;
 mod measure;
+mod messages;
 mod pin;
 mod prove;
 mod readiness;

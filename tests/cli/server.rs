@@ -34,6 +34,8 @@ pub struct Route {
     pub throttle: Option<Duration>,
     /// A `Content-Type` header for 200 answers (pip reads index pages only as `text/html`).
     pub content_type: Option<String>,
+    /// A `Content-Encoding` header for 200 answers (a proxy that compresses on the way).
+    pub content_encoding: Option<String>,
 }
 
 /// One request as the server saw it.
@@ -192,7 +194,14 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
                             .content_type
                             .as_ref()
                             .map(|t| format!("Content-Type: {t}\r\n"))
-                            .unwrap_or_default(),
+                            .into_iter()
+                            .chain(
+                                route
+                                    .content_encoding
+                                    .as_ref()
+                                    .map(|e| format!("Content-Encoding: {e}\r\n")),
+                            )
+                            .collect::<String>(),
                         route.body.clone(),
                         cut,
                         stall,

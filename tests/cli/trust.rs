@@ -301,6 +301,30 @@ fn an_example_whose_child_holds_the_pipes_is_ended_with_its_child_at_the_timeout
 }
 
 #[test]
+fn a_kill_9_of_prove_ends_the_example_with_it() {
+    let pidfile = std::env::temp_dir().join(format!("stackpin-ex-kill9-{}", std::process::id()));
+    let _ = std::fs::remove_file(&pidfile);
+    let vault = Vault::fetched(Setup {
+        example: Some((child_holding_the_pipes(&pidfile), "120s")),
+        ..Setup::default()
+    });
+    let run = vault.watch(&["prove"], "prove-kill-9");
+    let child = pid_in(&pidfile);
+    let _ = std::fs::remove_file(&pidfile);
+    signal(run.pid(), "KILL");
+    let finished = run.finish(Duration::from_secs(20), &[]);
+    let gone = gone_within(child, Duration::from_secs(5));
+    if !gone {
+        signal_group(child, "KILL");
+    }
+    assert!(
+        gone,
+        "the example {child} outlived a killed prove: {}",
+        finished.text()
+    );
+}
+
+#[test]
 fn measure_for_ends_the_command_and_its_child() {
     let vault = Vault::fetched(Setup::default());
     let pidfile = vault.host.root().join("measured-child.pid");

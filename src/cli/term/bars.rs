@@ -272,10 +272,18 @@ impl Bars {
                     if pressed.load(Ordering::SeqCst) && !self.pip_running() {
                         let lines = self.kept_lines(stack);
                         self.clear();
-                        for line in lines {
+                        for line in &lines {
                             anstream::eprintln!("{line}");
                         }
-                        std::process::exit(i32::from(crate::exit::Exit::External.code()));
+                        release_busy_marker(stack);
+                        let kept = if lines.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; {} partial download(s) kept for it", lines.len())
+                        };
+                        crate::cli::exit_interrupted(format!(
+                            "the fetch was interrupted (Ctrl-C or SIGTERM) and stopped; run the same `stackpin fetch` again to finish it{kept}"
+                        ));
                     }
                     std::thread::sleep(Duration::from_millis(50));
                 }
@@ -436,6 +444,17 @@ impl Progress for Bars {
         if self.notes {
             self.say(&format!("note: {text}"));
         }
+    }
+}
+
+/// Removes the stack's busy marker when this process wrote it (it holds the stack), since
+/// exiting from the watcher skips the lock's own cleanup; a marker another fetch holds (this
+/// one was still waiting for it) stays.
+fn release_busy_marker(stack: &std::path::Path) {
+    let marker = stack.join(".stackpin-busy");
+    let ours = format!("pid {}", std::process::id());
+    if std::fs::read_to_string(&marker).is_ok_and(|text| text.trim() == ours) {
+        let _ = std::fs::remove_file(&marker);
     }
 }
 
