@@ -1,27 +1,44 @@
 #!/usr/bin/env bash
-# A lab of two workstations on this machine, provisioned through the Ansible playbook in
-# scripts/ansible/ from a loopback lab mirror, the way a real lab works:
+# A lab of two workstations on this machine, each its own network host reached over SSH, provisioned
+# through the Ansible playbook in scripts/ansible/ from a lab mirror on that network, the way a
+# real lab works:
 #
 #   1. ansible-core is installed into a virtual environment (target/ansible-venv) through pip;
+#      Debian's openssh-server through apt-get when /usr/sbin/sshd is missing (root only);
 #   2. stackpin is built (cargo build: the debug binary `cargo test` already built, so CI pays nothing);
 #   3. an "origin" server on 127.0.0.1 serves fake installers (small sh scripts written here);
 #      `stackpin fetch` archives them into the mirror's archive, then the origin is stopped, so
 #      every workstation can only get its files from the mirror;
-#   4. `python3 -m http.server` on 127.0.0.1 serves that archive folder as the lab mirror, with a
-#      release data set packed by `stackpin data pack` beside the stacks;
-#   5. two fake workstations (ws1, ws2), each with its own archive and fake-host folders: a fake
+#   4. the lab network: a bridge in this (the controller's) namespace with an address in a
+#      private 10.213.N.0/24 no interface here uses yet, and per workstation a network namespace
+#      joined to it by a veth pair, with its own address, its own hostname (UTS namespace and a
+#      private /etc/hostname) and its own sshd (host key and authorized key generated here);
+#   5. `python3 -m http.server` serves that archive folder as the lab mirror on the bridge's
+#      address only, with a release data set packed by `stackpin data pack` beside the stacks;
+#   6. two fake workstations (ws1, ws2), each with its own archive and fake-host folders: a fake
 #      nvidia-smi first on PATH driven by a state file, a CUDA prefix, a fake torch on PYTHONPATH
-#      (modelled on tests/cli/fakes.rs); the inventory gives them ansible_connection=local and a
-#      "reboot" that flips the fake driver's state file (stackpin_fake_reboot_cmd);
-#   6. the playbook runs: up → reboot → up again → record fetched to records/<host>/;
-#   7. each record is checked on the controller and its path printed; the PLAY RECAP ends the
-#      output and must say unreachable=0 failed=0 for every host.
+#      (modelled on tests/cli/fakes.rs), and a "reboot" that flips the fake driver's state file
+#      (stackpin_fake_reboot_cmd). Namespaces share the filesystem, so each workstation's sshd
+#      runs in its own mount namespace in which the controller's folders (records, mirror, keys)
+#      and the other workstations' folders are empty tmpfs, and ansible-playbook runs in one in
+#      which every workstation's folder is: a record reaches the controller through Ansible's
+#      fetch over SSH or not at all;
+#   7. the playbook runs over SSH (key auth, known host keys checked): up → reboot → up again →
+#      doctor → each host's records fetched to records/<host>/<stack>/;
+#   8. each record is checked on the controller (written on that host: its hostname), the mirror's
+#      log must show each workstation's own address, and `stackpin report --records` renders the
+#      lab page (lab.html, lab.json) from what came back; the PLAY RECAP ends the output and must
+#      say unreachable=0 failed=0 for every host.
 #
-# STACKPIN_FLEET_BROKEN=1 adds a third host, ws3, whose CUDA installer fails: it must be the one
-# failed host in the recap, failed with stackpin's own error text, while ws1 and ws2 still pass.
+# There is no local fallback: without root, `ip netns` or sshd the script fails and says why.
+# Everything it made (namespaces, the bridge, sshd and the servers) is removed on exit, failed or
+# not. STACKPIN_FLEET_BROKEN=1 adds a third host, ws3, whose CUDA installer fails: it must be the
+# one failed host in the recap, failed with stackpin's own error text, and `failed` on the lab
+# page, while ws1 and ws2 still pass.
 # Environment: STACKPIN_FLEET_WORK=DIR puts the lab in DIR (default target/fleet-lab, laid anew each
-# run and kept afterwards, so the records can be read); STACKPIN_FLEET_VENV=DIR moves the venv.
-# Needs python3 with venv, and pip's index the first time.
+# run and kept afterwards, so the records and the page can be read); STACKPIN_FLEET_VENV=DIR moves
+# the venv. Needs root, iproute2, util-linux (unshare), python3 with venv, and pip's index the
+# first time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -35,20 +52,28 @@ DRIVER=595.71.05
 DATA_DATE=2099-12-31
 PIDS=()
 
-say() { printf '\n== %s\n' "$*"; }
+STARTED=$(date +%s)
+# Each step's header says when it began, in seconds since the start.
+say() { printf '\n== [%3ss] %s\n' "$(($(date +%s) - STARTED))" "$*"; }
 die() {
   printf 'error: %s\n' "$*" >&2
   exit 1
 }
+# shellcheck source=scripts/fleet-net.sh
+. "$REPO/scripts/fleet-net.sh"
 cleanup() {
+  local rc=$?
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  lab_net_cleanup
+  exit "$rc"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-# Starts `python3 -m http.server` on 127.0.0.1 with a free port serving $1; prints the port.
+# Starts `python3 -m http.server` on address $3 (default 127.0.0.1) with a free port serving $1.
 serve() {
-  local dir=$1 log=$2 port=''
-  python3 -u -m http.server 0 --bind 127.0.0.1 --directory "$dir" >"$log" 2>&1 &
+  local dir=$1 log=$2 bind=${3:-127.0.0.1} port=''
+  python3 -u -m http.server 0 --bind "$bind" --directory "$dir" >"$log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 1 100); do
     port=$(sed -n 's/.*port \([0-9][0-9]*\).*/\1/p' "$log" | head -n 1)
@@ -59,6 +84,10 @@ serve() {
   SERVED_PORT=$port
   SERVED_PID=$!
 }
+
+say "root, ip netns and sshd (the workstations are reached over SSH)"
+lab_net_require
+echo "$($SSHD -V 2>&1 | head -n 1)"
 
 say "ansible-core in $VENV"
 if [ ! -x "$VENV/bin/ansible-playbook" ]; then
@@ -174,12 +203,17 @@ STACKPIN_RETRY_BASE_MS=0 "$BIN" fetch "$WORK/lab-stack.yaml" --archive "$WORK/mi
 mkdir -p "$WORK/lab-data"
 cp data/*.yaml "$WORK/lab-data/"
 sed -i "s/^read_on: .*/read_on: \"$DATA_DATE\"/" "$WORK/lab-data/drivers.yaml"
-"$BIN" data pack "$WORK/lab-data" -o "$WORK/mirror/stackpin-data.json" --quiet
+DATA_SHA=$("$BIN" data pack "$WORK/lab-data" -o "$WORK/mirror/stackpin-data.json" --json |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["sha256"])')
 # From here on the origin is gone: the workstations get every file from the mirror or nowhere.
 kill "$ORIGIN_PID"
 
-serve "$WORK/mirror" "$WORK/mirror.log"
-MIRROR="http://127.0.0.1:$SERVED_PORT"
+say "the lab network"
+lab_net_bridge
+echo "bridge $LAB_BRIDGE: the controller at $LAB_NET.1/24"
+# The mirror listens on the lab network only: a workstation's 127.0.0.1 is its own loopback.
+serve "$WORK/mirror" "$WORK/mirror.log" "$LAB_NET.1"
+MIRROR="http://$LAB_NET.1:$SERVED_PORT"
 echo "lab mirror: $MIRROR serves $WORK/mirror"
 
 # A fake workstation (see tests/cli/fakes.rs): $1 its name, $2 its example's peak in MiB.
@@ -256,11 +290,41 @@ if [ -n "$BROKEN" ]; then
   fake_host ws3 2560
   touch "$WORK/hosts/ws3/fail-toolkit"
 fi
+HOSTS=(ws1 ws2)
+[ -z "$BROKEN" ] || HOSTS+=(ws3)
+
+say "the workstations: a network namespace and an sshd each"
+lab_net_controller_key
+declare -A ADDR
+n=11
+for host in "${HOSTS[@]}"; do
+  ADDR[$host]=$LAB_NET.$n
+  n=$((n + 1))
+  lab_net_host "$host" "${ADDR[$host]}"
+done
+# Every host folder exists before the first sshd starts: each hides all the others.
+for host in "${HOSTS[@]}"; do lab_net_sshd "$host" "${ADDR[$host]}"; done
+for host in "${HOSTS[@]}"; do
+  # Over SSH with the key and the known host key: the name it answers is its own, and it cannot
+  # see the controller's records folder.
+  seen=$(lab_net_ssh "$host" "${ADDR[$host]}" 'cat /etc/hostname; ls -A '"'$WORK/records'"' | wc -l') ||
+    die "ssh root@${ADDR[$host]} ($host) failed; see $WORK/hosts/$host/ssh/sshd.log"
+  [ "$seen" = "$host"$'\n'0 ] || die "$host over SSH answered '$seen', expected its name and an empty records folder"
+  echo "$host: sshd on ${ADDR[$host]}:22 in namespace stackpin-fleet-$LAB_ID-$host, answers as $host"
+done
+# The binary the role copies to each workstation, without its symbol table (47 → 33 MB over SSH).
+SHIPPED=$WORK/stackpin
+strip -o "$SHIPPED" "$BIN" 2>/dev/null || cp "$BIN" "$SHIPPED"
+# The workstations' python: the system's, as on a real host, not the controller's venv.
+HOST_PYTHON=/usr/bin/python3
+[ -x "$HOST_PYTHON" ] || HOST_PYTHON=$(command -v python3)
 
 inventory_host() {
   local h=$WORK/hosts/$1
   cat <<EOF
         $1:
+          ansible_host: ${ADDR[$1]}
+          ansible_remote_tmp: $h/ansible-tmp
           fake_host: $h
           stackpin_dir: $h/stackpin
           stackpin_fake_reboot_cmd: $h/reboot.sh
@@ -281,28 +345,41 @@ all:
   children:
     workstations:
       vars:
-        ansible_connection: local
-        ansible_python_interpreter: $VENV/bin/python
+        ansible_connection: ssh
+        ansible_user: root
+        ansible_ssh_private_key_file: $WORK/ssh/controller_ed25519
+        ansible_ssh_common_args: >-
+          -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=yes
+          -o UserKnownHostsFile=$WORK/ssh/known_hosts -o GlobalKnownHostsFile=/dev/null
+        ansible_python_interpreter: $HOST_PYTHON
         stackpin_become: false
-        stackpin_binaries: {linux: $BIN}
+        stackpin_binaries: {linux: $SHIPPED}
         stackpin_manifest: $WORK/lab-stack.yaml.j2
         stackpin_manifest_is_template: true
         stackpin_mirror: $MIRROR
+        stackpin_data_sha256: $DATA_SHA
         stackpin_lock: $WORK/mirror/$STACK/stack.lock
         stackpin_records_dir: $WORK/records
       hosts:
 EOF
-  inventory_host ws1
-  inventory_host ws2
-  [ -z "$BROKEN" ] || inventory_host ws3
+  for host in "${HOSTS[@]}"; do inventory_host "$host"; done
 } >"$WORK/inventory.yml"
 
-say "ansible-playbook site.yml"
+say "ansible-playbook site.yml over SSH"
+mkdir -p "$WORK/ansible/tmp"
+# The controller runs in a mount namespace of its own in which the workstations' folders are an
+# empty tmpfs: what reaches records/ came through Ansible's fetch over SSH.
 set +e
-ANSIBLE_NOCOLOR=1 ANSIBLE_HOST_KEY_CHECKING=False ANSIBLE_RETRY_FILES_ENABLED=False \
-  ANSIBLE_LOCALHOST_WARNING=False ANSIBLE_INVENTORY_UNPARSED_WARNING=False \
-  "$VENV/bin/ansible-playbook" -i "$WORK/inventory.yml" scripts/ansible/site.yml \
-  | tee "$WORK/playbook.log"
+# Ansible's default ssh_args less -C: compressing a 47 MB debug binary costs more CPU than the
+# lab network saves.
+ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=False ANSIBLE_PIPELINING=True \
+  ANSIBLE_SSH_ARGS='-o ControlMaster=auto -o ControlPersist=60s' \
+  ANSIBLE_HOME="$WORK/ansible" ANSIBLE_LOCAL_TEMP="$WORK/ansible/tmp" \
+  ANSIBLE_SSH_CONTROL_PATH_DIR="$WORK/ansible/cp" ANSIBLE_INVENTORY_UNPARSED_WARNING=False \
+  unshare --mount --propagation private sh -ec \
+  'mount -t tmpfs -o size=1m,mode=0700 fleet-hidden "$1"; shift; exec "$@"' sh "$WORK/hosts" \
+  "$VENV/bin/ansible-playbook" -i "$WORK/inventory.yml" scripts/ansible/site.yml |
+  tee "$WORK/playbook.log"
 PLAY_RC=${PIPESTATUS[0]}
 set -e
 
@@ -317,7 +394,7 @@ for host in ws1 ws2; do
     problems=$((problems + 1))
     continue
   fi
-  record=$WORK/records/$host/proven-stack.yaml
+  record=$WORK/records/$host/$STACK/proven-stack.yaml
   if [ ! -s "$record" ]; then
     echo "FAIL $host: no record at $record"
     problems=$((problems + 1))
@@ -328,23 +405,37 @@ for host in ws1 ws2; do
     problems=$((problems + 1))
     continue
   fi
+  grep -q "^  hostname: $host\$" "$record" || {
+    echo "FAIL $host: $record was not proven on $host (its hostname: $(sed -n 's/^  hostname: //p' "$record"))"
+    problems=$((problems + 1))
+    continue
+  }
+  served=$(grep -c "^${ADDR[$host]} .*\"GET /$STACK/" "$WORK/mirror.log" || true)
+  [ "$served" -ge 3 ] || {
+    echo "FAIL $host: the mirror served ${ADDR[$host]} $served installers, expected 3 over the lab network"
+    problems=$((problems + 1))
+    continue
+  }
   order=$(tr '\n' ' ' <"$WORK/hosts/$host/order.log")
   [ "$order" = "driver toolkit library " ] || {
     echo "FAIL $host: installers ran as '$order', expected driver → toolkit → library once each"
     problems=$((problems + 1))
     continue
   }
-  data=$(STACKPIN_DATA_DIR="$WORK/hosts/$host/stackpin/data" "$BIN" data show --json)
+  data=$(lab_net_ssh "$host" "${ADDR[$host]}" "STACKPIN_DATA_DIR='$WORK/hosts/$host/stackpin/data'" \
+    "'$WORK/hosts/$host/stackpin/bin/stackpin'" data show --json)
   printf '%s' "$data" | grep -q "\"read_on\": \"$DATA_DATE\"" || {
     echo "FAIL $host: the mirror's release data set ($DATA_DATE) is not installed: $data"
     problems=$((problems + 1))
     continue
   }
-  echo "ok   $host: record $record; release data of $DATA_DATE from the mirror"
+  echo "ok   $host: over SSH at ${ADDR[$host]}; $served installers from the mirror; record $record; release data of $DATA_DATE"
 done
-hits=$(grep -c "GET /$STACK/" "$WORK/mirror.log" || true)
-[ "$hits" -ge 6 ] || {
-  echo "FAIL the mirror served $hits installer downloads, expected 3 per host"
+# Every request the mirror saw came from a workstation's address on the lab network.
+strangers=$(grep '"GET \|"HEAD ' "$WORK/mirror.log" | cut -d ' ' -f 1 | sort -u |
+  grep -v -x -F "$(printf '%s\n' "${ADDR[@]}")" || true)
+[ -z "$strangers" ] || {
+  echo "FAIL the mirror was asked by $(echo "$strangers" | tr '\n' ' ')— not a workstation of the lab network"
   problems=$((problems + 1))
 }
 if [ -n "$BROKEN" ]; then
@@ -366,10 +457,29 @@ fi
   problems=$((problems + 1))
 }
 
-say "records on the controller"
-for host in ws1 ws2; do
-  [ -f "$WORK/records/$host/proven-stack.yaml" ] && echo "$WORK/records/$host/proven-stack.yaml"
-done
+say "the lab page from the records that came back"
+(cd "$WORK/records" && find . -type f | sort)
+report_rc=0
+"$BIN" report --records "$WORK/records" -o "$WORK/lab.html" --json >"$WORK/lab.json" || report_rc=$?
+if [ "$report_rc" -ne 0 ]; then
+  echo "FAIL stackpin report --records $WORK/records exited $report_rc"
+  problems=$((problems + 1))
+else
+  # Each host's cell: ws1 and ws2 proven, ws3 (when broken) failed and first in the matrix.
+  want="ws1=proven ws2=proven"
+  [ -z "$BROKEN" ] || want="ws3=failed $want"
+  cells=$(python3 -c '
+import json, sys
+lab = json.load(open(sys.argv[1]))
+print(" ".join(f"{row['"'host'"']}={cell['"'state'"']}" for row in lab["matrix"]
+               for cell in row["cells"] if cell["stack"] == sys.argv[2]))' "$WORK/lab.json" "$STACK")
+  if [ "$cells" = "$want" ]; then
+    echo "ok   lab page $WORK/lab.html ($(wc -c <"$WORK/lab.html") bytes): $cells"
+  else
+    echo "FAIL the lab page's matrix says '$cells', expected '$want' (see $WORK/lab.json)"
+    problems=$((problems + 1))
+  fi
+fi
 
 if [ "$problems" -ne 0 ]; then
   echo "$problems check(s) failed; the lab stays in $WORK for a look" >&2
@@ -377,3 +487,4 @@ if [ "$problems" -ne 0 ]; then
   exit 1
 fi
 printf '\n%s\n' "$RECAP"
+echo "fleet over SSH: ${#HOSTS[@]} workstations in network namespaces, lab page from their records, in $(($(date +%s) - STARTED)) s"
