@@ -7,8 +7,11 @@
 //! library build carries its architecture). Unknown releases are warnings, never errors: the user
 //! may know something newer than stackpin's tables.
 
-use crate::compat::{self, CudaSupport, DriverRequirement, LibraryLookup};
-use crate::manifest::{self, Manifest, Problem, Severity, SourceMap};
+use crate::compat::{
+    self, CudaSupport, DriverRequirement, LibraryLookup, LibraryRelease, WheelComponent,
+    WheelRelease,
+};
+use crate::manifest::{self, Manifest, Problem, Severity, SourceMap, ToolkitWheel};
 use crate::version::Version;
 
 /// The result of checking one manifest.
@@ -170,9 +173,25 @@ pub fn wheel_toolkit_rules(m: &Manifest) -> Vec<Problem> {
     if manifest::toolkit_wheels::mixed_lines(&t.version, &t.components).is_some() {
         return vec![];
     }
+    let (mut out, off) = component_rules(m, release);
+    out.extend(one_release_rule(&t.components, release, &off));
+    out.extend(compiler_component_rules(&t.components, release));
+    out
+}
+
+/// A manifest's component beside the release data's pin of the same name.
+type OffRelease<'a> = (&'a ToolkitWheel, &'a WheelComponent);
+
+/// Each component against the release's own: an unknown name is a warning, a known version
+/// with another file or sha256 an error. Components at another version are returned for
+/// [`one_release_rule`], which names them together.
+fn component_rules<'a>(
+    m: &'a Manifest,
+    release: &'a WheelRelease,
+) -> (Vec<Problem>, Vec<OffRelease<'a>>) {
     let mut out = Vec::new();
     let mut off = Vec::new();
-    for (i, c) in t.components.iter().enumerate() {
+    for (i, c) in m.toolkit.components.iter().enumerate() {
         let Some(pinned) = release.components.iter().find(|r| r.name == c.name) else {
             out.push(Problem::warning(
                 format!("toolkit.components[{i}].name"),
@@ -203,158 +222,198 @@ pub fn wheel_toolkit_rules(m: &Manifest) -> Vec<Problem> {
             ));
         }
     }
-    if !off.is_empty() {
-        let as_pinned: Vec<String> = t
-            .components
-            .iter()
-            .filter(|c| !off.iter().any(|(o, _)| o.name == c.name))
-            .map(|c| format!("{} {}", c.name, c.version))
-            .collect();
-        let mixed: Vec<String> = off
-            .iter()
-            .map(|(c, _)| format!("{} {}", c.name, c.version))
-            .collect();
-        let wanted: Vec<String> = off
-            .iter()
-            .map(|(_, p)| format!("{} {}", p.name, p.version))
-            .collect();
-        out.push(Problem::error(
-            "toolkit.components",
-            format!(
-                "the components are not all of one release: {} with {}; CUDA {} (cuda-toolkit {}) pins {}",
-                if as_pinned.is_empty() {
-                    format!("CUDA {}", release.version)
-                } else {
-                    as_pinned.join(", ")
-                },
-                mixed.join(", "),
-                release.version,
-                release.package,
-                wanted.join(", ")
-            ),
-        ));
+    (out, off)
+}
+
+/// Components at versions other than the release's: one error naming what is mixed with what.
+fn one_release_rule(
+    components: &[ToolkitWheel],
+    release: &WheelRelease,
+    off: &[OffRelease<'_>],
+) -> Option<Problem> {
+    if off.is_empty() {
+        return None;
     }
-    for name in COMPILER_COMPONENTS {
-        if !t.components.iter().any(|c| c.name == name)
-            && let Some(pinned) = release.components.iter().find(|r| r.name == name)
-        {
-            out.push(Problem::error(
+    let named = |name: &str, version: &Version| format!("{name} {version}");
+    let as_pinned: Vec<String> = components
+        .iter()
+        .filter(|c| !off.iter().any(|(o, _)| o.name == c.name))
+        .map(|c| named(&c.name, &c.version))
+        .collect();
+    let mixed: Vec<String> = off
+        .iter()
+        .map(|(c, _)| named(&c.name, &c.version))
+        .collect();
+    let wanted: Vec<String> = off
+        .iter()
+        .map(|(_, p)| named(&p.name, &p.version))
+        .collect();
+    Some(Problem::error(
+        "toolkit.components",
+        format!(
+            "the components are not all of one release: {} with {}; CUDA {} (cuda-toolkit {}) pins {}",
+            if as_pinned.is_empty() {
+                format!("CUDA {}", release.version)
+            } else {
+                as_pinned.join(", ")
+            },
+            mixed.join(", "),
+            release.version,
+            release.package,
+            wanted.join(", ")
+        ),
+    ))
+}
+
+/// A missing compiler component, named with the version the release pins.
+fn compiler_component_rules(components: &[ToolkitWheel], release: &WheelRelease) -> Vec<Problem> {
+    COMPILER_COMPONENTS
+        .into_iter()
+        .filter(|name| !components.iter().any(|c| c.name == *name))
+        .filter_map(|name| release.components.iter().find(|r| r.name == name))
+        .map(|pinned| {
+            Problem::error(
                 "toolkit.components",
                 format!(
-                    "no `{name}`: nvcc cannot compile a kernel without it; add {}=={}",
-                    pinned.name, pinned.version
+                    "no `{}`: nvcc cannot compile a kernel without it; add {}=={}",
+                    pinned.name, pinned.name, pinned.version
                 ),
-            ));
-        }
-    }
-    out
+            )
+        })
+        .collect()
 }
 
 /// The library release's supported CUDA lines and Python range.
 pub fn library_rules(m: &Manifest) -> Vec<Problem> {
-    let lib = &m.library;
-    let release = match compat::library_release(&lib.name, &lib.version, m.os) {
-        LibraryLookup::Known(r) => r,
-        LibraryLookup::UnknownRelease { known } => {
-            return vec![Problem::warning(
-                "library.version",
-                format!(
-                    "{} {} is not in stackpin's release data of {} ({} known on {}: {}); you vouch for its CUDA and Python support",
-                    lib.name,
-                    lib.version,
-                    compat::data_date(),
-                    lib.name,
-                    m.os,
-                    known.join(", ")
-                ),
-            )];
-        }
-        LibraryLookup::UnknownLibrary => {
-            return vec![Problem::warning(
-                "library.name",
-                format!(
-                    "`{}` is not in stackpin's release data of {} (it knows {}); you vouch for its CUDA and Python support",
-                    lib.name,
-                    compat::data_date(),
-                    compat::KNOWN_LIBRARIES.join(", ")
-                ),
-            )];
-        }
+    let release = match known_release(m) {
+        Ok(release) => release,
+        Err(unknown) => return vec![unknown],
     };
     let mut out = Vec::new();
-    let lines = |v: &[Version]| {
-        v.iter()
-            .map(|c| c.major_minor())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    out.extend(cuda_line_rule(m, &release));
+    out.extend(release_version_rule(m, &release));
+    out.extend(python_rule(m, &release));
+    out.extend(index_rule(m, &release));
+    out
+}
+
+/// The library's release in the data, or the warning that it is not there.
+fn known_release(m: &Manifest) -> Result<Box<LibraryRelease>, Problem> {
+    let lib = &m.library;
+    match compat::library_release(&lib.name, &lib.version, m.os) {
+        LibraryLookup::Known(r) => Ok(r),
+        LibraryLookup::UnknownRelease { known } => Err(Problem::warning(
+            "library.version",
+            format!(
+                "{} {} is not in stackpin's release data of {} ({} known on {}: {}); you vouch for its CUDA and Python support",
+                lib.name,
+                lib.version,
+                compat::data_date(),
+                lib.name,
+                m.os,
+                known.join(", ")
+            ),
+        )),
+        LibraryLookup::UnknownLibrary => Err(Problem::warning(
+            "library.name",
+            format!(
+                "`{}` is not in stackpin's release data of {} (it knows {}); you vouch for its CUDA and Python support",
+                lib.name,
+                compat::data_date(),
+                compat::KNOWN_LIBRARIES.join(", ")
+            ),
+        )),
+    }
+}
+
+/// CUDA lines as the release notes write them: `12.4, 12.6`.
+fn cuda_lines(versions: &[Version]) -> String {
+    versions
+        .iter()
+        .map(|c| c.major_minor())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The toolkit's line against the lines the release supports, stable or experimental.
+fn cuda_line_rule(m: &Manifest, release: &LibraryRelease) -> Option<Problem> {
+    let lib = &m.library;
     let toolkit_line = &m.toolkit.version;
     match release.cuda_support(toolkit_line) {
-        CudaSupport::Stable => {}
-        CudaSupport::Experimental => out.push(Problem::warning(
+        CudaSupport::Stable => None,
+        CudaSupport::Experimental => Some(Problem::warning(
             "toolkit.version",
             format!(
                 "{} {} lists CUDA {} as experimental; the stable lines are {}",
                 lib.name,
                 release.release,
                 toolkit_line.major_minor(),
-                lines(&release.stable_cuda)
+                cuda_lines(&release.stable_cuda)
             ),
         )),
-        CudaSupport::Unsupported => out.push(Problem::error(
+        CudaSupport::Unsupported => Some(Problem::error(
             "toolkit.version",
             format!(
                 "{} {} does not support CUDA {}: its release notes name {} (stable){}. Pin one of those toolkit lines",
                 lib.name,
                 release.release,
                 toolkit_line.major_minor(),
-                lines(&release.stable_cuda),
+                cuda_lines(&release.stable_cuda),
                 if release.experimental_cuda.is_empty() {
                     String::new()
                 } else {
-                    format!(" and {} (experimental)", lines(&release.experimental_cuda))
+                    format!(
+                        " and {} (experimental)",
+                        cuda_lines(&release.experimental_cuda)
+                    )
                 }
             ),
         )),
     }
-    if !release
-        .versions
-        .iter()
-        .any(|v| v.same_release(&lib.version.public()))
-    {
-        out.push(Problem::warning(
-            "library.version",
-            format!(
-                "{} {} is not a release stackpin knows in the {} line ({}); you vouch for it",
-                lib.name,
-                lib.version,
-                release.release,
-                release
-                    .versions
-                    .iter()
-                    .map(Version::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ));
+}
+
+/// A version the data does not list within a known release line (2.5.9 in the 2.5 line).
+fn release_version_rule(m: &Manifest, release: &LibraryRelease) -> Option<Problem> {
+    let lib = &m.library;
+    let public = lib.version.public();
+    if release.versions.iter().any(|v| v.same_release(&public)) {
+        return None;
     }
-    if let Some(py) = &lib.python_version
-        && !release.python.contains(py)
-    {
-        out.push(Problem::error(
-            "library.python_version",
-            format!(
-                "{} {} supports Python {} to {}; Python {py} has no wheels. Pick a Python in that range",
-                lib.name, release.release, release.python.min, release.python.max
-            ),
-        ));
+    Some(Problem::warning(
+        "library.version",
+        format!(
+            "{} {} is not a release stackpin knows in the {} line ({}); you vouch for it",
+            lib.name,
+            lib.version,
+            release.release,
+            release
+                .versions
+                .iter()
+                .map(Version::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ))
+}
+
+/// A Python the release publishes no wheels for.
+fn python_rule(m: &Manifest, release: &LibraryRelease) -> Option<Problem> {
+    let lib = &m.library;
+    let py = lib.python_version.as_ref()?;
+    if release.python.contains(py) {
+        return None;
     }
-    out.extend(index_rule(m, &release));
-    out
+    Some(Problem::error(
+        "library.python_version",
+        format!(
+            "{} {} supports Python {} to {}; Python {py} has no wheels. Pick a Python in that range",
+            lib.name, release.release, release.python.min, release.python.max
+        ),
+    ))
 }
 
 /// A torch build for CUDA 12.4 comes from the cu124 index; another index gives another build.
-fn index_rule(m: &Manifest, release: &compat::LibraryRelease) -> Vec<Problem> {
+fn index_rule(m: &Manifest, release: &LibraryRelease) -> Vec<Problem> {
     let Some(pip) = &m.library.pip else {
         return vec![];
     };

@@ -738,6 +738,50 @@ fn stack_name(req: &PinRequest, release: &LibraryRelease, toolkit: &Version) -> 
     )
 }
 
+/// Where a stack's parts go on an OS, and how its installers and Python are called there.
+struct OsLayout {
+    driver_run: Vec<String>,
+    toolkit_root: String,
+    toolkit_run: Vec<String>,
+    python: String,
+    venv: String,
+}
+
+impl OsLayout {
+    /// `line` is the toolkit's CUDA line (`12.4`), `name` the stack's name.
+    fn new(os: Os, line: &str, name: &str) -> Self {
+        match os {
+            Os::Linux => OsLayout {
+                driver_run: strings(&["sh", "{installer}", "--silent", "--dkms"]),
+                toolkit_root: format!("/usr/local/cuda-{line}"),
+                toolkit_run: strings(&[
+                    "sh",
+                    "{installer}",
+                    "--silent",
+                    "--toolkit",
+                    "--toolkitpath={root}",
+                    "--no-man-page",
+                ]),
+                python: "python3".to_string(),
+                venv: format!("/opt/stackpin/{name}"),
+            },
+            Os::Windows => OsLayout {
+                driver_run: crate::windows_installers::driver_run(),
+                toolkit_root: format!(
+                    r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v{line}"
+                ),
+                toolkit_run: crate::windows_installers::toolkit_run(line),
+                python: "python".to_string(),
+                venv: format!(r"C:\stackpin\{name}"),
+            },
+        }
+    }
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
 fn build(
     req: &PinRequest,
     release: &LibraryRelease,
@@ -746,37 +790,26 @@ fn build(
     python: &Version,
 ) -> Manifest {
     let name = stack_name(req, release, toolkit);
-    let line = toolkit.major_minor();
-    let toolkit_url = compat::toolkit_installer_url(toolkit, req.os).unwrap_or_default();
-    let (driver_run, toolkit_root, toolkit_run, python_cmd, venv) = match req.os {
-        Os::Linux => (
-            vec!["sh", "{installer}", "--silent", "--dkms"],
-            format!("/usr/local/cuda-{line}"),
-            vec![
-                "sh",
-                "{installer}",
-                "--silent",
-                "--toolkit",
-                "--toolkitpath={root}",
-                "--no-man-page",
-            ]
-            .into_iter()
-            .map(String::from)
-            .collect::<Vec<_>>(),
-            "python3".to_string(),
-            format!("/opt/stackpin/{name}"),
-        ),
-        Os::Windows => (
-            crate::windows_installers::DRIVER_ARGS.to_vec(),
-            format!(r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v{line}"),
-            crate::windows_installers::toolkit_run(&line),
-            "python".to_string(),
-            format!(r"C:\stackpin\{name}"),
-        ),
-    };
-    let described = crate::compat::libraries().describe(&release.library);
-    let inference = described.is_some_and(|d| d.is_inference());
-    // The library's bundled example, as data/libraries.yaml names it.
+    let layout = OsLayout::new(req.os, &toolkit.major_minor(), &name);
+    let (role, example) = pinned_example(&release.library);
+    Manifest {
+        schema: SCHEMA,
+        role,
+        name,
+        os: req.os,
+        mirror: None,
+        driver: driver_layer(req, driver, layout.driver_run),
+        toolkit: toolkit_layer(req, toolkit, layout.toolkit_root, layout.toolkit_run),
+        library: library_layer(req, release, toolkit, python, layout.python, layout.venv),
+        example,
+        vram: VramSettings::default(),
+    }
+}
+
+/// The library's bundled example, as data/libraries.yaml names it: an inference runtime's runs
+/// one request at a time against a cycle time, a training library's at the default batch.
+fn pinned_example(library: &str) -> (Role, Example) {
+    let described = crate::compat::libraries().describe(library);
     let run = described.map_or_else(
         || {
             crate::compat::libraries()
@@ -786,99 +819,107 @@ fn build(
         },
         |d| d.example_run(),
     );
-    let example = if inference {
-        // The deployment runtime alone: one request at a time, timed against a cycle time.
-        Example {
+    if described.is_some_and(|d| d.is_inference()) {
+        let example = Example {
             run,
             batch: 1,
             timeout: Some(crate::manifest::DEFAULT_EXAMPLE_TIMEOUT),
             cycle_time_ms: Some(PINNED_CYCLE_TIME_MS),
-        }
+        };
+        (Role::Inference, example)
     } else {
-        Example {
+        let example = Example {
             run,
             batch: crate::manifest::DEFAULT_BATCH,
             timeout: Some(crate::manifest::DEFAULT_EXAMPLE_TIMEOUT),
             cycle_time_ms: None,
-        }
-    };
-    Manifest {
-        schema: SCHEMA,
-        role: if inference {
-            Role::Inference
-        } else {
-            Role::Training
-        },
-        name,
-        os: req.os,
-        mirror: None,
-        driver: DriverLayer {
-            version: driver.clone(),
-            installer: Installer {
-                url: match (req.os, req.gpu_name.as_deref()) {
-                    // The card's family picks the Windows package (GeForce, RTX workstation,
-                    // data center); without a name, the row's channel decides.
-                    (Os::Windows, Some(name)) => {
-                        crate::windows_installers::driver_url_for(driver, Some(name))
-                    }
-                    // A bundled-only driver never gets here: `given_driver` refuses it and
-                    // `newest_fitting_driver` never offers it.
-                    _ => compat::driver_url(driver, req.os).unwrap_or_default(),
-                },
-                sha256: None,
-            },
-            run: driver_run.into_iter().map(String::from).collect(),
-            exit_codes: (req.os == Os::Windows).then(crate::windows_installers::driver_exit_codes),
-            verify: None,
-            timeout: None,
-        },
-        toolkit: ToolkitLayer {
-            version: toolkit.clone(),
-            source: req.toolkit_source,
-            installer: (req.toolkit_source == ToolkitSource::Runfile).then_some(Installer {
-                url: toolkit_url,
-                sha256: None,
-            }),
-            root: toolkit_root,
-            run: match req.toolkit_source {
-                ToolkitSource::Runfile => toolkit_run,
-                ToolkitSource::Wheels => Vec::new(),
-            },
-            index_url: None,
-            components: match req.toolkit_source {
-                ToolkitSource::Runfile => Vec::new(),
-                ToolkitSource::Wheels => wheel_components(toolkit, req.os).unwrap_or_default(),
-            },
-            allow_bundled_driver: false,
-            exit_codes: None,
-            verify: None,
-            timeout: None,
-        },
-        library: LibraryLayer {
-            name: release.library.clone(),
-            version: req.version.public(),
-            cuda: Version::parse(&line).unwrap_or_else(|_| toolkit.clone()),
-            python: python_cmd,
-            python_version: Some(python.clone()),
-            venv: Some(venv),
-            pip: Some(PipSection {
-                index_url: release.index_urls.get(&line).cloned(),
-                extra_index_urls: vec![],
-                requirements: release.requirements(&req.version.public()),
-            }),
-            installer: req.installer,
-            installers: vec![],
-            run: None,
-            exit_codes: None,
-            verify: None,
-            timeout: None,
-        },
-        example,
-        vram: VramSettings::default(),
+        };
+        (Role::Training, example)
     }
 }
 
-/// A YAML string: JSON's double-quoted form is valid YAML and escapes Windows backslashes.
+fn driver_layer(req: &PinRequest, driver: &Version, run: Vec<String>) -> DriverLayer {
+    let url = match (req.os, req.gpu_name.as_deref()) {
+        // The card's family picks the Windows package (GeForce, RTX workstation, data center);
+        // without a name, the row's channel decides.
+        (Os::Windows, Some(name)) => crate::windows_installers::driver_url_for(driver, Some(name)),
+        // A bundled-only driver never gets here: `given_driver` refuses it and
+        // `newest_fitting_driver` never offers it.
+        _ => compat::driver_url(driver, req.os).unwrap_or_default(),
+    };
+    DriverLayer {
+        version: driver.clone(),
+        installer: Installer { url, sha256: None },
+        run,
+        exit_codes: (req.os == Os::Windows).then(crate::windows_installers::driver_exit_codes),
+        verify: None,
+        timeout: None,
+    }
+}
+
+/// The toolkit from NVIDIA's installer (toolkit-only arguments) or from its component wheels.
+fn toolkit_layer(
+    req: &PinRequest,
+    toolkit: &Version,
+    root: String,
+    installer_run: Vec<String>,
+) -> ToolkitLayer {
+    let (installer, run, components) = match req.toolkit_source {
+        ToolkitSource::Runfile => {
+            let url = compat::toolkit_installer_url(toolkit, req.os).unwrap_or_default();
+            let installer = Installer { url, sha256: None };
+            (Some(installer), installer_run, Vec::new())
+        }
+        ToolkitSource::Wheels => {
+            let components = wheel_components(toolkit, req.os).unwrap_or_default();
+            (None, Vec::new(), components)
+        }
+    };
+    ToolkitLayer {
+        version: toolkit.clone(),
+        source: req.toolkit_source,
+        installer,
+        root,
+        run,
+        index_url: None,
+        components,
+        allow_bundled_driver: false,
+        exit_codes: None,
+        verify: None,
+        timeout: None,
+    }
+}
+
+fn library_layer(
+    req: &PinRequest,
+    release: &LibraryRelease,
+    toolkit: &Version,
+    python_version: &Version,
+    python: String,
+    venv: String,
+) -> LibraryLayer {
+    let line = toolkit.major_minor();
+    LibraryLayer {
+        name: release.library.clone(),
+        version: req.version.public(),
+        cuda: Version::parse(&line).unwrap_or_else(|_| toolkit.clone()),
+        python,
+        python_version: Some(python_version.clone()),
+        venv: Some(venv),
+        pip: Some(PipSection {
+            index_url: release.index_urls.get(&line).cloned(),
+            extra_index_urls: vec![],
+            requirements: release.requirements(&req.version.public()),
+        }),
+        installer: req.installer,
+        installers: vec![],
+        run: None,
+        exit_codes: None,
+        verify: None,
+        timeout: None,
+    }
+}
+
 /// The YAML of a wheel toolkit below `version:`: its source, root and every component.
 fn wheel_toolkit_lines(m: &Manifest) -> Vec<String> {
     let t = &m.toolkit;
@@ -903,6 +944,7 @@ fn wheel_toolkit_lines(m: &Manifest) -> Vec<String> {
     out
 }
 
+/// A YAML string: JSON's double-quoted form is valid YAML and escapes Windows backslashes.
 fn q(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| format!("\"{text}\""))
 }
@@ -921,153 +963,220 @@ pub fn render(
     min_driver: &Version,
     driver_given: bool,
 ) -> String {
-    let line = m.toolkit.version.major_minor();
+    let sections = [
+        header_lines(m, release, min_driver),
+        identity_lines(m),
+        driver_lines(m, driver_given),
+        toolkit_lines(m),
+        library_lines(m, release),
+        example_lines(m),
+        vram_lines(m),
+    ];
     let mut y = String::new();
-    let mut push = |s: &str| {
-        y.push_str(s);
+    for line in sections.iter().flatten() {
+        y.push_str(line);
         y.push('\n');
-    };
-    push(&format!(
-        "# {} {} + CUDA {} on {} — written by `stackpin pin` from release data read {}.",
-        m.library.name, m.library.version, m.toolkit.version, m.os, release.read_on
-    ));
-    let notes_url = if compat::is_inference_runtime(&m.library.name) {
-        "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements"
-    } else if m.library.name == "tensorflow" {
-        match m.os {
-            Os::Linux => "https://www.tensorflow.org/install/source#gpu",
-            Os::Windows => "https://www.tensorflow.org/install/source_windows#gpu",
-        }
-    } else {
-        "https://github.com/pytorch/pytorch/blob/main/RELEASE.md"
-    };
-    push(&format!(
-        "# {} {} supports CUDA {} ({notes_url}).",
-        m.library.name,
-        release.release,
-        supported_lines(release)
-    ));
+    }
+    y
+}
+
+/// The comments above the manifest: what was pinned, and the release notes each pin cites.
+fn header_lines(m: &Manifest, release: &LibraryRelease, min_driver: &Version) -> Vec<String> {
+    let mut out = vec![
+        format!(
+            "# {} {} + CUDA {} on {} — written by `stackpin pin` from release data read {}.",
+            m.library.name, m.library.version, m.toolkit.version, m.os, release.read_on
+        ),
+        format!(
+            "# {} {} supports CUDA {} ({}).",
+            m.library.name,
+            release.release,
+            supported_lines(release),
+            release_notes_url(&m.library.name, m.os)
+        ),
+    ];
     let graded_b = compat::toolkit_releases(&m.toolkit.version.major_minor())
         .iter()
         .any(|r| r.version == m.toolkit.version && r.grade.as_deref() == Some("B"));
     if graded_b {
         // NVIDIA's table has no row for it: the data holds the installer's bundled driver.
-        push(&format!(
+        out.push(format!(
             "# CUDA {}: minimum driver {} on {} (the driver bundled in NVIDIA's installer; the release notes'",
             m.toolkit.version, min_driver, m.os
         ));
-        push("#   \"CUDA Driver\" table has no row for this update, grade B in stackpin's data).");
+        out.push(
+            "#   \"CUDA Driver\" table has no row for this update, grade B in stackpin's data)."
+                .to_string(),
+        );
     } else {
-        push(&format!(
+        out.push(format!(
             "# CUDA {}: minimum driver {} on {} (CUDA Toolkit Release Notes, \"CUDA Driver\" table:",
             m.toolkit.version, min_driver, m.os
         ));
-        push("#   https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html).");
-    }
-    push(&format!("schema: {}", m.schema));
-    push(match m.role {
-        Role::Training => "role: training",
-        Role::Inference => "role: inference",
-    });
-    push(&format!("name: {}", m.name));
-    push(&format!("os: {}", m.os));
-    push("driver:");
-    push(&format!(
-        "  version: {}   # {}",
-        q(&m.driver.version.to_string()),
-        if driver_given {
-            "as given with --driver"
-        } else {
-            "newest known at pin time; check NVIDIA for a newer one"
-        }
-    ));
-    push("  installer:");
-    push(&format!("    url: {}", m.driver.installer.url));
-    push("    sha256: null   # NVIDIA publishes none; the lock records it at the first fetch");
-    if m.os == Os::Windows {
-        push(
-            "  # -s -noreboot -noeula as NVIDIA's cuda-python CI runs it; the package fits the card family (--gpu-name).",
+        out.push(
+            "#   https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html).".to_string(),
         );
     }
-    push(&format!("  run: {}", list(&m.driver.run)));
+    out
+}
+
+/// Where a library's release notes list the CUDA lines it supports.
+fn release_notes_url(library: &str, os: Os) -> &'static str {
+    if compat::is_inference_runtime(library) {
+        "https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements"
+    } else if library == "tensorflow" {
+        match os {
+            Os::Linux => "https://www.tensorflow.org/install/source#gpu",
+            Os::Windows => "https://www.tensorflow.org/install/source_windows#gpu",
+        }
+    } else {
+        "https://github.com/pytorch/pytorch/blob/main/RELEASE.md"
+    }
+}
+
+/// The top-level keys: schema, role, name and OS.
+fn identity_lines(m: &Manifest) -> Vec<String> {
+    let role = match m.role {
+        Role::Training => "role: training",
+        Role::Inference => "role: inference",
+    };
+    vec![
+        format!("schema: {}", m.schema),
+        role.to_string(),
+        format!("name: {}", m.name),
+        format!("os: {}", m.os),
+    ]
+}
+
+/// The `driver:` section, saying whether its version was given or picked.
+fn driver_lines(m: &Manifest, driver_given: bool) -> Vec<String> {
+    let origin = if driver_given {
+        "as given with --driver"
+    } else {
+        "newest known at pin time; check NVIDIA for a newer one"
+    };
+    let mut out = vec![
+        "driver:".to_string(),
+        format!(
+            "  version: {}   # {origin}",
+            q(&m.driver.version.to_string())
+        ),
+        "  installer:".to_string(),
+        format!("    url: {}", m.driver.installer.url),
+        "    sha256: null   # NVIDIA publishes none; the lock records it at the first fetch"
+            .to_string(),
+    ];
+    if m.os == Os::Windows {
+        out.push(
+            "  # -s -noreboot -noeula as NVIDIA's cuda-python CI runs it; the package fits the card family (--gpu-name)."
+                .to_string(),
+        );
+    }
+    out.push(format!("  run: {}", list(&m.driver.run)));
     if let Some(codes) = &m.driver.exit_codes {
-        push(&format!(
+        out.push(format!(
             "  exit_codes: {{success: {:?}, reboot: {:?}}}   # the driver's setup exits 1 when it needs a reboot",
             codes.success, codes.reboot
         ));
     }
-    push("toolkit:");
-    push(&format!("  version: {}", q(&m.toolkit.version.to_string())));
+    out
+}
+
+/// The `toolkit:` section: NVIDIA's component wheels, or its installer with toolkit-only arguments.
+fn toolkit_lines(m: &Manifest) -> Vec<String> {
+    let mut out = vec![
+        "toolkit:".to_string(),
+        format!("  version: {}", q(&m.toolkit.version.to_string())),
+    ];
     if m.toolkit.source == ToolkitSource::Wheels {
-        for line in wheel_toolkit_lines(m) {
-            push(&line);
-        }
+        out.extend(wheel_toolkit_lines(m));
     } else {
-        if let Some(installer) = &m.toolkit.installer {
-            push("  installer:");
-            push(&format!("    url: {}", installer.url));
-            push("    sha256: null");
-        }
-        push(&format!("  root: {}", q(&m.toolkit.root)));
-        match m.os {
-            Os::Linux => push("  # --toolkit alone: never the driver bundled in the runfile."),
-            Os::Windows => push(
-                "  # -n: never reboot by itself. Sub-packages listed (a bare -s would install Display.Driver too); lists in README \"Windows\".",
-            ),
-        }
-        push(&format!("  run: {}", list(&m.toolkit.run)));
+        out.extend(runfile_toolkit_lines(m));
     }
-    push("library:");
-    push(&format!("  name: {}", m.library.name));
-    push(&format!("  version: {}", q(&m.library.version.to_string())));
-    push(&format!("  cuda: {}", q(&line)));
-    push(&format!("  python: {}", m.library.python));
-    if let Some(py) = &m.library.python_version {
-        push(&format!(
+    out
+}
+
+/// The YAML of an installer toolkit below `version:`: its installer, root and arguments.
+fn runfile_toolkit_lines(m: &Manifest) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(installer) = &m.toolkit.installer {
+        out.push("  installer:".to_string());
+        out.push(format!("    url: {}", installer.url));
+        out.push("    sha256: null".to_string());
+    }
+    out.push(format!("  root: {}", q(&m.toolkit.root)));
+    out.push(match m.os {
+        Os::Linux => "  # --toolkit alone: never the driver bundled in the runfile.".to_string(),
+        Os::Windows => "  # -n: never reboot by itself. Sub-packages listed (a bare -s would install Display.Driver too); lists in README \"Windows\".".to_string(),
+    });
+    out.push(format!("  run: {}", list(&m.toolkit.run)));
+    out
+}
+
+/// The `library:` section, with the Python range the release supports.
+fn library_lines(m: &Manifest, release: &LibraryRelease) -> Vec<String> {
+    let lib = &m.library;
+    let mut out = vec![
+        "library:".to_string(),
+        format!("  name: {}", lib.name),
+        format!("  version: {}", q(&lib.version.to_string())),
+        format!("  cuda: {}", q(&m.toolkit.version.major_minor())),
+        format!("  python: {}", lib.python),
+    ];
+    if let Some(py) = &lib.python_version {
+        out.push(format!(
             "  python_version: {}   # supported: {} to {}",
             q(&py.to_string()),
             release.python.min,
             release.python.max
         ));
     }
-    if let Some(venv) = &m.library.venv {
-        push(&format!("  venv: {}", q(venv)));
+    if let Some(venv) = &lib.venv {
+        out.push(format!("  venv: {}", q(venv)));
     }
-    if m.library.installer == LibraryInstaller::Uv {
-        push(
-            "  installer: uv   # its wheel is pinned in the release data; `installer: pip` to use pip",
+    if lib.installer == LibraryInstaller::Uv {
+        out.push(
+            "  installer: uv   # its wheel is pinned in the release data; `installer: pip` to use pip"
+                .to_string(),
         );
     }
-    if let Some(pip) = &m.library.pip {
-        push("  pip:");
+    if let Some(pip) = &lib.pip {
+        out.push("  pip:".to_string());
         if let Some(index) = &pip.index_url {
-            push(&format!("    index_url: {index}"));
+            out.push(format!("    index_url: {index}"));
         }
-        push(&format!("    requirements: {}", list(&pip.requirements)));
+        out.push(format!("    requirements: {}", list(&pip.requirements)));
     }
-    push("example:");
-    push(&format!("  run: {}", list(&m.example.run)));
-    push(&format!("  batch: {}", m.example.batch));
-    if let Some(ms) = m.example.cycle_time_ms {
-        push(&format!(
+    out
+}
+
+/// The `example:` section.
+fn example_lines(m: &Manifest) -> Vec<String> {
+    let example = &m.example;
+    let mut out = vec![
+        "example:".to_string(),
+        format!("  run: {}", list(&example.run)),
+        format!("  batch: {}", example.batch),
+    ];
+    if let Some(ms) = example.cycle_time_ms {
+        out.push(format!(
             "  cycle_time_ms: {ms}   # the line's cycle time: set yours; prove fails when p99 exceeds it"
         ));
     }
-    if let Some(t) = m.example.timeout {
-        push(&format!("  timeout: {}", duration_text::format(t)));
+    if let Some(t) = example.timeout {
+        out.push(format!("  timeout: {}", duration_text::format(t)));
     }
-    push("vram:");
-    push(&format!("  line: {}", m.vram.line));
-    push(&format!(
-        "  batches: [{}]",
-        m.vram
-            .batches
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
-    y
+    out
+}
+
+/// The `vram:` section.
+fn vram_lines(m: &Manifest) -> Vec<String> {
+    let batches: Vec<String> = m.vram.batches.iter().map(u32::to_string).collect();
+    vec![
+        "vram:".to_string(),
+        format!("  line: {}", m.vram.line),
+        format!("  batches: [{}]", batches.join(", ")),
+    ]
 }
 
 // The row of README's exit-code table each error belongs to; `?` carries it to the CLI.

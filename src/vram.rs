@@ -180,9 +180,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<BatchPlan, VramError> {
     validate(request)?;
     let line_mib = request.line * request.vram_mib;
     let slot_point = pessimistic_point(request.measurements)?;
-    let per_sample_mib = slot_point.peak_mib / f64::from(slot_point.batch);
-    let distinct = distinct_batches(request.measurements);
-    let fit = if distinct > 1 {
+    let fit = if distinct_batches(request.measurements) > 1 {
         Some(least_squares(request.measurements)?)
     } else {
         None
@@ -191,10 +189,6 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<BatchPlan, VramError> {
         vram_mib: request.vram_mib,
         line_mib,
     };
-    let mut batches = request.batches.to_vec();
-    batches.sort_unstable();
-    batches.dedup();
-
     // One point: batch × line / peak keeps the guide's order of operations, so 64 × 4096 / 2560
     // is 102.4 to the last bit.
     let one_point_raw = f64::from(slot_point.batch) * line_mib / slot_point.peak_mib;
@@ -202,44 +196,65 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<BatchPlan, VramError> {
         Some(f) => (line_mib - f.fixed_mib) / f.per_sample_mib,
         None => one_point_raw,
     };
-    let one_point = |b: u32| f64::from(b) * slot_point.peak_mib / f64::from(slot_point.batch);
-    let predictions: Vec<Prediction> = batches
-        .iter()
-        .map(|&b| match &fit {
-            None => card.predict(b, one_point(b)),
-            Some(f) => {
-                let mut p = card.predict(b, f.fixed_mib + f.per_sample_mib * f64::from(b));
-                let bound = card.predict(b, one_point(b));
-                p.bound = Some(Bound {
-                    peak_mib: bound.peak_mib,
-                    percent: bound.percent,
-                    verdict: bound.verdict,
-                });
-                p
-            }
-        })
-        .collect();
+    let predictions = card.predict_batches(request.batches, slot_point, fit.as_ref());
     // "Safe" is the verdict, not the raw quotient alone: with the line at the whole card, a
     // batch that lands exactly on it reaches the line but is out of memory.
-    let largest_safe_batch = predictions
-        .iter()
-        .filter(|p| p.verdict == Verdict::Fits)
-        .map(|p| p.batch)
-        .max();
+    let largest_safe_batch = largest_fitting(&predictions, |p| p.verdict == Verdict::Fits);
     let bound = fit.as_ref().map(|_| BoundPlan {
         largest_raw: one_point_raw,
-        largest_safe_batch: predictions
-            .iter()
-            .filter(|p| p.bound.as_ref().is_some_and(|b| b.verdict == Verdict::Fits))
-            .map(|p| p.batch)
-            .max(),
+        largest_safe_batch: largest_fitting(&predictions, |p| {
+            p.bound.as_ref().is_some_and(|b| b.verdict == Verdict::Fits)
+        }),
     });
+    let notes = plan_notes(request, fit.as_ref(), &predictions, largest_safe_batch);
+    Ok(BatchPlan {
+        rule: if fit.is_some() {
+            Rule::LeastSquares
+        } else {
+            Rule::OnePoint
+        },
+        measurements: request.measurements.to_vec(),
+        vram_mib: request.vram_mib,
+        line: request.line,
+        line_mib,
+        per_sample_mib: slot_point.peak_mib / f64::from(slot_point.batch),
+        slot_batch: slot_point.batch,
+        largest_raw,
+        largest_safe_batch,
+        dataset_mib: request.dataset_mib,
+        inflation: request
+            .dataset_mib
+            .filter(|d| *d > 0.0)
+            .map(|d| slot_point.peak_mib / d),
+        predictions,
+        fit,
+        bound,
+        notes,
+    })
+}
+
+/// The largest predicted batch that `fits` accepts.
+fn largest_fitting(predictions: &[Prediction], fits: impl Fn(&Prediction) -> bool) -> Option<u32> {
+    predictions
+        .iter()
+        .filter(|p| fits(p))
+        .map(|p| p.batch)
+        .max()
+}
+
+/// The fit's own notes, and a warning when a measured peak could not have been a real fit.
+fn plan_notes(
+    request: &PlanRequest<'_>,
+    fit: Option<&Fit>,
+    predictions: &[Prediction],
+    largest_safe_batch: Option<u32>,
+) -> Vec<String> {
     let mut notes = Vec::new();
-    if let Some(f) = &fit {
+    if let Some(f) = fit {
         notes.extend(fit_notes(
             f,
             request.measurements,
-            &predictions,
+            predictions,
             largest_safe_batch,
         ));
     }
@@ -254,30 +269,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<BatchPlan, VramError> {
                 .to_string(),
         );
     }
-    Ok(BatchPlan {
-        rule: if fit.is_some() {
-            Rule::LeastSquares
-        } else {
-            Rule::OnePoint
-        },
-        measurements: request.measurements.to_vec(),
-        vram_mib: request.vram_mib,
-        line: request.line,
-        line_mib,
-        per_sample_mib,
-        slot_batch: slot_point.batch,
-        largest_raw,
-        largest_safe_batch,
-        dataset_mib: request.dataset_mib,
-        inflation: request
-            .dataset_mib
-            .filter(|d| *d > 0.0)
-            .map(|d| slot_point.peak_mib / d),
-        predictions,
-        fit,
-        bound,
-        notes,
-    })
+    notes
 }
 
 /// Fits `fixed + per_sample × batch` to the points by ordinary least squares.
@@ -330,6 +322,36 @@ impl Card {
             verdict,
             bound: None,
         }
+    }
+
+    /// Every configured batch, sorted and once each: by the fit with the one-point rule as its
+    /// bound, or by the one-point rule alone.
+    fn predict_batches(
+        &self,
+        batches: &[u32],
+        slot_point: Measurement,
+        fit: Option<&Fit>,
+    ) -> Vec<Prediction> {
+        let mut batches = batches.to_vec();
+        batches.sort_unstable();
+        batches.dedup();
+        let one_point = |b: u32| f64::from(b) * slot_point.peak_mib / f64::from(slot_point.batch);
+        batches
+            .iter()
+            .map(|&b| match fit {
+                None => self.predict(b, one_point(b)),
+                Some(f) => {
+                    let mut p = self.predict(b, f.fixed_mib + f.per_sample_mib * f64::from(b));
+                    let bound = self.predict(b, one_point(b));
+                    p.bound = Some(Bound {
+                        peak_mib: bound.peak_mib,
+                        percent: bound.percent,
+                        verdict: bound.verdict,
+                    });
+                    p
+                }
+            })
+            .collect()
     }
 }
 

@@ -622,19 +622,51 @@ fn assemble(
     plan: &BatchPlan,
     runs: &[MeasuredRun],
 ) -> ProvenStack {
+    let probe = match &report.library {
+        Some(host::LibraryProbe::Found(info)) => Some(&**info),
+        _ => None,
+    };
+    let library = library_facts(m, main, probe);
+    let environment = collect_env(m, report, gpu, &library, main, probe);
+    ProvenStack {
+        record: crate::record::RECORD_SCHEMA,
+        stack: m.name.clone(),
+        proven_at: crate::record::now_rfc3339(),
+        host: host_facts(report),
+        gpus: gpu_facts(report),
+        toolkit: toolkit_facts(m, report),
+        library,
+        installers: installer_facts(stack),
+        example: example_run(main, gpu),
+        peak: main.peak.clone(),
+        per_sample_mib: plan.per_sample_mib,
+        line: VramLine {
+            share: m.vram.line,
+            mib: plan.line_mib,
+            vram_mib: gpu.memory_total_mib.unwrap_or(0),
+        },
+        predictions: plan.predictions.clone(),
+        largest_safe_batch: plan.largest_safe_batch,
+        fit: measured_fit(plan, runs),
+        environment,
+        latency: None,
+    }
+}
+
+/// The probe's facts first; where it has none (a `verify:` override, no Python to ask) the
+/// example's own report, and only then the manifest's pins.
+fn library_facts(
+    m: &Manifest,
+    main: &MeasuredRun,
+    probe: Option<&host::LibraryInfo>,
+) -> LibraryFacts {
     let reported = |key: &str| {
         main.report
             .as_ref()
             .and_then(|r| r.versions.get(key))
             .and_then(version_text)
     };
-    let probe = match &report.library {
-        Some(host::LibraryProbe::Found(info)) => Some(info),
-        _ => None,
-    };
-    // The probe's facts first; where it has none (a `verify:` override, no Python to ask) the
-    // example's own report, and only then the manifest's pins.
-    let library = LibraryFacts {
+    LibraryFacts {
         name: m.library.name.clone(),
         version: probe
             .map(|i| i.version_text.clone())
@@ -648,12 +680,53 @@ fn assemble(
             .and_then(|i| i.cudnn.clone())
             .or_else(|| reported("cudnn")),
         architectures: probe.map(|i| i.arch_list.clone()).unwrap_or_default(),
-    };
+    }
+}
+
+fn host_facts(report: &HostReport) -> HostFacts {
+    HostFacts {
+        hostname: hostname(),
+        os: report.os.family.to_string(),
+        os_version: report.os.version.clone(),
+        kernel: report.os.kernel.clone(),
+        cpu: None,
+    }
+}
+
+fn gpu_facts(report: &HostReport) -> Vec<GpuFacts> {
+    report
+        .driver
+        .gpus
+        .iter()
+        .map(|g| GpuFacts {
+            index: g.index,
+            name: g.name.clone(),
+            vram_mib: g.memory_total_mib.unwrap_or(0),
+            compute_capability: g.compute_cap.clone(),
+            driver: g.driver_version.clone(),
+            driver_cuda: report.driver.cuda_supported.as_ref().map(|v| v.to_string()),
+        })
+        .collect()
+}
+
+/// The toolkit the host probe found at the manifest's root; the manifest's pin where it found none.
+fn toolkit_facts(m: &Manifest, report: &HostReport) -> ToolkitFacts {
     let toolkit = report
         .toolkits
         .iter()
         .find(|t| t.root == Path::new(&m.toolkit.root));
-    let installers = stack
+    ToolkitFacts {
+        version: toolkit
+            .and_then(|t| t.version.as_ref())
+            .map_or_else(|| m.toolkit.version.to_string(), |v| v.to_string()),
+        root: PathBuf::from(&m.toolkit.root),
+        nvcc: toolkit.and_then(|t| t.nvcc.clone()),
+    }
+}
+
+/// The installers the stack's lock records; none when there is no lock to read.
+fn installer_facts(stack: &StackDir) -> Vec<InstallerFact> {
+    stack
         .read_lock()
         .map(|lock: Lockfile| {
             lock.files
@@ -666,74 +739,35 @@ fn assemble(
                 })
                 .collect()
         })
-        .unwrap_or_default();
-    let fit = (runs.len() >= 2)
+        .unwrap_or_default()
+}
+
+fn example_run(main: &MeasuredRun, gpu: &host::Gpu) -> ExampleRun {
+    let report = main.report.as_ref();
+    ExampleRun {
+        argv: main.argv.clone(),
+        batch: main.batch,
+        gpu_index: gpu.index,
+        duration_s: main.duration.as_secs_f64(),
+        exit_code: 0,
+        samples_per_s: report.and_then(|r| r.samples_per_s),
+        log: main.log.clone(),
+        device: report.and_then(|r| r.device.clone()),
+        device_name: report.and_then(|r| r.device_name.clone()),
+        judged_by: main.judged_by.clone(),
+    }
+}
+
+/// The fitted line, recorded only when two or more runs measured it.
+fn measured_fit(plan: &BatchPlan, runs: &[MeasuredRun]) -> Option<MeasuredFit> {
+    (runs.len() >= 2)
         .then_some(plan.fit.as_ref())
         .flatten()
         .map(|f| MeasuredFit {
             fixed_mib: f.fixed_mib,
             per_sample_mib: f.per_sample_mib,
             points: runs.iter().map(|r| (r.batch, r.peak.mib)).collect(),
-        });
-    let environment = collect_env(m, report, gpu, &library, main, probe.map(|p| &**p));
-    ProvenStack {
-        record: crate::record::RECORD_SCHEMA,
-        stack: m.name.clone(),
-        proven_at: crate::record::now_rfc3339(),
-        host: HostFacts {
-            hostname: hostname(),
-            os: report.os.family.to_string(),
-            os_version: report.os.version.clone(),
-            kernel: report.os.kernel.clone(),
-            cpu: None,
-        },
-        gpus: report
-            .driver
-            .gpus
-            .iter()
-            .map(|g| GpuFacts {
-                index: g.index,
-                name: g.name.clone(),
-                vram_mib: g.memory_total_mib.unwrap_or(0),
-                compute_capability: g.compute_cap.clone(),
-                driver: g.driver_version.clone(),
-                driver_cuda: report.driver.cuda_supported.as_ref().map(|v| v.to_string()),
-            })
-            .collect(),
-        toolkit: ToolkitFacts {
-            version: toolkit
-                .and_then(|t| t.version.as_ref())
-                .map_or_else(|| m.toolkit.version.to_string(), |v| v.to_string()),
-            root: PathBuf::from(&m.toolkit.root),
-            nvcc: toolkit.and_then(|t| t.nvcc.clone()),
-        },
-        library,
-        installers,
-        example: ExampleRun {
-            argv: main.argv.clone(),
-            batch: main.batch,
-            gpu_index: gpu.index,
-            duration_s: main.duration.as_secs_f64(),
-            exit_code: 0,
-            samples_per_s: main.report.as_ref().and_then(|r| r.samples_per_s),
-            log: main.log.clone(),
-            device: main.report.as_ref().and_then(|r| r.device.clone()),
-            device_name: main.report.as_ref().and_then(|r| r.device_name.clone()),
-            judged_by: main.judged_by.clone(),
-        },
-        peak: main.peak.clone(),
-        per_sample_mib: plan.per_sample_mib,
-        line: VramLine {
-            share: m.vram.line,
-            mib: plan.line_mib,
-            vram_mib: gpu.memory_total_mib.unwrap_or(0),
-        },
-        predictions: plan.predictions.clone(),
-        largest_safe_batch: plan.largest_safe_batch,
-        fit,
-        environment,
-        latency: None,
-    }
+        })
 }
 
 /// The collect_env facts, each from what was measured: the host probe, the library's own
