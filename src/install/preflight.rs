@@ -125,12 +125,13 @@ pub fn preflight(
     host: &dyn HostView,
     files: &[ArchivedFile],
     force: &[Layer],
+    choices: &super::readiness::Choices,
 ) -> Vec<String> {
     let to_run = super::readiness::layers_to_run(m, host, force);
     let mut problems = Vec::new();
     // The Linux host's readiness for the runfiles (nouveau, X, headers, Secure Boot, space, …).
     problems.extend(
-        super::readiness::findings(m, host, &to_run)
+        super::readiness::findings(m, host, &to_run, choices)
             .into_iter()
             .filter(|f| f.blocks())
             .map(|f| format!("{}: {}", f.layer, f.line())),
