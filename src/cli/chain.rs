@@ -339,9 +339,7 @@ fn refuse_unless_ready(
         Ok(lock) if stack.lock_path().exists() => install::archived_files(stack, &lock),
         _ => not_fetched(m, stack),
     };
-    let problems = install::preflight::preflight(m, host, &files, &args.force, choices);
-    let to_run = install::readiness::layers_to_run(m, host, &args.force);
-    let findings = install::readiness::findings(m, host, &to_run, choices);
+    let (problems, findings) = install::preflight::checked(m, host, &files, &args.force, choices);
     if problems.is_empty() {
         return Ok(findings
             .iter()

@@ -264,3 +264,22 @@ fn doctor_explains_a_dead_driver_by_nouveau_or_secure_boot() {
         "{out}"
     );
 }
+
+#[test]
+fn a_container_whose_host_driver_runs_the_toolkit_skips_the_driver_layer() {
+    let lab = Lab::new();
+    lab.root.container();
+    // No headers and no DKMS in the container: none of it matters for a driver never built here.
+    lab.root.no_headers();
+    lab.root.no_dkms();
+    lab.host
+        .set_driver_state(DriverMode::Ok, "560.35.03", "12.6");
+    let (code, plan) = lab.run(&["plan"]);
+    assert_eq!(code, Some(0), "{plan}");
+    assert!(plan.contains("driver skips"), "{plan}");
+    assert!(!plan.contains("kernel source tree"), "{plan}");
+    let doc = lab.json(&["install", "--yes"]);
+    assert_eq!(doc["ok"], true, "{doc:#}");
+    assert_eq!(doc["layers"][0]["action"], "skipped", "{doc:#}");
+    assert_eq!(lab.order(), ["toolkit", "library"]);
+}
