@@ -152,7 +152,9 @@ pub fn up(request: &UpRequest<'_>, reporter: &dyn UpReporter) -> Result<UpEnd, U
     reporter.step(UpStep::Install);
     let host = (request.host)();
     let files = install::archived_files(&stack, &stack.read_lock()?);
-    let problems = install::preflight::preflight(m, host.as_ref(), &files, &request.install.force);
+    let choices = request.install.choices.with_spare(stack.root());
+    let problems =
+        install::preflight::preflight(m, host.as_ref(), &files, &request.install.force, &choices);
     if !problems.is_empty() {
         return Err(UpError::Refused { problems });
     }

@@ -54,6 +54,70 @@ pub struct InstallArgs {
     /// the boot task runs as SYSTEM, whose PATH has no per-user Python.
     #[arg(long, value_name = "PATH")]
     pub library_python: Option<String>,
+    #[command(flatten)]
+    pub prepare: PrepareArgs,
+}
+
+/// What `install` and `up` may do to ready a Linux host beyond the manifest (README, Install).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PrepareArgs {
+    /// Linux: stop a running display manager (`systemctl stop display-manager`) right before
+    /// the driver's runfile. This ends the desktop session; it is not started again (the
+    /// driver's reboot starts it).
+    #[arg(long)]
+    pub stop_display: bool,
+    /// Linux: the folder NVIDIA's runfiles extract in (`--tmpdir`), on a disk with about 10 GiB
+    /// free. Default: /tmp, or `.extract` in the stack's archive folder when /tmp is too small.
+    #[arg(long, value_name = "DIR")]
+    pub tmpdir: Option<PathBuf>,
+    /// Linux with Secure Boot: the private key the driver's module is signed with (give
+    /// --module-signing-cert too).
+    #[arg(long, value_name = "KEY", requires = "module_signing_cert")]
+    pub module_signing_key: Option<PathBuf>,
+    /// Linux with Secure Boot: the key's X.509 certificate (DER), enrolled with `mokutil
+    /// --import` (confirmed at the next boot in the MOK manager).
+    #[arg(long, value_name = "CERT", requires = "module_signing_key")]
+    pub module_signing_cert: Option<PathBuf>,
+}
+
+impl PrepareArgs {
+    /// The choices, with every path absolute (the resume after a reboot runs elsewhere) and
+    /// checked to exist.
+    pub fn choices(&self) -> Result<install::readiness::Choices, Failure> {
+        let existing = |path: &PathBuf, flag: &str, what: &str| -> Result<PathBuf, Failure> {
+            let absolute = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+            if absolute.exists() {
+                Ok(absolute)
+            } else {
+                Err(CliError::Usage(format!(
+                    "{flag} {}: no such {what}; {}",
+                    path.display(),
+                    if flag == "--tmpdir" {
+                        "create it first (on a disk with about 10 GiB free)"
+                    } else {
+                        "make a key pair with `openssl` (see README, Install) or give the right path"
+                    }
+                ))
+                .into())
+            }
+        };
+        let signing = match (&self.module_signing_key, &self.module_signing_cert) {
+            (Some(key), Some(cert)) => Some(install::readiness::Signing {
+                key: existing(key, "--module-signing-key", "file")?,
+                cert: existing(cert, "--module-signing-cert", "file")?,
+            }),
+            _ => None,
+        };
+        Ok(install::readiness::Choices {
+            stop_display: self.stop_display,
+            signing,
+            tmpdir: match &self.tmpdir {
+                Some(dir) => Some(existing(dir, "--tmpdir", "folder")?),
+                None => None,
+            },
+            spare_tmpdir: None,
+        })
+    }
 }
 
 /// The manifest as this run uses it: `--library-python` in place of `library.python`.
@@ -147,11 +211,16 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
         LiveHost::on(&crate::host::RealSystem, args.gpu).with_gpu_arch(args.gpu_arch.clone());
     let consent =
         super::consent::require_consent("install", args.yes || args.dry_run, global.json)?;
-    refuse_unless_ready(&m, &stack, &host, args, global)?;
+    let choices = args.prepare.choices()?.with_spare(stack.root());
+    let prepares = refuse_unless_ready(&m, &stack, &host, args, &choices, global)?;
     consent.confirm(
         &format!(
-            "install {} on this machine (driver → toolkit → library)?",
-            m.name
+            "install {} on this machine (driver → toolkit → library)?{}",
+            m.name,
+            prepares
+                .iter()
+                .map(|p| format!("\n  install prepares first: {p}"))
+                .collect::<String>()
         ),
         "installed",
     )?;
@@ -178,6 +247,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
         skip_admin_check: super::defaults::skip_admin_check(),
         machine_lock: Some(super::defaults::machine_lock()),
         no_wait: args.no_wait,
+        choices,
     };
     let reporter = CliReporter::new(global.quiet || global.json);
     if !global.quiet && !global.json && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
@@ -194,7 +264,17 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
     if args.reboot
         && let ChainEnd::RebootRequired { after } = report.end
     {
-        reboot_now(&m, args, after, &stack.state_path(), &global.archive())?;
+        let prepared = report
+            .layers
+            .last()
+            .is_some_and(|l| l.action == LayerAction::Prepared);
+        reboot_now(
+            &m,
+            args,
+            (after, prepared),
+            &stack.state_path(),
+            &global.archive(),
+        )?;
     }
     Ok(report)
 }
@@ -249,29 +329,34 @@ pub(super) fn refuse_remote_folders(
     Ok(())
 }
 
-/// Every precondition install can know before the first layer runs, refused all at once.
+/// Every precondition install can know before the first layer runs, refused all at once; when
+/// none blocks, what install will prepare on the host (for the consent question).
 fn refuse_unless_ready(
     m: &crate::manifest::Manifest,
     stack: &StackDir,
     host: &LiveHost,
     args: &InstallArgs,
+    choices: &install::readiness::Choices,
     global: &GlobalArgs,
-) -> Result<(), Failure> {
+) -> Result<Vec<String>, Failure> {
     let files = match stack.read_lock() {
         Ok(lock) if stack.lock_path().exists() => install::archived_files(stack, &lock),
         _ => not_fetched(m, stack),
     };
-    let problems = install::preflight::preflight(m, host, &files, &args.force);
+    let (problems, findings) = install::preflight::checked(m, host, &files, &args.force, choices);
     if problems.is_empty() {
-        return Ok(());
+        return Ok(findings
+            .iter()
+            .filter(|f| f.effect == install::readiness::Effect::Prepares)
+            .map(|f| format!("{}: {}", f.layer, f.fix))
+            .collect());
     }
     if global.json {
         // The readiness findings as data beside the refusal's message, as `plan --json` has them.
-        let to_run = install::readiness::layers_to_run(m, host, &args.force);
         print_json(&serde_json::json!({
             "stack": m.name,
             "problems": problems,
-            "readiness": install::readiness::findings(m, host, &to_run),
+            "readiness": findings,
         }))?;
     }
     Err(Failure::from(CliError::Refused(format!(
@@ -309,7 +394,7 @@ pub(super) fn check_long_paths(
 pub(super) fn reboot_now(
     m: &crate::manifest::Manifest,
     args: &InstallArgs,
-    after: Layer,
+    (after, prepared): (Layer, bool),
     state_path: &std::path::Path,
     archive: &crate::archive::Archive,
 ) -> Result<(), Failure> {
@@ -328,7 +413,7 @@ pub(super) fn reboot_now(
     {
         argv.extend(["--library-python".to_string(), python]);
     }
-    count_the_reboot(state_path, after)?;
+    count_the_reboot(state_path, after, prepared)?;
     if m.os == crate::os::Os::Linux {
         crate::fsutil::write_atomic(
             &reboot::unit_path(),
@@ -389,17 +474,22 @@ fn resolved_interpreter(python: &str) -> Option<String> {
 
 /// Records the reboot about to be asked for, or refuses it: past [`resume::MAX_REBOOTS`], or
 /// when the same layer asked for the last one and the machine has booted since.
-fn count_the_reboot(state_path: &std::path::Path, after: Layer) -> Result<(), Failure> {
+fn count_the_reboot(
+    state_path: &std::path::Path,
+    after: Layer,
+    prepared: bool,
+) -> Result<(), Failure> {
     let path = resume::record_path(state_path);
     let mut record = ResumeRecord::load(&path);
     let boot = super::defaults::boot_id();
-    if let Some(why) = resume::decide(&record, after, boot.as_deref()).refusal() {
+    if let Some(why) = resume::decide(&record, after, prepared, boot.as_deref()).refusal() {
         return Err(CliError::Failed(why).into());
     }
     record.reboots.push(resume::RebootRequest {
         after,
         at: jiff::Timestamp::now().to_string(),
         boot,
+        prepared,
     });
     record
         .save(&path)
@@ -457,6 +547,7 @@ fn print_report(report: &InstallReport, quiet: bool) {
             LayerAction::RebootPending => "reboot pending",
             LayerAction::Failed => "FAILED",
             LayerAction::Skipped => "skipped",
+            LayerAction::Prepared => "prepared",
         };
         println!("{:<8} {:<15} {}", l.layer.as_str(), word, l.proof.seen);
         if l.action == LayerAction::WouldInstall && !quiet {
@@ -468,6 +559,16 @@ fn print_report(report: &InstallReport, quiet: bool) {
     match &report.end {
         ChainEnd::Complete => println!("all three layers are in place and proven on this host"),
         ChainEnd::DryRun => println!("dry run: nothing was run"),
+        ChainEnd::RebootRequired { .. }
+            if report
+                .layers
+                .last()
+                .is_some_and(|l| l.action == LayerAction::Prepared) =>
+        {
+            println!(
+                "the host is prepared for the driver, which installs after a reboot (nouveau is still loaded until then): reboot, then run the same command again (--reboot does both)"
+            )
+        }
         ChainEnd::RebootRequired { after } => println!(
             "the {after} is installed but takes effect after a reboot: reboot, then run the same command again"
         ),

@@ -175,6 +175,7 @@ fn print_readiness(findings: &[install::readiness::Finding]) {
             Effect::Blocks => "BLOCKS",
             Effect::Skips => "skips",
             Effect::Warns => "warns",
+            Effect::Prepares => "prepares",
         };
         say(&format!("    - {} {effect}: {}", f.layer, f.what), "      ");
         say(&format!("      fix: {}", f.fix), "        ");

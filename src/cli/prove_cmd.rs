@@ -92,6 +92,8 @@ pub struct UpArgs {
     #[arg(long, value_name = "PATH")]
     pub library_python: Option<String>,
     #[command(flatten)]
+    pub prepare: super::chain::PrepareArgs,
+    #[command(flatten)]
     pub prove: ProveFlags,
 }
 
@@ -335,6 +337,44 @@ impl UpReporter for UpView {
     }
 }
 
+/// `up --reboot`: when the chain stopped for a reboot, register the resume of `up` and reboot.
+fn up_reboot(
+    args: &UpArgs,
+    m: &crate::manifest::Manifest,
+    report: &crate::install::InstallReport,
+    archive: &crate::archive::Archive,
+) -> Result<(), Failure> {
+    if args.reboot
+        && let ChainEnd::RebootRequired { after } = report.end
+    {
+        let install = InstallArgs {
+            manifest: args.fetch.manifest.clone(),
+            dry_run: false,
+            yes: true,
+            force: vec![],
+            reboot: true,
+            resume_with: Default::default(),
+            gpu: args.prove.gpu,
+            gpu_arch: None,
+            no_wait: args.no_wait,
+            library_python: args.library_python.clone(),
+            prepare: args.prepare.clone(),
+        };
+        let prepared = report
+            .layers
+            .last()
+            .is_some_and(|l| l.action == crate::install::LayerAction::Prepared);
+        reboot_now(
+            m,
+            &install,
+            (after, prepared),
+            &archive.stack(&m.name).state_path(),
+            archive,
+        )?;
+    }
+    Ok(())
+}
+
 pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
     // Consent before the first download: a refusal after minutes of fetching helps nobody.
     super::consent::require_consent("up", args.yes, global.json)?.confirm(
@@ -375,6 +415,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         "waiting for the running installer to finish, then stopping",
     );
     let archive = global.archive();
+    let choices = args.prepare.choices()?;
     let gpu = args.prove.gpu;
     let system = RealSystem;
     let host = || -> Box<dyn crate::layers::HostView + '_> { Box::new(LiveHost::on(&system, gpu)) };
@@ -389,6 +430,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
             skip_admin_check: super::defaults::skip_admin_check(),
             machine_lock: Some(super::defaults::machine_lock()),
             no_wait: args.no_wait,
+            choices,
         },
         prove: &args.prove.options(),
         no_wait: args.no_wait,
@@ -416,29 +458,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
     if !reboot_required {
         chain_ended(&report, &archive.stack(&m.name).state_path());
     }
-    if args.reboot
-        && let ChainEnd::RebootRequired { after } = report.end
-    {
-        let install = InstallArgs {
-            manifest: args.fetch.manifest.clone(),
-            dry_run: false,
-            yes: true,
-            force: vec![],
-            reboot: true,
-            resume_with: Default::default(),
-            gpu: args.prove.gpu,
-            gpu_arch: None,
-            no_wait: args.no_wait,
-            library_python: args.library_python.clone(),
-        };
-        reboot_now(
-            &m,
-            &install,
-            after,
-            &archive.stack(&m.name).state_path(),
-            &archive,
-        )?;
-    }
+    up_reboot(args, &m, &report, &archive)?;
     let Some(proven) = proven else {
         if global.json {
             print_json(&UpJson {

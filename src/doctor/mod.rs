@@ -237,11 +237,17 @@ pub fn gather<'a>(
     let driver_drifted = !layers.first().is_some_and(|p| p.holds);
     let windows_driver =
         (driver_drifted && system.os() == Os::Windows).then(|| windows_driver::query(system));
+    // The host's readiness first (nouveau, Secure Boot): it says why a module that is there
+    // does not load; then the module itself (none for the running kernel).
     let module_problem =
         (driver.version.is_none() && !driver.reboot_pending && system.os() == Os::Linux)
             .then(|| {
-                let kernel = crate::host::os_info::probe(system).kernel?;
-                linux_module::probe(system, &kernel).explain()
+                host.linux_facts(&[])
+                    .and_then(|f| crate::install::readiness::explain_dead_driver(&f))
+                    .or_else(|| {
+                        let kernel = crate::host::os_info::probe(system).kernel?;
+                        linux_module::probe(system, &kernel).explain()
+                    })
             })
             .flatten();
     Facts {

@@ -140,6 +140,7 @@ pub fn repair(
         skip_admin_check: ctx.skip_admin_check,
         machine_lock: ctx.machine_lock.clone(),
         no_wait: false,
+        choices: Default::default(),
     };
     let chain = install::install(
         m,

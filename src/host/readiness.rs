@@ -97,6 +97,8 @@ pub struct LinuxFacts {
     pub display: Option<String>,
     /// `nvidia_drm` is loaded: an older NVIDIA driver runs now.
     pub nvidia_drm_loaded: bool,
+    /// The `nvidia` kernel module is loaded.
+    pub nvidia_loaded: bool,
     /// `/lib/modules/<kernel>/build` as checked; `None` when the kernel is unknown.
     pub kernel_build: Option<PathBuf>,
     pub kernel_build_present: bool,
@@ -111,6 +113,13 @@ pub struct LinuxFacts {
     pub packaged_drivers: Vec<String>,
     /// Free space at each folder asked about, in the order asked.
     pub space: Vec<FreeSpace>,
+    /// The distribution's own initramfs tool as it would run: `update-initramfs -u`
+    /// (Debian/Ubuntu), else `dracut -f` (Fedora/RHEL); `None` when neither is found.
+    pub initramfs_tool: Option<Vec<String>>,
+    /// `systemctl`, which stops the display manager on request (`--stop-display`).
+    pub systemctl: Option<PathBuf>,
+    /// `mokutil`, which enrolls a module signing key.
+    pub mokutil: Option<PathBuf>,
 }
 
 impl LinuxFacts {
@@ -166,6 +175,7 @@ pub fn read(system: &dyn System, space_for: &[PathBuf]) -> LinuxFacts {
         nouveau_blacklisted: nouveau_blacklist(system, root),
         display: display(system, root),
         nvidia_drm_loaded: loaded("nvidia_drm"),
+        nvidia_loaded: loaded("nvidia"),
         kernel_build,
         kernel_build_present,
         missing_tools,
@@ -180,7 +190,19 @@ pub fn read(system: &dyn System, space_for: &[PathBuf]) -> LinuxFacts {
         kernel: ctx.kernel,
         container: ctx.container,
         wsl: ctx.wsl,
+        initramfs_tool: initramfs_tool(system, root),
+        systemctl: program(system, root, "systemctl"),
+        mokutil: program(system, root, "mokutil"),
     }
+}
+
+/// The initramfs tool the distribution ships: Debian's `update-initramfs` where it exists (it
+/// calls dracut itself on a Debian that uses dracut), else `dracut`.
+fn initramfs_tool(system: &dyn System, root: Option<&Path>) -> Option<Vec<String>> {
+    let argv = |path: PathBuf, flag: &str| vec![path.display().to_string(), flag.to_string()];
+    program(system, root, "update-initramfs")
+        .map(|p| argv(p, "-u"))
+        .or_else(|| program(system, root, "dracut").map(|p| argv(p, "-f")))
 }
 
 /// A program on `PATH`, or under a host root in its usual folders.

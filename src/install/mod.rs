@@ -9,6 +9,7 @@ pub mod exit_codes;
 pub mod files;
 pub mod plan;
 pub mod preflight;
+pub mod prepare;
 pub mod readiness;
 pub mod reboot;
 pub mod resume;
@@ -76,6 +77,14 @@ pub enum InstallError {
         #[source]
         source: std::io::Error,
     },
+    /// stackpin could not do its part of a preparation (write the nouveau blacklist, make the
+    /// extraction folder).
+    #[error("driver preparation: {what}")]
+    Prepare {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot mark the new venv {venv} as stackpin's")]
     VenvMarker {
         venv: String,
@@ -97,6 +106,9 @@ pub struct InstallOptions {
     pub machine_lock: Option<PathBuf>,
     /// Answer at once, instead of waiting, when another stackpin holds a lock.
     pub no_wait: bool,
+    /// What the user allowed beyond the manifest (`--stop-display`, `--tmpdir`, a module
+    /// signing key pair).
+    pub choices: readiness::Choices,
 }
 
 /// Progress of the chain, for the CLI to show.
@@ -142,6 +154,9 @@ pub enum LayerAction {
     Failed,
     /// Not installed on this host at all (the driver under WSL or in a container).
     Skipped,
+    /// The host was prepared for the driver (nouveau blacklisted, the initramfs rebuilt) and
+    /// the driver installs after the reboot.
+    Prepared,
 }
 
 /// How the chain ended.
@@ -173,6 +188,10 @@ pub struct InstallReport {
     /// The last output lines of a failed step.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tail: Vec<String>,
+    /// The Linux host's readiness findings this run acted on (what it prepared, what it warned
+    /// about), as `plan --json` has them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub readiness: Vec<readiness::Finding>,
 }
 
 /// The archived files of every layer with their state, checked against the lock now.
@@ -274,30 +293,27 @@ pub fn install(
     let files = archived_files(stack, &lock);
     // The stack's own lock keeps two installs of it apart; these two keep every install apart
     // from a running proof of this stack and from any other install on the machine.
-    let (_in_use, machine) = if options.dry_run {
-        (None, None)
-    } else {
-        let in_use = take_lock(
-            &stack.in_use_path(),
-            lock::Mode::Exclusive,
-            "this stack's proof lock",
-            options,
-            reporter,
-        )?;
-        let machine = match &options.machine_lock {
-            Some(path) => Some(take_lock(
-                path,
-                lock::Mode::Exclusive,
-                "the machine's install lock",
-                options,
-                reporter,
-            )?),
-            None => None,
-        };
-        (Some(in_use), machine)
-    };
+    let (_in_use, machine) = take_locks(stack, options, reporter)?;
     let state_path = stack.state_path();
     let mut state = ChainState::load(&state_path)?;
+    let choices = options.choices.with_spare(stack.root());
+    let to_run = readiness::layers_to_run(m, host, &options.force);
+    let findings = readiness::findings(m, host, &to_run, &choices);
+    let chain = Chain {
+        m,
+        stack,
+        host,
+        options,
+        lock: &lock,
+        files: &files,
+        findings: &findings,
+        choices: &choices,
+        interrupted,
+        around: Around {
+            reporter,
+            machine: machine.as_ref(),
+        },
+    };
     let mut report = InstallReport {
         stack: m.name.clone(),
         layers: Vec::new(),
@@ -307,91 +323,229 @@ pub fn install(
             ChainEnd::Complete
         },
         tail: Vec::new(),
+        readiness: findings.clone(),
     };
     for layer in Layer::ORDER {
-        let before = prove_layer(m, layer, host);
-        let commands = layer_commands(m, stack.root(), layer, &files).map_err(|source| {
-            InstallError::Runner {
-                layer,
-                program: m
-                    .run(layer)
-                    .and_then(|r| r.first().cloned())
-                    .unwrap_or_default(),
-                source,
-            }
-        })?;
-        let forced = options.force.contains(&layer);
+        if let Some(end) = chain.layer(layer, &mut state, &mut report)? {
+            report.end = end;
+            return Ok(report);
+        }
+    }
+    Ok(report)
+}
+
+/// The stack's proof lock and the machine's install lock (none for a dry run).
+fn take_locks(
+    stack: &StackDir,
+    options: &InstallOptions,
+    reporter: &dyn InstallReporter,
+) -> Result<(Option<lock::HeldLock>, Option<lock::HeldLock>), InstallError> {
+    if options.dry_run {
+        return Ok((None, None));
+    }
+    let in_use = take_lock(
+        &stack.in_use_path(),
+        lock::Mode::Exclusive,
+        "this stack's proof lock",
+        options,
+        reporter,
+    )?;
+    let machine = match &options.machine_lock {
+        Some(path) => Some(take_lock(
+            path,
+            lock::Mode::Exclusive,
+            "the machine's install lock",
+            options,
+            reporter,
+        )?),
+        None => None,
+    };
+    Ok((Some(in_use), machine))
+}
+
+/// One run of the chain: what every layer's turn reads.
+struct Chain<'a> {
+    m: &'a Manifest,
+    stack: &'a StackDir,
+    host: &'a dyn HostView,
+    options: &'a InstallOptions,
+    lock: &'a Lockfile,
+    files: &'a [ArchivedFile],
+    findings: &'a [readiness::Finding],
+    choices: &'a readiness::Choices,
+    interrupted: &'a AtomicBool,
+    around: Around<'a>,
+}
+
+impl Chain<'_> {
+    /// The layer's commands as install runs them: the manifest's, plus `--tmpdir` and the
+    /// module signing pair where readiness asked for them.
+    fn commands(&self, layer: Layer) -> Result<Vec<PlannedCommand>, InstallError> {
+        let m = self.m;
+        let mut commands =
+            layer_commands(m, self.stack.root(), layer, self.files).map_err(|source| {
+                InstallError::Runner {
+                    layer,
+                    program: m
+                        .run(layer)
+                        .and_then(|r| r.first().cloned())
+                        .unwrap_or_default(),
+                    source,
+                }
+            })?;
+        let extra = readiness::extra_args(m, layer, self.findings, self.choices);
+        plan::add_runfile_args(&mut commands, &extra);
+        Ok(commands)
+    }
+
+    /// One layer's turn; `Some(end)` when the chain stops here.
+    fn layer(
+        &self,
+        layer: Layer,
+        state: &mut ChainState,
+        report: &mut InstallReport,
+    ) -> Result<Option<ChainEnd>, InstallError> {
+        let state_path = self.stack.state_path();
+        let before = prove_layer(self.m, layer, self.host);
+        let commands = self.commands(layer)?;
+        let forced = self.options.force.contains(&layer);
+        let result = |action, proof| LayerResult {
+            layer,
+            action,
+            proof,
+            commands: commands.clone(),
+            log: None,
+        };
         if before.holds && !forced {
-            reporter.layer_in_place(&before);
-            if !options.dry_run && state.status(layer) != Some(LayerStatus::Done) {
+            self.around.reporter.layer_in_place(&before);
+            if !self.options.dry_run && state.status(layer) != Some(LayerStatus::Done) {
                 state.mark(layer, LayerStatus::Done, None, Some(before.seen.clone()));
                 state.save(&state_path)?;
             }
-            report.layers.push(LayerResult {
-                layer,
-                action: LayerAction::AlreadyInPlace,
-                proof: before,
-                commands,
-                log: None,
-            });
-            continue;
+            report
+                .layers
+                .push(result(LayerAction::AlreadyInPlace, before));
+            return Ok(None);
         }
-        if let Some(skip) = readiness::skipped(m, layer, host) {
+        if let Some(skip) = readiness::skipped(self.findings, layer) {
             // Under WSL or in a container the driver is the host's: never installed here.
-            report.layers.push(LayerResult {
-                layer,
-                action: LayerAction::Skipped,
-                proof: Proof {
-                    seen: skip.what,
-                    ..before
-                },
-                commands,
-                log: None,
-            });
-            continue;
+            let seen = skip.what.clone();
+            report
+                .layers
+                .push(result(LayerAction::Skipped, Proof { seen, ..before }));
+            return Ok(None);
         }
-        if options.dry_run {
-            report.layers.push(LayerResult {
-                layer,
-                action: LayerAction::WouldInstall,
-                proof: before,
-                commands,
-                log: None,
-            });
-            continue;
+        if self.options.dry_run {
+            report
+                .layers
+                .push(result(LayerAction::WouldInstall, before));
+            return Ok(None);
         }
         if layer == Layer::Driver
             && !forced
             && state.status(layer) == Some(LayerStatus::RebootPending)
         {
             // Installed last time; its proof waits for the reboot that has not happened yet.
-            report.layers.push(LayerResult {
-                layer,
-                action: LayerAction::RebootPending,
-                proof: before,
-                commands,
-                log: None,
-            });
-            report.end = ChainEnd::RebootRequired { after: layer };
-            return Ok(report);
+            report
+                .layers
+                .push(result(LayerAction::RebootPending, before));
+            return Ok(Some(ChainEnd::RebootRequired { after: layer }));
         }
-        if interrupted.load(Ordering::Relaxed) {
+        if self.interrupted.load(Ordering::Relaxed) {
             state.interrupted_at = Some(layer);
             state.save(&state_path)?;
-            report.end = ChainEnd::Interrupted { before: layer };
-            return Ok(report);
+            return Ok(Some(ChainEnd::Interrupted { before: layer }));
         }
+        // The host's preparation for the driver runs here, after consent and before the
+        // runfile. The driver's build prerequisites archived with the stack (issue 34, item 3)
+        // belong here too, before nouveau's: a `prepare_prerequisites` beside it.
+        if layer == Layer::Driver
+            && let Some(end) = self.prepare_nouveau(state, report, &before, &commands)?
+        {
+            return Ok(Some(end));
+        }
+        self.run_and_judge(layer, before, commands, state, report)
+    }
+
+    /// nouveau blacklisted and the initramfs rebuilt, before the driver; `Some(end)` when the
+    /// chain stops here: at the reboot that unloads nouveau, or at the tool's failure.
+    fn prepare_nouveau(
+        &self,
+        state: &mut ChainState,
+        report: &mut InstallReport,
+        before: &Proof,
+        commands: &[PlannedCommand],
+    ) -> Result<Option<ChainEnd>, InstallError> {
+        let Some(how) = self.findings.iter().find_map(|f| match &f.prepare {
+            Some(p @ readiness::Prepare::BlacklistNouveau { .. }) => Some(p),
+            _ => None,
+        }) else {
+            return Ok(None);
+        };
+        let state_path = self.stack.state_path();
+        let done = match prepare::run(how, self.stack, self.around.reporter)? {
+            Ok(done) => done,
+            Err(refused) => {
+                state.mark(
+                    Layer::Driver,
+                    LayerStatus::Failed,
+                    refused.log.clone(),
+                    Some(refused.why.clone()),
+                );
+                state.save(&state_path)?;
+                report.layers.push(LayerResult {
+                    layer: Layer::Driver,
+                    action: LayerAction::Failed,
+                    proof: before.clone(),
+                    commands: commands.to_vec(),
+                    log: refused.log,
+                });
+                report.tail = refused.tail;
+                return Ok(Some(ChainEnd::Failed {
+                    layer: Layer::Driver,
+                    why: refused.why,
+                }));
+            }
+        };
+        state.prepared(&done.what, done.log.clone());
+        state.save(&state_path)?;
+        if !done.reboot {
+            return Ok(None);
+        }
+        report.layers.push(LayerResult {
+            layer: Layer::Driver,
+            action: LayerAction::Prepared,
+            proof: Proof {
+                seen: format!(
+                    "{}; nouveau is still loaded until the reboot, then the driver installs",
+                    done.what
+                ),
+                ..before.clone()
+            },
+            commands: commands.to_vec(),
+            log: done.log,
+        });
+        Ok(Some(ChainEnd::RebootRequired {
+            after: Layer::Driver,
+        }))
+    }
+
+    /// Runs the layer's step(s), proves it, and records what happened.
+    fn run_and_judge(
+        &self,
+        layer: Layer,
+        before: Proof,
+        commands: Vec<PlannedCommand>,
+        state: &mut ChainState,
+        report: &mut InstallReport,
+    ) -> Result<Option<ChainEnd>, InstallError> {
+        let (m, host) = (self.m, self.host);
+        let state_path = self.stack.state_path();
         // Marked before the step starts: a run killed now (kill -9, power loss) is seen as
         // interrupted at this layer by status, doctor and the next install, never as done.
         state.mark(layer, LayerStatus::Running, None, None);
         state.save(&state_path)?;
-        let around = Around {
-            reporter,
-            host,
-            machine: machine.as_ref(),
-        };
-        let result = run_layer(m, stack, &lock, layer, &commands, &around);
-        let mut result = match result {
+        let mut result = match self.run_layer(layer, &commands, state) {
             Ok(result) => result,
             Err(e) => {
                 state.mark(layer, LayerStatus::Failed, None, Some(e.to_string()));
@@ -411,7 +565,7 @@ pub fn install(
             after.holds && !before.holds,
         ) {
             exit_codes::note_in_log(result.log.as_deref(), &warning);
-            reporter.warning(&warning);
+            self.around.reporter.warning(&warning);
             result.status = StepStatus::Succeeded;
         }
         let (action, status, mut end) = judge(layer, &result, &after);
@@ -440,135 +594,161 @@ pub fn install(
             commands,
             log: result.log.clone(),
         });
-        if let Some(end) = end {
+        if end.is_some() {
             report.tail = result.tail;
-            report.end = end;
-            return Ok(report);
         }
+        Ok(end)
     }
-    Ok(report)
-}
 
-/// What running a layer's commands produced.
-struct LayerRun {
-    status: StepStatus,
-    code: Option<i32>,
-    log: Option<PathBuf>,
-    tail: Vec<String>,
-}
-
-/// What a layer's steps run among: the reporter, the host, the machine lock they record into.
-#[derive(Clone, Copy)]
-struct Around<'a> {
-    reporter: &'a dyn InstallReporter,
-    host: &'a dyn HostView,
-    machine: Option<&'a lock::HeldLock>,
-}
-
-fn run_layer(
-    m: &Manifest,
-    stack: &StackDir,
-    lock: &Lockfile,
-    layer: Layer,
-    commands: &[PlannedCommand],
-    around: &Around<'_>,
-) -> Result<LayerRun, InstallError> {
-    let Around {
-        reporter,
-        host,
-        machine,
-    } = *around;
-    // Every file the manifest names for this layer must be archived and locked: a layer whose
-    // installer is not in the archive has nothing verified to run.
-    for installer in m.installers(layer) {
-        let file = installer.file_name().unwrap_or_default();
-        if lock.find(layer, &file).is_none() {
-            return Err(InstallError::Refused {
-                layer,
-                source: ArchiveError::Missing {
-                    layer,
-                    path: stack.file_path(layer, &file),
-                    file,
-                },
-            });
+    /// Runs a layer: checks its archived files, readies a hermetic library, then its commands.
+    fn run_layer(
+        &self,
+        layer: Layer,
+        commands: &[PlannedCommand],
+        state: &mut ChainState,
+    ) -> Result<LayerRun, InstallError> {
+        let (m, stack, lock) = (self.m, self.stack, self.lock);
+        check_archived(m, stack, lock, layer)?;
+        let hermetic = layer == Layer::Library && m.library.pip.is_some();
+        if hermetic {
+            ready_hermetic_library(m, stack, lock, self.host)?;
         }
+        if layer == Layer::Toolkit && m.toolkit.source == ToolkitSource::Wheels {
+            return unpack_toolkit_wheels(m, stack, lock, self.around.reporter);
+        }
+        // Right before the runfiles, once per run: the display manager stopped, the signing
+        // certificate imported, the extraction folder made.
+        let before_first: Vec<&readiness::Prepare> =
+            self.findings
+                .iter()
+                .filter_map(|f| f.prepare.as_ref())
+                .filter(|p| match p {
+                    readiness::Prepare::StopDisplay { .. }
+                    | readiness::Prepare::EnrollKey { .. } => layer == Layer::Driver,
+                    readiness::Prepare::ExtractIn { .. } => {
+                        matches!(layer, Layer::Driver | Layer::Toolkit)
+                    }
+                    readiness::Prepare::BlacklistNouveau { .. } => false,
+                })
+                .collect();
+        // The display last: a desktop session is never ended for a step that then fails.
+        let mut before_first = before_first;
+        before_first.sort_by_key(|p| matches!(p, readiness::Prepare::StopDisplay { .. }));
+        let steps = LayerSteps {
+            layer,
+            commands,
+            hermetic,
+            before_first: &before_first,
+        };
+        self.run_commands(&steps, state)
     }
-    let hermetic = layer == Layer::Library && m.library.pip.is_some();
-    if hermetic {
-        // Asked again here, not only in the preflight: `repair` and `up` come this way too.
-        if let (Some(why), Some(venv)) = (preflight::foreign_venv(m, host), m.library.venv.as_ref())
-        {
-            return Err(InstallError::ForeignVenv {
-                venv: venv.clone(),
-                why,
-            });
-        }
-        write_pip_requirements(m, stack, lock)?;
-        if m.library.installer == LibraryInstaller::Uv {
-            let entry = archive::uv_entry(lock).ok_or_else(|| InstallError::Refused {
-                layer,
-                source: ArchiveError::Incomplete {
-                    requirements: vec!["uv (library.installer: uv)".into()],
-                },
-            })?;
-            archive::extract_uv(stack, entry)
-                .map_err(|source| InstallError::Refused { layer, source })?;
-        }
-    }
-    if layer == Layer::Toolkit && m.toolkit.source == ToolkitSource::Wheels {
-        // NVIDIA's wheels are unpacked, not run: verified against the lock and the manifest's
-        // sha256, then laid out in the toolkit's root; the layer's proof follows as for a runfile.
-        let unpacked = archive::install_toolkit_wheels(stack, lock, m)
-            .map_err(|source| InstallError::Refused { layer, source })?;
-        reporter.note(&format!(
-            "toolkit: {} files of {} wheels in {}; its environment (CUDA_HOME, PATH, LD_LIBRARY_PATH) is in {}",
-            unpacked.files,
-            m.toolkit.components.len(),
-            unpacked.root.display(),
-            unpacked.env_file.display()
-        ));
-        return Ok(LayerRun {
+
+    /// The layer's commands in order, each installer staged from verified bytes first.
+    fn run_commands(
+        &self,
+        steps: &LayerSteps<'_>,
+        state: &mut ChainState,
+    ) -> Result<LayerRun, InstallError> {
+        let (m, stack, layer) = (self.m, self.stack, steps.layer);
+        let mut last = LayerRun {
             status: StepStatus::Succeeded,
             code: Some(0),
             log: None,
             tail: Vec::new(),
-        });
-    }
-    let mut last = LayerRun {
-        status: StepStatus::Succeeded,
-        code: Some(0),
-        log: None,
-        tail: Vec::new(),
-    };
-    for (i, command) in commands.iter().enumerate() {
-        // Held until the step ends; dropping it deletes the staged copy.
-        let mut _staging = None;
-        let mut argv = command.argv.clone();
-        if let Some(file) = &command.installer {
-            let entry = lock
-                .find(layer, &file.file)
-                .ok_or_else(|| InstallError::Refused {
-                    layer,
-                    source: ArchiveError::Missing {
-                        layer,
-                        file: file.file.clone(),
-                        path: file.path.clone(),
-                    },
-                })?;
-            let dir = staging_dir(stack).map_err(|source| InstallError::Refused {
-                layer,
-                source: ArchiveError::io("creating a staging folder for", &file.path, source),
-            })?;
-            let staged = archive::stage_verified(stack, m, entry, dir.path())
-                .map_err(|source| InstallError::Refused { layer, source })?;
-            argv = run_staged(&argv, &file.path, &staged);
-            _staging = Some(dir);
-        }
-        let prefix = if commands.len() > 1 {
-            format!("{layer}-{}", i + 1)
-        } else {
-            layer.to_string()
+            refused: None,
         };
+        for (i, command) in steps.commands.iter().enumerate() {
+            // Held until the step ends; dropping it deletes the staged copy.
+            let mut _staging = None;
+            let mut argv = command.argv.clone();
+            if let Some(file) = &command.installer {
+                let (staged, dir) = stage(m, stack, self.lock, layer, file)?;
+                argv = run_staged(&argv, &file.path, &staged);
+                _staging = Some(dir);
+            }
+            if i == 0
+                && let Some(refused) = self.before_first(steps.before_first, state)?
+            {
+                return Ok(refused);
+            }
+            let prefix = if steps.commands.len() > 1 {
+                format!("{layer}-{}", i + 1)
+            } else {
+                layer.to_string()
+            };
+            let outcome = self.run_step(layer, argv, &prefix, steps.hermetic)?;
+            let stop = !matches!(
+                outcome.status,
+                StepStatus::Succeeded | StepStatus::RebootRequired
+            );
+            let reboot = outcome.status == StepStatus::RebootRequired;
+            last = LayerRun {
+                status: if reboot || last.status == StepStatus::RebootRequired {
+                    if stop {
+                        outcome.status
+                    } else {
+                        StepStatus::RebootRequired
+                    }
+                } else {
+                    outcome.status
+                },
+                code: outcome.code,
+                log: Some(outcome.log),
+                tail: outcome.tail,
+                refused: None,
+            };
+            if stop {
+                break;
+            }
+            if steps.hermetic
+                && i == 0
+                && let Some(venv) = &m.library.venv
+            {
+                crate::host::venv::mark(Path::new(venv), &library_python(m), &m.name).map_err(
+                    |source| InstallError::VenvMarker {
+                        venv: venv.clone(),
+                        source,
+                    },
+                )?;
+            }
+        }
+        Ok(last)
+    }
+
+    /// The preparations due right before a layer's first installer; a failed one is the
+    /// layer's run (failed, with the tool's log), and no installer starts.
+    fn before_first(
+        &self,
+        prepares: &[&readiness::Prepare],
+        state: &mut ChainState,
+    ) -> Result<Option<LayerRun>, InstallError> {
+        for how in prepares {
+            match prepare::run(how, self.stack, self.around.reporter)? {
+                Ok(done) => state.prepared(&done.what, done.log),
+                Err(refused) => {
+                    return Ok(Some(LayerRun {
+                        status: StepStatus::Failed,
+                        code: None,
+                        log: refused.log,
+                        tail: refused.tail,
+                        refused: Some(refused.why),
+                    }));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Starts one step of a layer and waits for it, its process tree recorded in the machine
+    /// lock while it runs.
+    fn run_step(
+        &self,
+        layer: Layer,
+        argv: Vec<String>,
+        prefix: &str,
+        hermetic: bool,
+    ) -> Result<StepOutcome, InstallError> {
+        let (m, reporter, machine) = (self.m, self.around.reporter, self.around.machine);
         let (env, env_remove) = if hermetic {
             (archive::hermetic_settings(), archive::foreign_variables())
         } else {
@@ -578,7 +758,10 @@ fn run_layer(
             argv,
             env,
             env_remove,
-            log: stack.logs_dir().join(crate::exec::step::log_name(&prefix)),
+            log: self
+                .stack
+                .logs_dir()
+                .join(crate::exec::step::log_name(prefix)),
             timeout: m.timeout(layer),
             cwd: None,
         };
@@ -601,41 +784,143 @@ fn run_layer(
         let codes = exit_codes::codes_for(m.os, layer, m.exit_codes(layer));
         outcome.status = exit_codes::step_status(outcome.status, outcome.code, &codes);
         reporter.step_finished(layer, &outcome);
-        let stop = !matches!(
-            outcome.status,
-            StepStatus::Succeeded | StepStatus::RebootRequired
-        );
-        let reboot = outcome.status == StepStatus::RebootRequired;
-        last = LayerRun {
-            status: if reboot || last.status == StepStatus::RebootRequired {
-                if stop {
-                    outcome.status
-                } else {
-                    StepStatus::RebootRequired
-                }
-            } else {
-                outcome.status
-            },
-            code: outcome.code,
-            log: Some(outcome.log),
-            tail: outcome.tail,
-        };
-        if stop {
-            break;
-        }
-        if hermetic
-            && i == 0
-            && let Some(venv) = &m.library.venv
-        {
-            crate::host::venv::mark(Path::new(venv), &library_python(m), &m.name).map_err(
-                |source| InstallError::VenvMarker {
-                    venv: venv.clone(),
-                    source,
+        Ok(outcome)
+    }
+}
+
+/// What running a layer's commands produced.
+struct LayerRun {
+    status: StepStatus,
+    code: Option<i32>,
+    log: Option<PathBuf>,
+    tail: Vec<String>,
+    /// Why a preparation before the installer failed (no installer ran).
+    refused: Option<String>,
+}
+
+/// What a layer's steps run among: the reporter, the machine lock they record into.
+#[derive(Clone, Copy)]
+struct Around<'a> {
+    reporter: &'a dyn InstallReporter,
+    machine: Option<&'a lock::HeldLock>,
+}
+
+/// One layer's commands and what runs before the first.
+struct LayerSteps<'a> {
+    layer: Layer,
+    commands: &'a [PlannedCommand],
+    hermetic: bool,
+    before_first: &'a [&'a readiness::Prepare],
+}
+
+/// Every file the manifest names for this layer must be archived and locked: a layer whose
+/// installer is not in the archive has nothing verified to run.
+fn check_archived(
+    m: &Manifest,
+    stack: &StackDir,
+    lock: &Lockfile,
+    layer: Layer,
+) -> Result<(), InstallError> {
+    for installer in m.installers(layer) {
+        let file = installer.file_name().unwrap_or_default();
+        if lock.find(layer, &file).is_none() {
+            return Err(InstallError::Refused {
+                layer,
+                source: ArchiveError::Missing {
+                    layer,
+                    path: stack.file_path(layer, &file),
+                    file,
                 },
-            )?;
+            });
         }
     }
-    Ok(last)
+    Ok(())
+}
+
+/// A pip library's venv checked as stackpin's, its pinned requirements written, uv extracted.
+fn ready_hermetic_library(
+    m: &Manifest,
+    stack: &StackDir,
+    lock: &Lockfile,
+    host: &dyn HostView,
+) -> Result<(), InstallError> {
+    let layer = Layer::Library;
+    // Asked again here, not only in the preflight: `repair` and `up` come this way too.
+    if let (Some(why), Some(venv)) = (preflight::foreign_venv(m, host), m.library.venv.as_ref()) {
+        return Err(InstallError::ForeignVenv {
+            venv: venv.clone(),
+            why,
+        });
+    }
+    write_pip_requirements(m, stack, lock)?;
+    if m.library.installer == LibraryInstaller::Uv {
+        let entry = archive::uv_entry(lock).ok_or_else(|| InstallError::Refused {
+            layer,
+            source: ArchiveError::Incomplete {
+                requirements: vec!["uv (library.installer: uv)".into()],
+            },
+        })?;
+        archive::extract_uv(stack, entry)
+            .map_err(|source| InstallError::Refused { layer, source })?;
+    }
+    Ok(())
+}
+
+/// NVIDIA's wheels are unpacked, not run: verified against the lock and the manifest's sha256,
+/// then laid out in the toolkit's root; the layer's proof follows as for a runfile.
+fn unpack_toolkit_wheels(
+    m: &Manifest,
+    stack: &StackDir,
+    lock: &Lockfile,
+    reporter: &dyn InstallReporter,
+) -> Result<LayerRun, InstallError> {
+    let unpacked = archive::install_toolkit_wheels(stack, lock, m).map_err(|source| {
+        InstallError::Refused {
+            layer: Layer::Toolkit,
+            source,
+        }
+    })?;
+    reporter.note(&format!(
+        "toolkit: {} files of {} wheels in {}; its environment (CUDA_HOME, PATH, LD_LIBRARY_PATH) is in {}",
+        unpacked.files,
+        m.toolkit.components.len(),
+        unpacked.root.display(),
+        unpacked.env_file.display()
+    ));
+    Ok(LayerRun {
+        status: StepStatus::Succeeded,
+        code: Some(0),
+        log: None,
+        tail: Vec::new(),
+        refused: None,
+    })
+}
+
+/// A verified copy of `file` in a fresh staging folder (deleted when the folder is dropped).
+fn stage(
+    m: &Manifest,
+    stack: &StackDir,
+    lock: &Lockfile,
+    layer: Layer,
+    file: &ArchivedFile,
+) -> Result<(PathBuf, tempfile::TempDir), InstallError> {
+    let entry = lock
+        .find(layer, &file.file)
+        .ok_or_else(|| InstallError::Refused {
+            layer,
+            source: ArchiveError::Missing {
+                layer,
+                file: file.file.clone(),
+                path: file.path.clone(),
+            },
+        })?;
+    let dir = staging_dir(stack).map_err(|source| InstallError::Refused {
+        layer,
+        source: ArchiveError::io("creating a staging folder for", &file.path, source),
+    })?;
+    let staged = archive::stage_verified(stack, m, entry, dir.path())
+        .map_err(|source| InstallError::Refused { layer, source })?;
+    Ok((staged, dir))
 }
 
 /// Takes one of install's locks, waiting (with a note) unless `--no-wait`.
@@ -705,6 +990,7 @@ fn judge(
     match run.status {
         StepStatus::Failed | StepStatus::TimedOut | StepStatus::Interrupted => {
             let why = match (run.status, run.code) {
+                _ if run.refused.is_some() => run.refused.clone().unwrap_or_default(),
                 (StepStatus::TimedOut, _) => {
                     "the installer ran past its timeout and was stopped, with every process it started".to_string()
                 }
@@ -868,6 +1154,7 @@ mod tests {
             code,
             log: None,
             tail: vec![],
+            refused: None,
         };
         let proof = Proof {
             layer: Layer::Driver,

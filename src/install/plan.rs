@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::files::{ArchivedFile, FileState};
+use super::readiness::Choices;
 use crate::exec::step::RunnerError;
 use crate::layers::{DriverSeen, HostView, Proof, prove_layer};
 use crate::manifest::placeholder::{Placeholder, Values, library_python};
@@ -109,6 +110,22 @@ pub fn layer_commands(
             })
         })
         .collect()
+}
+
+/// Appends `extra` (readiness's `--tmpdir`, the module signing pair) to each command that runs
+/// an archived runfile.
+pub fn add_runfile_args(commands: &mut [PlannedCommand], extra: &[String]) {
+    if extra.is_empty() {
+        return;
+    }
+    for c in commands.iter_mut() {
+        if c.installer
+            .as_ref()
+            .is_some_and(|f| f.file.ends_with(".run"))
+        {
+            c.argv.extend(extra.iter().cloned());
+        }
+    }
 }
 
 /// A pip library's two commands: a fresh venv, then the archived wheels into it, offline, by
@@ -216,7 +233,9 @@ pub fn plan(
         .filter(|p| !p.holds)
         .map(|p| p.layer)
         .collect();
-    let readiness = super::readiness::findings(m, host, &to_run);
+    // `plan` has no flags of install's: it shows what a plain `install --yes` would do.
+    let choices = Choices::default().with_spare(stack);
+    let readiness = super::readiness::findings(m, host, &to_run, &choices);
     blockers.extend(
         readiness
             .iter()
@@ -225,59 +244,16 @@ pub fn plan(
     );
     let mut layers = Vec::new();
     for (layer, proof) in Layer::ORDER.into_iter().zip(proofs) {
-        let skipped = readiness
-            .iter()
-            .find(|f| f.layer == layer && f.effect == super::readiness::Effect::Skips);
-        let commands = layer_commands(m, stack, layer, files)?;
-        let missing: Vec<&ArchivedFile> = files
-            .iter()
-            .filter(|f| f.layer == layer && f.state != FileState::Verified)
-            .collect();
+        let skipped = super::readiness::skipped(&readiness, layer);
+        let mut commands = layer_commands(m, stack, layer, files)?;
+        let extra = super::readiness::extra_args(m, layer, &readiness, &choices);
+        add_runfile_args(&mut commands, &extra);
         let why: Vec<&str> = blockers
             .iter()
             .filter(|(l, _)| *l == layer)
             .map(|(_, why)| why.as_str())
             .collect();
-        let incomplete: Vec<&str> = files
-            .iter()
-            .filter(|f| f.layer == layer && f.state == FileState::Incomplete)
-            .map(|f| f.file.as_str())
-            .collect();
-        let verdict = if !incomplete.is_empty() {
-            Verdict::Blocked {
-                why: format!(
-                    "{} not archived yet (a fetch stopped before it finished); incomplete: run `stackpin fetch`",
-                    incomplete.join(", ")
-                ),
-            }
-        } else if proof.holds {
-            Verdict::InPlace
-        } else if let Some(skip) = skipped {
-            Verdict::Skipped {
-                why: skip.what.clone(),
-            }
-        } else if !why.is_empty() {
-            Verdict::Blocked {
-                why: why.join("; "),
-            }
-        } else if !missing.is_empty() {
-            // Not a blocker: `fetch` archives (or repairs) the file, then install can run.
-            Verdict::ToInstall {
-                reason: format!(
-                    "{}; archive not ready ({}): run `stackpin fetch` first",
-                    proof.seen,
-                    missing
-                        .iter()
-                        .map(|f| format!("{} {}", f.file, f.state.as_str()))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            }
-        } else {
-            Verdict::ToInstall {
-                reason: proof.seen.clone(),
-            }
-        };
+        let verdict = verdict(layer, &proof, files, skipped, &why);
         layers.push(LayerPlan {
             layer,
             pinned: pinned_text(m, layer),
@@ -299,6 +275,61 @@ pub fn plan(
         notes,
         readiness,
     })
+}
+
+/// One layer's verdict from its proof, its archived files, a finding that skips it and the
+/// reasons that block it.
+fn verdict(
+    layer: Layer,
+    proof: &Proof,
+    files: &[ArchivedFile],
+    skipped: Option<&super::readiness::Finding>,
+    why: &[&str],
+) -> Verdict {
+    let missing: Vec<&ArchivedFile> = files
+        .iter()
+        .filter(|f| f.layer == layer && f.state != FileState::Verified)
+        .collect();
+    let incomplete: Vec<&str> = files
+        .iter()
+        .filter(|f| f.layer == layer && f.state == FileState::Incomplete)
+        .map(|f| f.file.as_str())
+        .collect();
+    if !incomplete.is_empty() {
+        Verdict::Blocked {
+            why: format!(
+                "{} not archived yet (a fetch stopped before it finished); incomplete: run `stackpin fetch`",
+                incomplete.join(", ")
+            ),
+        }
+    } else if proof.holds {
+        Verdict::InPlace
+    } else if let Some(skip) = skipped {
+        Verdict::Skipped {
+            why: skip.what.clone(),
+        }
+    } else if !why.is_empty() {
+        Verdict::Blocked {
+            why: why.join("; "),
+        }
+    } else if !missing.is_empty() {
+        // Not a blocker: `fetch` archives (or repairs) the file, then install can run.
+        Verdict::ToInstall {
+            reason: format!(
+                "{}; archive not ready ({}): run `stackpin fetch` first",
+                proof.seen,
+                missing
+                    .iter()
+                    .map(|f| format!("{} {}", f.file, f.state.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    } else {
+        Verdict::ToInstall {
+            reason: proof.seen.clone(),
+        }
+    }
 }
 
 fn pinned_text(m: &Manifest, layer: Layer) -> String {

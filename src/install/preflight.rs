@@ -125,13 +125,27 @@ pub fn preflight(
     host: &dyn HostView,
     files: &[ArchivedFile],
     force: &[Layer],
+    choices: &super::readiness::Choices,
 ) -> Vec<String> {
+    checked(m, host, files, force, choices).0
+}
+
+/// [`preflight`]'s problems with the readiness findings they came from, each layer proven and
+/// the host read once.
+pub fn checked(
+    m: &Manifest,
+    host: &dyn HostView,
+    files: &[ArchivedFile],
+    force: &[Layer],
+    choices: &super::readiness::Choices,
+) -> (Vec<String>, Vec<super::readiness::Finding>) {
     let to_run = super::readiness::layers_to_run(m, host, force);
     let mut problems = Vec::new();
     // The Linux host's readiness for the runfiles (nouveau, X, headers, Secure Boot, space, …).
+    let findings = super::readiness::findings(m, host, &to_run, choices);
     problems.extend(
-        super::readiness::findings(m, host, &to_run)
-            .into_iter()
+        findings
+            .iter()
             .filter(|f| f.blocks())
             .map(|f| format!("{}: {}", f.layer, f.line())),
     );
@@ -178,7 +192,7 @@ pub fn preflight(
             ));
         }
     }
-    problems
+    (problems, findings)
 }
 
 #[cfg(test)]

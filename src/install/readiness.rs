@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::compat::{self, DriverRequirement};
+use crate::host::context::under;
 use crate::host::readiness::LinuxFacts;
 use crate::layers::{HostView, prove_layer};
 use crate::manifest::{Layer, Manifest};
@@ -38,6 +39,71 @@ pub enum Effect {
     Skips,
     /// Worth knowing; the chain runs.
     Warns,
+    /// `install` prepares it itself, with the consent it asks for before anything runs (the
+    /// finding's `prepare` says how); the chain runs.
+    Prepares,
+}
+
+/// What `install` does about a finding it prepares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum Prepare {
+    /// Writes `blacklist` (unless `write` is false: nouveau is blacklisted already), runs the
+    /// distribution's initramfs tool (`initramfs`), and, when nouveau is loaded now, stops the
+    /// chain at a reboot before the driver.
+    BlacklistNouveau {
+        blacklist: PathBuf,
+        write: bool,
+        initramfs: Vec<String>,
+        reboot: bool,
+    },
+    /// Stops the display manager right before the driver's runfile (`--stop-display`).
+    StopDisplay { argv: Vec<String> },
+    /// The runfiles extract in `dir` (`--tmpdir`), a folder with room.
+    ExtractIn { dir: PathBuf },
+    /// Imports the module signing certificate for enrolment at the next boot, before the
+    /// driver's runfile (`--module-signing-key` / `--module-signing-cert`).
+    EnrollKey { argv: Vec<String> },
+}
+
+/// What the user allowed `install` to do or use beyond the manifest.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Choices {
+    /// `--stop-display`: stop a running display manager before the driver.
+    pub stop_display: bool,
+    /// `--module-signing-key KEY --module-signing-cert CERT`.
+    pub signing: Option<Signing>,
+    /// `--tmpdir DIR`: where the runfiles extract.
+    pub tmpdir: Option<PathBuf>,
+    /// Where the runfiles extract when `/tmp` is short and no `--tmpdir` was given: a folder in
+    /// the stack's archive folder (on the archive's disk, which holds the runfiles already).
+    pub spare_tmpdir: Option<PathBuf>,
+}
+
+impl Choices {
+    /// These choices with the spare extraction folder in the stack's archive folder.
+    pub fn with_spare(&self, stack_root: &Path) -> Choices {
+        Choices {
+            spare_tmpdir: self
+                .spare_tmpdir
+                .clone()
+                .or_else(|| Some(spare_tmpdir(stack_root))),
+            ..self.clone()
+        }
+    }
+}
+
+/// Where the runfiles extract when `/tmp` is short: `.extract` in the stack's archive folder.
+pub fn spare_tmpdir(stack_root: &Path) -> PathBuf {
+    stack_root.join(".extract")
+}
+
+/// A module signing key pair for Secure Boot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signing {
+    pub key: PathBuf,
+    /// The X.509 certificate (DER), which `mokutil --import` enrolls.
+    pub cert: PathBuf,
 }
 
 /// One readiness finding: its layer, what it does to the chain, what was seen and the fix.
@@ -47,6 +113,9 @@ pub struct Finding {
     pub effect: Effect,
     pub what: String,
     pub fix: String,
+    /// What `install` does about it, when it prepares it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prepare: Option<Prepare>,
 }
 
 impl Finding {
@@ -56,6 +125,15 @@ impl Finding {
             effect,
             what,
             fix: fix.into(),
+            prepare: None,
+        }
+    }
+
+    /// A finding `install` prepares with `how`.
+    fn prepares(layer: Layer, what: String, fix: impl Into<String>, how: Prepare) -> Self {
+        Self {
+            prepare: Some(how),
+            ..Self::new(layer, Effect::Prepares, what, fix)
         }
     }
 
@@ -87,11 +165,19 @@ pub struct Needs {
     pub host_driver: Option<Version>,
     /// The pinned toolkit's minimum driver.
     pub min_driver: Option<Version>,
+    /// What the user allowed beyond the manifest.
+    pub choices: Choices,
 }
 
-/// The readiness findings for a manifest whose `to_run` layers will run: empty when the stack
-/// is not a Linux one, the host is not Linux, or neither the driver nor the toolkit runs.
-pub fn findings(m: &Manifest, host: &dyn HostView, to_run: &[Layer]) -> Vec<Finding> {
+/// The readiness findings for a manifest whose `to_run` layers will run, given what the user
+/// allowed (`choices`): empty when the stack is not a Linux one, the host is not Linux, or
+/// neither the driver nor the toolkit runs.
+pub fn findings(
+    m: &Manifest,
+    host: &dyn HostView,
+    to_run: &[Layer],
+    choices: &Choices,
+) -> Vec<Finding> {
     let (driver, toolkit) = (
         to_run.contains(&Layer::Driver),
         to_run.contains(&Layer::Toolkit),
@@ -99,10 +185,14 @@ pub fn findings(m: &Manifest, host: &dyn HostView, to_run: &[Layer]) -> Vec<Find
     if m.os != Os::Linux || !(driver || toolkit) {
         return Vec::new();
     }
-    let extract_dir = tmpdir_arg(&m.toolkit.run).unwrap_or_else(|| PathBuf::from("/tmp"));
+    let extract_dir = tmpdir_arg(&m.toolkit.run)
+        .or_else(|| choices.tmpdir.clone())
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
     let toolkit_root = PathBuf::from(&m.toolkit.root);
     let space_for = if toolkit {
-        vec![extract_dir.clone(), toolkit_root.clone()]
+        let mut at = vec![extract_dir.clone(), toolkit_root.clone()];
+        at.extend(choices.spare_tmpdir.clone());
+        at
     } else {
         Vec::new()
     };
@@ -123,18 +213,71 @@ pub fn findings(m: &Manifest, host: &dyn HostView, to_run: &[Layer]) -> Vec<Find
             DriverRequirement::Branch { floor, .. } => Some(floor),
             DriverRequirement::Unknown => None,
         },
+        choices: choices.clone(),
     };
     judge(&facts, &needs)
 }
 
-/// The finding that skips `layer` on this host, if one does (only the driver is ever skipped).
-pub fn skipped(m: &Manifest, layer: Layer, host: &dyn HostView) -> Option<Finding> {
-    if layer != Layer::Driver {
-        return None;
-    }
-    findings(m, host, &[layer])
-        .into_iter()
+/// The finding that skips `layer` among `findings`, if one does (only the driver is ever
+/// skipped).
+pub fn skipped(findings: &[Finding], layer: Layer) -> Option<&Finding> {
+    findings
+        .iter()
         .find(|f| f.layer == layer && f.effect == Effect::Skips)
+}
+
+/// The arguments `install` adds to `layer`'s runfile: `--tmpdir=DIR` for both runfiles (the
+/// folder `--tmpdir` named, or the one with room a finding chose), and the module signing pair
+/// for the driver's; none where the manifest's own `run` already says it.
+pub fn extra_args(
+    m: &Manifest,
+    layer: Layer,
+    findings: &[Finding],
+    choices: &Choices,
+) -> Vec<String> {
+    let run = match (m.os, layer) {
+        (Os::Linux, Layer::Driver) => &m.driver.run,
+        (Os::Linux, Layer::Toolkit) => &m.toolkit.run,
+        _ => return Vec::new(),
+    };
+    let mut extra = Vec::new();
+    let chosen = findings.iter().find_map(|f| match &f.prepare {
+        Some(Prepare::ExtractIn { dir }) => Some(dir.clone()),
+        _ => None,
+    });
+    if let Some(dir) = choices.tmpdir.clone().or(chosen)
+        && tmpdir_arg(run).is_none()
+    {
+        extra.push(format!("--tmpdir={}", dir.display()));
+    }
+    if let (Layer::Driver, Some(signing)) = (layer, &choices.signing)
+        && !run.iter().any(|a| a.starts_with("--module-signing-"))
+    {
+        extra.push(format!(
+            "--module-signing-secret-key={}",
+            signing.key.display()
+        ));
+        extra.push(format!(
+            "--module-signing-public-key={}",
+            signing.cert.display()
+        ));
+    }
+    extra
+}
+
+/// Why an installed driver does not answer, when the host's readiness explains it (for
+/// `doctor`): nouveau holds the GPU, or Secure Boot refuses an unsigned (or unenrolled) module.
+pub fn explain_dead_driver(facts: &LinuxFacts) -> Option<String> {
+    if let Some(seen) = &facts.nouveau_loaded {
+        return Some(format!(
+            "nouveau is loaded ({seen}): it holds the GPU, so the NVIDIA module cannot load; blacklist it and rebuild the initramfs (`stackpin install MANIFEST --yes` does both and stops at a reboot), then reboot"
+        ));
+    }
+    let sb = facts.secure_boot.as_ref().filter(|s| s.enabled)?;
+    (!facts.nvidia_loaded).then(|| format!(
+        "Secure Boot is on ({}) and the nvidia module is not loaded: the module was built but the kernel refuses to load it (unsigned, or signed with a key that was never enrolled); enroll the key (`mokutil --import CERT`, then \"Enroll MOK\" at the next boot) or reinstall with `stackpin repair`/`install --force driver --module-signing-key KEY --module-signing-cert CERT`, or turn Secure Boot off in the firmware settings",
+        sb.read_from
+    ))
 }
 
 /// The layers a chain runs: those whose proof does not hold, and those forced.
@@ -220,11 +363,36 @@ fn guest_driver(facts: &LinuxFacts, needs: &Needs) -> Option<Finding> {
 }
 
 fn driver_findings(facts: &LinuxFacts, needs: &Needs, out: &mut Vec<Finding>) {
-    let blocks = |what: String, fix: String| Finding::new(Layer::Driver, Effect::Blocks, what, fix);
-    let warns = |what: String, fix: String| Finding::new(Layer::Driver, Effect::Warns, what, fix);
-    let blacklist_steps = "write /etc/modprobe.d/blacklist-nouveau.conf with the lines `blacklist nouveau` and `options nouveau modeset=0`, rebuild the initramfs (`update-initramfs -u` on Debian/Ubuntu, `dracut -f` on Fedora/RHEL), reboot, then run install again";
-    match (&facts.nouveau_loaded, &facts.nouveau_blacklisted) {
-        (Some(seen), blacklist) => out.push(blocks(
+    out.extend(nouveau_finding(facts));
+    out.extend(display_finding(facts, needs));
+    build_findings(facts, needs, out);
+    out.extend(compiler_finding(facts));
+    out.extend(secure_boot_finding(facts, needs));
+    if !facts.packaged_drivers.is_empty() {
+        out.push(Finding::new(
+            Layer::Driver,
+            Effect::Blocks,
+            format!(
+                "the package manager installed a driver ({}): the runfile conflicts with it, and the CUDA runfile says \"Existing package manager installation of the driver found\"",
+                facts.packaged_drivers.join(", ")
+            ),
+            "remove it first (`apt-get purge 'nvidia-driver-*' cuda-drivers` or `dnf remove akmod-nvidia cuda-drivers`), reboot, then run install again; or pin the manifest to that driver and leave the driver to the package manager",
+        ));
+    }
+}
+
+/// The modprobe.d file stackpin writes to keep nouveau off the GPU.
+pub const NOUVEAU_BLACKLIST: &str = "/etc/modprobe.d/blacklist-nouveau.conf";
+
+/// nouveau loaded (the runfile refuses) or not blacklisted (it may claim the GPU at a later
+/// boot): prepared by `install` where the distribution's initramfs tool is found, else blocked
+/// (loaded) or warned about (not blacklisted) with the steps by hand.
+fn nouveau_finding(facts: &LinuxFacts) -> Option<Finding> {
+    let blacklist_steps = format!(
+        "write {NOUVEAU_BLACKLIST} with the lines `blacklist nouveau` and `options nouveau modeset=0`, rebuild the initramfs (`update-initramfs -u` on Debian/Ubuntu, `dracut -f` on Fedora/RHEL), reboot, then run install again"
+    );
+    let (what, by_hand, loaded) = match (&facts.nouveau_loaded, &facts.nouveau_blacklisted) {
+        (Some(seen), blacklist) => (
             format!(
                 "nouveau is loaded ({seen}): the driver's runfile stops with \"ERROR: The Nouveau kernel driver is currently in use by your system.\""
             ),
@@ -233,31 +401,105 @@ fn driver_findings(facts: &LinuxFacts, needs: &Needs, out: &mut Vec<Finding>) {
                     "it is already blacklisted in {} but still loaded: rebuild the initramfs (`update-initramfs -u` or `dracut -f`), reboot, then run install again",
                     file.display()
                 ),
-                None => blacklist_steps.to_string(),
+                None => blacklist_steps,
             },
-        )),
-        (None, None) => out.push(warns(
+            true,
+        ),
+        (None, None) => (
             "nouveau is not loaded now but not blacklisted either: it can claim the GPU at a later boot".to_string(),
             blacklist_steps.replace(", then run install again", ""),
-        )),
-        (None, Some(_)) => {}
-    }
-    if let Some(seen) = &facts.display {
-        out.push(blocks(
+            false,
+        ),
+        (None, Some(_)) => return None,
+    };
+    let Some(tool) = &facts.initramfs_tool else {
+        let effect = if loaded {
+            Effect::Blocks
+        } else {
+            Effect::Warns
+        };
+        return Some(Finding::new(
+            Layer::Driver,
+            effect,
+            what,
             format!(
-                "a display server is running ({seen}): the runfile stops with \"ERROR: You appear to be running an X server; please exit X before installing.\""
+                "{by_hand} (neither update-initramfs nor dracut was found, so install cannot do it)"
             ),
-            "stop it from a text console (Ctrl+Alt+F3): `sudo systemctl isolate multi-user.target` (or `sudo systemctl stop display-manager`; this ends the desktop session), then run install again".to_string(),
         ));
-    } else if facts.nvidia_drm_loaded {
-        out.push(warns(
-            "nvidia_drm is loaded (an NVIDIA driver runs now): the runfile stops with \"ERROR: An NVIDIA kernel module 'nvidia-drm' appears to already be loaded in your kernel\" while something uses it".to_string(),
-            "stop what uses the GPU (nvidia-persistenced, CUDA programs, a compositor) before installing".to_string(),
-        ));
+    };
+    let write = facts.nouveau_blacklisted.is_none();
+    let blacklist = under(facts.root.as_deref(), NOUVEAU_BLACKLIST);
+    let tool_words = crate::exec::step::shell_words(tool);
+    let fix = format!(
+        "install prepares it with the consent it asks for: {}rebuilds the initramfs with `{tool_words}`{}. By hand: {by_hand}",
+        if write {
+            format!(
+                "writes {NOUVEAU_BLACKLIST} (`blacklist nouveau`, `options nouveau modeset=0`), "
+            )
+        } else {
+            String::new()
+        },
+        if loaded {
+            ", and stops at a reboot before the driver; after it the same command (or --reboot's resume) installs the driver"
+        } else {
+            ", then goes on with the driver"
+        }
+    );
+    Some(Finding::prepares(
+        Layer::Driver,
+        what,
+        fix,
+        Prepare::BlacklistNouveau {
+            blacklist,
+            write,
+            initramfs: tool.clone(),
+            reboot: loaded,
+        },
+    ))
+}
+
+/// A display server: blocks, unless `--stop-display` lets install stop the display manager.
+fn display_finding(facts: &LinuxFacts, needs: &Needs) -> Option<Finding> {
+    if let Some(seen) = &facts.display {
+        let what = format!(
+            "a display server is running ({seen}): the runfile stops with \"ERROR: You appear to be running an X server; please exit X before installing.\""
+        );
+        return Some(match (&facts.systemctl, needs.choices.stop_display) {
+            (Some(systemctl), true) => Finding::prepares(
+                Layer::Driver,
+                what,
+                "install stops it (`systemctl stop display-manager`, asked for with --stop-display) right before the driver's runfile: this ends the desktop session, and it is not started again (the new driver needs a reboot, which starts it)",
+                Prepare::StopDisplay {
+                    argv: vec![
+                        systemctl.display().to_string(),
+                        "stop".into(),
+                        "display-manager".into(),
+                    ],
+                },
+            ),
+            _ => Finding::new(
+                Layer::Driver,
+                Effect::Blocks,
+                what,
+                "run install again with --stop-display (it stops the display manager before the driver; this ends the desktop session), or stop it yourself from a text console (Ctrl+Alt+F3): `sudo systemctl isolate multi-user.target` (or `sudo systemctl stop display-manager`), then run install again",
+            ),
+        });
     }
+    facts.nvidia_drm_loaded.then(|| Finding::new(
+        Layer::Driver,
+        Effect::Warns,
+        "nvidia_drm is loaded (an NVIDIA driver runs now): the runfile stops with \"ERROR: An NVIDIA kernel module 'nvidia-drm' appears to already be loaded in your kernel\" while something uses it".to_string(),
+        "stop what uses the GPU (nvidia-persistenced, CUDA programs, a compositor) before installing",
+    ))
+}
+
+/// The running kernel's headers and the build tools the module needs.
+fn build_findings(facts: &LinuxFacts, needs: &Needs, out: &mut Vec<Finding>) {
     if let (Some(build), false) = (&facts.kernel_build, facts.kernel_build_present) {
         let kernel = facts.kernel.as_deref().unwrap_or("the running kernel");
-        out.push(blocks(
+        out.push(Finding::new(
+            Layer::Driver,
+            Effect::Blocks,
             format!(
                 "no kernel headers for the running kernel {kernel} ({} is missing): the runfile stops with \"ERROR: Unable to find the kernel source tree for the currently running kernel.\"",
                 build.display()
@@ -275,7 +517,9 @@ fn driver_findings(facts: &LinuxFacts, needs: &Needs, out: &mut Vec<Finding>) {
         .collect();
     if !missing.is_empty() {
         let words = missing.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>();
-        out.push(blocks(
+        out.push(Finding::new(
+            Layer::Driver,
+            Effect::Blocks,
             format!(
                 "{} not found{}: the driver's kernel module cannot be built",
                 words.join(", "),
@@ -287,52 +531,88 @@ fn driver_findings(facts: &LinuxFacts, needs: &Needs, out: &mut Vec<Finding>) {
             ),
         ));
     }
-    if let (Some(kernel), Some(gcc)) = (&facts.kernel_compiler, &facts.gcc)
-        && kernel != gcc
-    {
-        let major = |v: &str| v.split('.').next().unwrap_or_default().to_string();
-        let effect = if major(kernel) == major(gcc) {
-            Effect::Warns
-        } else {
-            Effect::Blocks
-        };
-        out.push(Finding::new(
+}
+
+/// A gcc other than the kernel's: another major blocks, another minor or patch warns.
+fn compiler_finding(facts: &LinuxFacts) -> Option<Finding> {
+    let (kernel, gcc) = (facts.kernel_compiler.as_ref()?, facts.gcc.as_ref()?);
+    if kernel == gcc {
+        return None;
+    }
+    let major = |v: &str| v.split('.').next().unwrap_or_default().to_string();
+    let effect = if major(kernel) == major(gcc) {
+        Effect::Warns
+    } else {
+        Effect::Blocks
+    };
+    Some(Finding::new(
+        Layer::Driver,
+        effect,
+        format!(
+            "the kernel was built with gcc {kernel} but `gcc` here is {gcc}: the runfile's \"CC version check failed\", and a module built by another compiler may not load"
+        ),
+        format!(
+            "install the kernel's compiler (`apt-get install gcc-{k}` / `dnf install gcc`) and make it the `gcc` the runfile finds (`update-alternatives`), or update the kernel to one built with gcc {gcc}",
+            k = major(kernel)
+        ),
+    ))
+}
+
+/// How to make a module signing key pair, as NVIDIA's README does.
+pub const OPENSSL_KEY_PAIR: &str = "openssl req -new -x509 -newkey rsa:2048 -nodes -days 36500 -outform DER -keyout /root/mok.key -out /root/mok.der -subj \"/CN=NVIDIA module signing/\"";
+
+/// Secure Boot on: never a silent dead driver. A key pair given to install: the runfile signs
+/// the module and install imports the certificate with mokutil; one in driver.run: a warning to
+/// enroll it; none: refused with both ways out.
+fn secure_boot_finding(facts: &LinuxFacts, needs: &Needs) -> Option<Finding> {
+    let sb = facts.secure_boot.as_ref().filter(|s| s.enabled)?;
+    let on = format!("Secure Boot is on ({})", sb.read_from);
+    let enrol = "at the next boot the blue MOK manager screen appears: choose \"Enroll MOK\", then \"Continue\" and \"Yes\", and type the enrolment password (with --root-pw: root's password on this machine), then \"Reboot\"; without it the module does not load";
+    Some(match (&needs.choices.signing, &facts.mokutil) {
+        (Some(signing), Some(mokutil)) => Finding::prepares(
             Layer::Driver,
-            effect,
             format!(
-                "the kernel was built with gcc {kernel} but `gcc` here is {gcc}: the runfile's \"CC version check failed\", and a module built by another compiler may not load"
+                "{on}: the runfile signs the module with {} and install enrolls {} with `mokutil --import` before the driver",
+                signing.key.display(),
+                signing.cert.display()
+            ),
+            enrol,
+            Prepare::EnrollKey {
+                argv: vec![
+                    mokutil.display().to_string(),
+                    "--import".into(),
+                    signing.cert.display().to_string(),
+                    "--root-pw".into(),
+                ],
+            },
+        ),
+        (Some(_), None) => Finding::new(
+            Layer::Driver,
+            Effect::Blocks,
+            format!(
+                "{on} and a signing key was given, but `mokutil` was not found: the key cannot be enrolled"
+            ),
+            "install mokutil (`apt-get install mokutil` / `dnf install mokutil`), then run install again",
+        ),
+        (None, _) if needs.signing_key => Finding::new(
+            Layer::Driver,
+            Effect::Warns,
+            format!("{on}: the module is signed with the key driver.run names"),
+            format!(
+                "enroll its public key before the reboot: `mokutil --import PUBLIC_KEY` (it asks for a one-time password); {enrol}"
+            ),
+        ),
+        (None, _) => Finding::new(
+            Layer::Driver,
+            Effect::Blocks,
+            format!(
+                "{on}: an unsigned module builds and installs, then \"The kernel module failed to load. Secure boot is enabled on this system\" — the driver is dead after the reboot"
             ),
             format!(
-                "install the kernel's compiler (`apt-get install gcc-{k}` / `dnf install gcc`) and make it the `gcc` the runfile finds (`update-alternatives`), or update the kernel to one built with gcc {gcc}",
-                k = major(kernel)
+                "choose one: turn Secure Boot off in the firmware settings; or sign the module — make a key pair once (`{OPENSSL_KEY_PAIR}`) and run install again with `--module-signing-key /root/mok.key --module-signing-cert /root/mok.der`: the runfile signs the module (--module-signing-secret-key / --module-signing-public-key) and install enrolls the certificate with `mokutil --import`, confirmed at the next boot in the MOK manager"
             ),
-        ));
-    }
-    if let Some(sb) = facts.secure_boot.as_ref().filter(|s| s.enabled) {
-        out.push(if needs.signing_key {
-            warns(
-                format!("Secure Boot is on ({}): the module is signed with the key driver.run names", sb.read_from),
-                "enroll its public key before the reboot: `mokutil --import PUBLIC_KEY` (it asks for a one-time password), then at the next boot choose \"Enroll MOK\" in the blue MOK manager and type that password; without it the module does not load".to_string(),
-            )
-        } else {
-            blocks(
-                format!(
-                    "Secure Boot is on ({}): an unsigned module builds and installs, then \"The kernel module failed to load. Secure boot is enabled on this system\" — the driver is dead after the reboot",
-                    sb.read_from
-                ),
-                "choose one: sign the module — add `--module-signing-secret-key=KEY` and `--module-signing-public-key=PUBLIC_KEY` to driver.run and enroll the public key with `mokutil --import PUBLIC_KEY` (confirmed at the next boot in the MOK manager); or turn Secure Boot off in the firmware settings".to_string(),
-            )
-        });
-    }
-    if !facts.packaged_drivers.is_empty() {
-        out.push(blocks(
-            format!(
-                "the package manager installed a driver ({}): the runfile conflicts with it, and the CUDA runfile says \"Existing package manager installation of the driver found\"",
-                facts.packaged_drivers.join(", ")
-            ),
-            "remove it first (`apt-get purge 'nvidia-driver-*' cuda-drivers` or `dnf remove akmod-nvidia cuda-drivers`), reboot, then run install again; or pin the manifest to that driver and leave the driver to the package manager".to_string(),
-        ));
-    }
+        ),
+    })
 }
 
 fn space_findings(facts: &LinuxFacts, needs: &Needs, out: &mut Vec<Finding>) {
@@ -361,7 +641,10 @@ fn space_findings(facts: &LinuxFacts, needs: &Needs, out: &mut Vec<Finding>) {
         return;
     }
     if let Some(e) = extract.filter(|e| short(e.free_bytes, EXTRACT_NEED)) {
-        out.push(Finding::new(
+        if let Some(moved) = spare_extract(facts, needs, e) {
+            out.push(moved);
+        } else {
+            out.push(Finding::new(
             Layer::Toolkit,
             Effect::Blocks,
             format!(
@@ -374,6 +657,7 @@ fn space_findings(facts: &LinuxFacts, needs: &Needs, out: &mut Vec<Finding>) {
             ),
             extract_fix(&needs.extract_dir),
         ));
+        }
     }
     if let Some(r) = root.filter(|r| short(r.free_bytes, TOOLKIT_NEED)) {
         out.push(Finding::new(
@@ -394,6 +678,45 @@ fn space_findings(facts: &LinuxFacts, needs: &Needs, out: &mut Vec<Finding>) {
     }
 }
 
+/// `/tmp` is short and nobody named another folder: the runfiles extract in the spare folder
+/// (in the archive) when its disk has room, also for the toolkit when they share it.
+fn spare_extract(
+    facts: &LinuxFacts,
+    needs: &Needs,
+    tmp: &crate::host::readiness::FreeSpace,
+) -> Option<Finding> {
+    if needs.choices.tmpdir.is_some() || needs.extract_dir != Path::new("/tmp") {
+        return None;
+    }
+    let dir = needs.choices.spare_tmpdir.as_ref()?;
+    let spare = facts.space_at(dir)?;
+    let shares_root = facts
+        .space_at(&needs.toolkit_root)
+        .is_some_and(|r| r.mount == spare.mount);
+    let need = EXTRACT_NEED + if shares_root { TOOLKIT_NEED } else { 0 };
+    if spare.free_bytes < need {
+        return None;
+    }
+    Some(Finding::prepares(
+        Layer::Toolkit,
+        format!(
+            "only {} free in /tmp (on {}): the CUDA runfile extracts about {} and would stop with \"Not enough space on parition mounted at {}\"; it extracts in {} instead ({} free on {})",
+            gib(tmp.free_bytes),
+            tmp.mount,
+            gib(EXTRACT_NEED),
+            tmp.mount,
+            dir.display(),
+            gib(spare.free_bytes),
+            spare.mount
+        ),
+        format!(
+            "nothing to do: install passes `--tmpdir={}` to the runfiles; to choose another folder, give install `--tmpdir DIR`",
+            dir.display()
+        ),
+        Prepare::ExtractIn { dir: dir.clone() },
+    ))
+}
+
 /// Bytes as people read disk sizes here: `9.5 GiB`.
 fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
@@ -401,7 +724,7 @@ fn gib(bytes: u64) -> String {
 
 fn extract_fix(dir: &Path) -> String {
     format!(
-        "free space in {}, or give the runfile a folder with room: add `--tmpdir=/var/tmp/cuda-extract` (a folder on a disk with {} free; create it first) to toolkit.run",
+        "free space in {}, or give the runfiles a folder with room: run install with `--tmpdir DIR` (a folder on a disk with {} free)",
         dir.display(),
         gib(EXTRACT_NEED)
     )
@@ -447,6 +770,7 @@ mod tests {
             toolkit_root: "/usr/local/cuda-12.4".into(),
             host_driver: None,
             min_driver: Some(Version::parse("550.54.14").expect("version")),
+            choices: Choices::default(),
         }
     }
 
@@ -549,6 +873,57 @@ mod tests {
                 Layer::Driver,
                 Effect::Warns,
                 "signed with the key",
+            ),
+            (
+                "nouveau loaded, update-initramfs here",
+                |f, _| {
+                    f.nouveau_loaded = Some("/proc/modules lists nouveau".into());
+                    f.nouveau_blacklisted = None;
+                    f.initramfs_tool = Some(vec!["/usr/sbin/update-initramfs".into(), "-u".into()]);
+                },
+                Layer::Driver,
+                Effect::Prepares,
+                "Nouveau kernel driver is currently in use",
+            ),
+            (
+                "X running, --stop-display",
+                |f, n| {
+                    f.display = Some("/tmp/.X0-lock exists".into());
+                    f.systemctl = Some("/usr/bin/systemctl".into());
+                    n.choices.stop_display = true;
+                },
+                Layer::Driver,
+                Effect::Prepares,
+                "running an X server",
+            ),
+            (
+                "Secure Boot, key pair given to install",
+                |f, n| {
+                    f.secure_boot = Some(SecureBoot {
+                        enabled: true,
+                        read_from: "x".into(),
+                    });
+                    f.mokutil = Some("/usr/bin/mokutil".into());
+                    n.choices.signing = Some(Signing {
+                        key: "/root/mok.key".into(),
+                        cert: "/root/mok.der".into(),
+                    });
+                },
+                Layer::Driver,
+                Effect::Prepares,
+                "install enrolls /root/mok.der",
+            ),
+            (
+                "small /tmp, room in the archive",
+                |f, n| {
+                    f.space[0] = space("/tmp", "/tmp", 2 << 30);
+                    f.space
+                        .push(space("/var/lib/stackpin/t/.extract", "/", 100 << 30));
+                    n.choices.spare_tmpdir = Some("/var/lib/stackpin/t/.extract".into());
+                },
+                Layer::Toolkit,
+                Effect::Prepares,
+                "extracts in /var/lib/stackpin/t/.extract instead",
             ),
             (
                 "packaged driver",

@@ -35,6 +35,10 @@ pub struct RebootRequest {
     /// The boot the machine was on when it was asked for (`None`: unknown on this host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot: Option<String>,
+    /// The reboot came before the layer ran, for a preparation (nouveau unloaded): the layer's
+    /// own reboot after it is a new one, not the same one failing again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prepared: bool,
 }
 
 /// One run of `stackpin resume`.
@@ -126,7 +130,12 @@ pub enum RebootDecision {
 
 /// The decision, from the reboots already asked for and the boot the machine is on now
 /// (`None` when unknown: then only the cap applies).
-pub fn decide(record: &ResumeRecord, after: Layer, boot_now: Option<&str>) -> RebootDecision {
+pub fn decide(
+    record: &ResumeRecord,
+    after: Layer,
+    prepared: bool,
+    boot_now: Option<&str>,
+) -> RebootDecision {
     if record.reboots.len() >= MAX_REBOOTS {
         return RebootDecision::Capped {
             reboots: record.reboots.len(),
@@ -135,6 +144,7 @@ pub fn decide(record: &ResumeRecord, after: Layer, boot_now: Option<&str>) -> Re
     match record.reboots.last() {
         Some(last)
             if last.after == after
+                && last.prepared == prepared
                 && last.boot.is_some()
                 && boot_now.is_some()
                 && last.boot.as_deref() != boot_now =>
@@ -195,6 +205,7 @@ mod tests {
             after,
             at: "2026-01-01T00:00:00Z".into(),
             boot: boot.map(String::from),
+            prepared: false,
         }
     }
 
@@ -202,7 +213,7 @@ mod tests {
     fn the_first_reboot_and_a_new_layers_reboot_go_ahead() {
         let empty = ResumeRecord::default();
         assert_eq!(
-            decide(&empty, Layer::Driver, Some("b1")),
+            decide(&empty, Layer::Driver, false, Some("b1")),
             RebootDecision::Reboot
         );
         let after_driver = ResumeRecord {
@@ -210,7 +221,7 @@ mod tests {
             last_resume: None,
         };
         assert_eq!(
-            decide(&after_driver, Layer::Toolkit, Some("b2")),
+            decide(&after_driver, Layer::Toolkit, false, Some("b2")),
             RebootDecision::Reboot,
             "a chain that needs two reboots gets both"
         );
@@ -222,7 +233,7 @@ mod tests {
             reboots: vec![request(Layer::Driver, Some("b1"))],
             last_resume: None,
         };
-        let decision = decide(&record, Layer::Driver, Some("b2"));
+        let decision = decide(&record, Layer::Driver, false, Some("b2"));
         assert!(
             matches!(
                 decision,
@@ -241,10 +252,33 @@ mod tests {
         );
         // The reboot never happened (same boot), or the boot is unknown: ask for it again.
         assert_eq!(
-            decide(&record, Layer::Driver, Some("b1")),
+            decide(&record, Layer::Driver, false, Some("b1")),
             RebootDecision::Reboot
         );
-        assert_eq!(decide(&record, Layer::Driver, None), RebootDecision::Reboot);
+        assert_eq!(
+            decide(&record, Layer::Driver, false, None),
+            RebootDecision::Reboot
+        );
+    }
+
+    #[test]
+    fn the_drivers_own_reboot_after_a_preparation_reboot_goes_ahead() {
+        let record = ResumeRecord {
+            reboots: vec![RebootRequest {
+                prepared: true,
+                ..request(Layer::Driver, Some("b1"))
+            }],
+            last_resume: None,
+        };
+        assert_eq!(
+            decide(&record, Layer::Driver, false, Some("b2")),
+            RebootDecision::Reboot,
+            "nouveau's reboot, then the driver's"
+        );
+        assert!(matches!(
+            decide(&record, Layer::Driver, true, Some("b2")),
+            RebootDecision::StillFailing { .. }
+        ));
     }
 
     #[test]
@@ -257,7 +291,7 @@ mod tests {
             ],
             last_resume: None,
         };
-        let decision = decide(&record, Layer::Driver, None);
+        let decision = decide(&record, Layer::Driver, false, None);
         assert_eq!(decision, RebootDecision::Capped { reboots: 3 });
         assert!(
             decision.refusal().is_some_and(|r| r.contains("at most 3")),

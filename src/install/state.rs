@@ -84,6 +84,19 @@ pub struct ChainState {
     /// Set when the chain stopped because Ctrl-C was pressed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupted_at: Option<Layer>,
+    /// What install prepared on the host for the driver (nouveau blacklisted, the display
+    /// manager stopped, a signing certificate imported), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prepared: Vec<Prepared>,
+}
+
+/// One preparation install did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prepared {
+    pub what: String,
+    pub at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<PathBuf>,
 }
 
 impl ChainState {
@@ -114,6 +127,15 @@ impl ChainState {
                 detail,
             },
         );
+    }
+
+    /// Records a preparation, stamped now.
+    pub fn prepared(&mut self, what: &str, log: Option<PathBuf>) {
+        self.prepared.push(Prepared {
+            what: what.to_string(),
+            at: jiff::Timestamp::now().to_string(),
+            log,
+        });
     }
 
     /// The status of a layer, if it ran before.

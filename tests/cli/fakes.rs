@@ -137,10 +137,12 @@ mod linux_root {
     pub const KERNEL: &str = "6.8.0-50-generic";
 
     /// `df -Pk` with `/tmp` a mount of its own; free KiB from `.df-tmp-kib` / `.df-root-kib`.
+    /// Every other folder is on `/` (a test's own folders, mirrored into the root by
+    /// [`FakeRoot::holds`], live in the real `/tmp` but stand for folders on `/`).
     const DF: &str = r#"#!/bin/sh
     # Fake df -Pk (tests/cli/fakes.rs): /tmp is a mount of its own; free KiB from files in the root.
     r='@ROOT@'; p="$2"
-    case "$p" in "$r/tmp"|"$r/tmp/"*) m=/tmp; f="$r/.df-tmp-kib" ;; *) m=/; f="$r/.df-root-kib" ;; esac
+    case "$p" in "$r/tmp") m=/tmp; f="$r/.df-tmp-kib" ;; *) m=/; f="$r/.df-root-kib" ;; esac
     kib=$(cat "$f" 2>/dev/null || echo 104857600)
     echo "Filesystem     1024-blocks      Used Available Capacity Mounted on"
     echo "/dev/fake        209715200         0 $kib       1% $m"
@@ -300,6 +302,46 @@ Version: 550.120-0ubuntu0.24.04.1
                     gib * 1024 * 1024
                 ),
             );
+        }
+
+        /// The disk of `/` (everything outside `/tmp`) has `gib` GiB free.
+        pub fn root_free_gib(&self, gib: u64) {
+            self.write(".df-root-kib", &format!("{}\n", gib * 1024 * 1024));
+        }
+
+        /// nouveau is no longer loaded (the reboot after the blacklist).
+        pub fn nouveau_unloaded(&self) {
+            self.write("proc/modules", "video 77824 0 - Live 0x0\n");
+        }
+
+        /// A program at `rel` in the root that records its arguments (one line per run, in
+        /// [`FakeRoot::calls`]), runs `then` (shell) and exits with its status.
+        pub fn recording_program(&self, rel: &str, then: &str) {
+            let name = Path::new(rel)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .expect("name");
+            let calls = self.root.join(format!(".calls-{name}"));
+            self.program(
+                rel,
+                &format!("#!/bin/sh\necho \"$@\" >> '{}'\n{then}\n", calls.display()),
+            );
+        }
+
+        /// The argument lines the recording program `name` was run with.
+        pub fn calls(&self, name: &str) -> Vec<String> {
+            fs::read_to_string(self.root.join(format!(".calls-{name}")))
+                .unwrap_or_default()
+                .lines()
+                .map(String::from)
+                .collect()
+        }
+
+        /// The root holds `dir` (a test's archive or toolkit folder), so free space there is
+        /// read on `/`, not on the `/tmp` the test's folders really live in.
+        pub fn holds(&self, dir: &Path) {
+            let rel = dir.strip_prefix("/").unwrap_or(dir);
+            fs::create_dir_all(self.root.join(rel)).expect("folder in the fake root");
         }
 
         /// `/.dockerenv` exists: a container.

@@ -21,6 +21,7 @@ mod install;
 mod json_contract;
 #[cfg(unix)]
 mod library_layer;
+mod linux_prep;
 mod measure;
 mod messages;
 mod pin;

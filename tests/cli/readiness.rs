@@ -21,6 +21,7 @@ fn refusing_driver_script(host: &FakeHost) -> String {
     format!(
         r#"#!/bin/sh
 echo driver >> '{order}'
+echo "$@" > '{argv}'
 r="$STACKPIN_HOST_ROOT"; log="$r/var/log/nvidia-installer.log"; mkdir -p "$r/var/log"
 fail() {{
   printf 'nvidia-installer log file %s\n-> Installing NVIDIA driver version {DRIVER}.\n%s\n' "$log" "$1" > "$log"
@@ -35,38 +36,46 @@ grep -q '^nvidia_drm ' "$r/proc/modules" && fail "ERROR: An NVIDIA kernel module
 printf 'mode=mismatch\ndriver={DRIVER}\ncuda=12.8\n' > '{state}'
 "#,
         order = order_log(host).display(),
+        argv = host.root().join("driver-argv").display(),
         state = host.driver_state_file().display(),
     )
 }
 
 /// A fake workstation with one L4 and no driver, on a ready fake root, with its archive fetched.
-struct Lab {
-    host: FakeHost,
-    root: FakeRoot,
+/// Each runfile records its arguments (`driver-argv`, `toolkit-argv` in the host's folder).
+pub(crate) struct Lab {
+    pub(crate) host: FakeHost,
+    pub(crate) root: FakeRoot,
     _server: TestServer,
-    manifest: PathBuf,
+    pub(crate) manifest: PathBuf,
 }
 
 impl Lab {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with_driver_flags("")
     }
 
     /// `flags` are added to `driver.run` (a module signing key pair).
-    fn with_driver_flags(flags: &str) -> Self {
+    pub(crate) fn with_driver_flags(flags: &str) -> Self {
         let mut host = FakeHost::new().gpu("NVIDIA L4", 23034, "8.9");
         host.set_driver_state(DriverMode::NoDriver, "", "");
         let root = FakeRoot::ready(&host.root().join("hostroot"));
+        root.holds(host.root());
         host.set_env("STACKPIN_HOST_ROOT", root.path());
         let server = TestServer::start();
         server.file(
             "NVIDIA-Linux-x86_64-595.71.05.run",
             refusing_driver_script(&host).as_bytes(),
         );
-        server.file(
-            "cuda_12.4.1_550.54.15_linux.run",
-            toolkit_script(&host).as_bytes(),
+        let toolkit = toolkit_script(&host).replacen(
+            "#!/bin/sh\n",
+            &format!(
+                "#!/bin/sh\necho \"$@\" > '{}'\n",
+                host.root().join("toolkit-argv").display()
+            ),
+            1,
         );
+        server.file("cuda_12.4.1_550.54.15_linux.run", toolkit.as_bytes());
         server.file("install-torch.sh", library_script(&host).as_bytes());
         let manifest = host.root().join("stack.yaml");
         let text = format!(
@@ -93,7 +102,7 @@ impl Lab {
     }
 
     /// Exit code and all output of `stackpin ARGS MANIFEST`.
-    fn run(&self, args: &[&str]) -> (Option<i32>, String) {
+    pub(crate) fn run(&self, args: &[&str]) -> (Option<i32>, String) {
         let out = self
             .host
             .installing(
@@ -106,7 +115,7 @@ impl Lab {
         (out.status.code(), text(&out))
     }
 
-    fn json(&self, args: &[&str]) -> serde_json::Value {
+    pub(crate) fn json(&self, args: &[&str]) -> serde_json::Value {
         let out = self
             .host
             .installing(
@@ -119,7 +128,7 @@ impl Lab {
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("JSON ({e}): {}", text(&out)))
     }
 
-    fn order(&self) -> Vec<String> {
+    pub(crate) fn order(&self) -> Vec<String> {
         std::fs::read_to_string(order_log(&self.host))
             .unwrap_or_default()
             .lines()
@@ -129,7 +138,7 @@ impl Lab {
 
     /// `plan` names the finding (`what`) with its fix and blocks; `plan --json` and
     /// `install --json` carry it; `install --yes` refuses before any installer runs.
-    fn assert_blocks(&self, layer: &str, what: &str, fix: &str) {
+    pub(crate) fn assert_blocks(&self, layer: &str, what: &str, fix: &str) {
         let (code, plan) = self.run(&["plan"]);
         assert_eq!(code, Some(1), "plan is blocked: {plan}");
         assert!(plan.contains(&format!("{layer} BLOCKS")), "{plan}");
@@ -158,7 +167,12 @@ impl Lab {
 }
 
 /// A JSON findings list holds one for `layer` with `effect` whose `what` says `words`.
-fn carries(findings: &serde_json::Value, layer: &str, effect: &str, words: &str) -> bool {
+pub(crate) fn carries(
+    findings: &serde_json::Value,
+    layer: &str,
+    effect: &str,
+    words: &str,
+) -> bool {
     findings.as_array().is_some_and(|all| {
         all.iter().any(|f| {
             f["layer"] == layer
@@ -271,10 +285,12 @@ fn a_driver_from_the_package_manager_blocks_the_runfile() {
 }
 
 #[test]
-fn a_tmp_too_small_for_the_cuda_runfile_blocks_the_toolkit_with_tmpdir() {
+fn a_tmp_too_small_for_the_cuda_runfile_blocks_the_toolkit_when_no_disk_has_room() {
     let lab = Lab::new();
     lab.root.tmp_free_gib(2);
-    lab.assert_blocks("toolkit", "Not enough space on parition", "--tmpdir=");
+    // The archive's disk (where install would extract instead) is short too.
+    lab.root.root_free_gib(3);
+    lab.assert_blocks("toolkit", "Not enough space on parition", "--tmpdir DIR");
 }
 
 #[test]

@@ -1,0 +1,285 @@
+//! What `install` prepares on a Linux host with the user's consent, on fake roots: nouveau
+//! blacklisted and the initramfs rebuilt with the distribution's tool, then a reboot whose resume
+//! installs the driver; the runfiles' extraction moved off a small `/tmp` (`--tmpdir`); the
+//! display manager stopped on request (`--stop-display`); a module signing key pair for Secure
+//! Boot (the runfile's flags and `mokutil --import`); and `doctor` explaining a dead driver by
+//! the host's readiness. The fake tools record their arguments and behave as the real ones do
+//! (the fake `systemctl` removes the X lock; the fake runfile refuses while X or nouveau runs).
+#![cfg(unix)]
+
+use crate::fakes::DriverMode;
+use crate::readiness::{Lab, carries};
+
+/// Debian's tool, recording its arguments.
+fn with_update_initramfs(lab: &Lab, then: &str) {
+    lab.root
+        .recording_program("usr/sbin/update-initramfs", then);
+}
+
+#[test]
+fn nouveau_is_blacklisted_the_initramfs_rebuilt_and_the_driver_installs_after_the_reboot() {
+    let lab = Lab::new();
+    lab.root.nouveau_loaded();
+    with_update_initramfs(
+        &lab,
+        "echo 'update-initramfs: Generating /boot/initrd.img-6.8.0-50-generic'",
+    );
+
+    let (code, plan) = lab.run(&["plan"]);
+    assert_eq!(code, Some(0), "prepared, not blocked: {plan}");
+    assert!(plan.contains("driver prepares"), "{plan}");
+    assert!(plan.contains("update-initramfs -u"), "{plan}");
+
+    let doc = lab.json(&["install", "--yes"]);
+    assert_eq!(doc["ok"], true, "{doc:#}");
+    assert_eq!(doc["reboot_required"], true, "{doc:#}");
+    assert_eq!(doc["layers"][0]["action"], "prepared", "{doc:#}");
+    assert!(
+        carries(
+            &doc["readiness"],
+            "driver",
+            "prepares",
+            "Nouveau kernel driver"
+        ),
+        "{doc:#}"
+    );
+    assert_eq!(
+        doc["readiness"][0]["prepare"]["action"], "blacklist_nouveau",
+        "{doc:#}"
+    );
+    let blacklist = std::fs::read_to_string(
+        lab.root
+            .path()
+            .join("etc/modprobe.d/blacklist-nouveau.conf"),
+    )
+    .expect("the blacklist is written under the host root");
+    assert!(
+        blacklist.contains("\nblacklist nouveau\n")
+            && blacklist.contains("options nouveau modeset=0"),
+        "{blacklist}"
+    );
+    assert_eq!(lab.root.calls("update-initramfs"), ["-u"]);
+    assert!(lab.order().is_empty(), "no driver before the reboot");
+    let state = std::fs::read_to_string(lab.host.archive().join("ready-stack").join("state.yaml"))
+        .expect("state");
+    assert!(state.contains("nouveau blacklisted"), "recorded: {state}");
+
+    // The reboot: nouveau is gone; the same command (what --reboot's resume runs) goes on.
+    lab.root.nouveau_unloaded();
+    let (code, out) = lab.run(&["install", "--yes"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(lab.order(), ["driver"], "{out}");
+    assert_eq!(lab.root.calls("update-initramfs"), ["-u"], "not run again");
+}
+
+#[test]
+fn a_failing_initramfs_tool_stops_before_the_reboot_with_its_message() {
+    let lab = Lab::new();
+    lab.root.nouveau_loaded();
+    with_update_initramfs(
+        &lab,
+        "echo 'update-initramfs: failed for /boot/initrd.img-6.8.0-50-generic with 1.' >&2; exit 1",
+    );
+    let (code, out) = lab.run(&["install", "--yes"]);
+    assert_ne!(code, Some(0), "{out}");
+    assert!(
+        out.contains("update-initramfs: failed for /boot/initrd.img-6.8.0-50-generic with 1."),
+        "the tool's own message: {out}"
+    );
+    assert!(out.contains("before the driver"), "{out}");
+    assert!(
+        !out.contains("after a reboot"),
+        "no reboot asked for: {out}"
+    );
+    assert_eq!(lab.root.calls("update-initramfs"), ["-u"]);
+    assert!(lab.order().is_empty(), "no driver installer: {out}");
+}
+
+#[test]
+fn a_small_tmp_moves_the_runfiles_extraction_to_a_folder_with_room() {
+    let lab = Lab::new();
+    lab.root.tmp_free_gib(2);
+    let (code, plan) = lab.run(&["plan"]);
+    assert_eq!(code, Some(0), "{plan}");
+    assert!(plan.contains("toolkit prepares"), "{plan}");
+    let extract = lab.host.archive().join("ready-stack").join(".extract");
+    let extract = std::path::absolute(&extract).expect("absolute");
+    assert!(
+        plan.contains(&format!("extracts in {} instead", extract.display())),
+        "{plan}"
+    );
+    let (code, out) = lab.run(&["install", "--yes"]);
+    assert_eq!(code, Some(0), "{out}");
+    // The driver's reboot; then the toolkit.
+    lab.host
+        .set_driver_state(DriverMode::Ok, "595.71.05", "12.8");
+    let (code, out) = lab.run(&["install", "--yes"]);
+    assert_eq!(code, Some(0), "{out}");
+    let argv = |name: &str| std::fs::read_to_string(lab.host.root().join(name)).unwrap_or_default();
+    let flag = format!("--tmpdir={}", extract.display());
+    assert!(
+        argv("toolkit-argv").contains(&flag),
+        "{}",
+        argv("toolkit-argv")
+    );
+    assert!(
+        argv("driver-argv").contains(&flag),
+        "{}",
+        argv("driver-argv")
+    );
+    assert!(extract.is_dir(), "made before the runfiles ran");
+}
+
+#[test]
+fn a_tmpdir_given_to_install_goes_to_both_runfiles() {
+    let lab = Lab::new();
+    let dir = lab.host.root().join("scratch");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let dir_arg = dir.to_str().expect("utf-8");
+    let (code, out) = lab.run(&["install", "--yes", "--tmpdir", dir_arg]);
+    assert_eq!(code, Some(0), "{out}");
+    let driver = std::fs::read_to_string(lab.host.root().join("driver-argv")).expect("ran");
+    assert!(driver.contains(&format!("--tmpdir={dir_arg}")), "{driver}");
+    let (code, out) = lab.run(&["install", "--yes", "--tmpdir", "/no/such/folder"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("--tmpdir /no/such/folder: no such folder"),
+        "{out}"
+    );
+}
+
+#[test]
+fn stop_display_stops_the_display_manager_before_the_driver_and_says_so() {
+    let lab = Lab::new();
+    lab.root.x_running();
+    // systemd's stop ends X, whose lock goes with it.
+    lab.root.recording_program(
+        "usr/bin/systemctl",
+        "rm -f \"$STACKPIN_HOST_ROOT\"/tmp/.X*-lock",
+    );
+    let (code, out) = lab.run(&["install", "--yes"]);
+    assert_eq!(code, Some(1), "blocked without the flag: {out}");
+    assert!(out.contains("--stop-display"), "{out}");
+    assert!(lab.root.calls("systemctl").is_empty());
+
+    let (code, out) = lab.run(&["install", "--yes", "--stop-display"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(lab.root.calls("systemctl"), ["stop display-manager"]);
+    assert!(out.contains("ends the desktop session"), "{out}");
+    assert_eq!(
+        lab.order(),
+        ["driver"],
+        "the runfile ran after X was gone: {out}"
+    );
+}
+
+#[test]
+fn up_takes_the_same_preparation_flags() {
+    let lab = Lab::new();
+    lab.root.x_running();
+    lab.root.recording_program(
+        "usr/bin/systemctl",
+        "rm -f \"$STACKPIN_HOST_ROOT\"/tmp/.X*-lock",
+    );
+    let (code, out) = lab.run(&["up", "--yes", "--stop-display"]);
+    assert!(!out.contains("unexpected argument"), "{out}");
+    assert_eq!(
+        lab.root.calls("systemctl"),
+        ["stop display-manager"],
+        "{code:?}: {out}"
+    );
+    assert_eq!(
+        lab.order().first().map(String::as_str),
+        Some("driver"),
+        "{out}"
+    );
+}
+
+#[test]
+fn secure_boot_with_a_key_pair_signs_the_module_and_imports_the_certificate() {
+    let lab = Lab::new();
+    lab.root.secure_boot_on();
+    lab.root.recording_program("usr/bin/mokutil", "exit 0");
+    let key = lab.host.root().join("mok.key");
+    let cert = lab.host.root().join("mok.der");
+    std::fs::write(&key, "key").expect("key");
+    std::fs::write(&cert, "cert").expect("cert");
+    let (key, cert) = (key.to_str().expect("utf-8"), cert.to_str().expect("utf-8"));
+    let args = [
+        "install",
+        "--yes",
+        "--module-signing-key",
+        key,
+        "--module-signing-cert",
+        cert,
+    ];
+    let (code, out) = lab.run(&args);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        lab.root.calls("mokutil"),
+        [format!("--import {cert} --root-pw")]
+    );
+    let driver = std::fs::read_to_string(lab.host.root().join("driver-argv")).expect("ran");
+    assert!(
+        driver.contains(&format!("--module-signing-secret-key={key}"))
+            && driver.contains(&format!("--module-signing-public-key={cert}")),
+        "{driver}"
+    );
+    assert!(
+        out.contains("MOK manager"),
+        "the enrolment step said plainly: {out}"
+    );
+}
+
+#[test]
+fn secure_boot_without_a_key_names_both_ways_out_and_how_to_make_a_key() {
+    let lab = Lab::new();
+    lab.root.secure_boot_on();
+    let (code, plan) = lab.run(&["plan"]);
+    assert_eq!(code, Some(1), "{plan}");
+    for words in [
+        "turn Secure Boot off",
+        "openssl req -new -x509",
+        "--module-signing-key",
+        "--module-signing-cert",
+    ] {
+        assert!(plan.contains(words), "{words}: {plan}");
+    }
+}
+
+#[test]
+fn doctor_explains_a_dead_driver_by_nouveau_or_secure_boot() {
+    let lab = Lab::new();
+    lab.root.nouveau_loaded();
+    let (_, out) = lab.run(&["doctor"]);
+    assert!(
+        out.contains("nouveau is loaded") && out.contains("holds the GPU"),
+        "{out}"
+    );
+    lab.root.nouveau_unloaded();
+    lab.root.secure_boot_on();
+    let (_, out) = lab.run(&["doctor"]);
+    assert!(
+        out.contains("the module was built but the kernel refuses to load it"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_container_whose_host_driver_runs_the_toolkit_skips_the_driver_layer() {
+    let lab = Lab::new();
+    lab.root.container();
+    // No headers and no DKMS in the container: none of it matters for a driver never built here.
+    lab.root.no_headers();
+    lab.root.no_dkms();
+    lab.host
+        .set_driver_state(DriverMode::Ok, "560.35.03", "12.6");
+    let (code, plan) = lab.run(&["plan"]);
+    assert_eq!(code, Some(0), "{plan}");
+    assert!(plan.contains("driver skips"), "{plan}");
+    assert!(!plan.contains("kernel source tree"), "{plan}");
+    let doc = lab.json(&["install", "--yes"]);
+    assert_eq!(doc["ok"], true, "{doc:#}");
+    assert_eq!(doc["layers"][0]["action"], "skipped", "{doc:#}");
+    assert_eq!(lab.order(), ["toolkit", "library"]);
+}
