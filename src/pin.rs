@@ -831,6 +831,7 @@ fn build(
             exit_codes: (req.os == Os::Windows).then(crate::windows_installers::driver_exit_codes),
             verify: None,
             timeout: None,
+            prerequisites: None,
         },
         toolkit: ToolkitLayer {
             version: toolkit.clone(),

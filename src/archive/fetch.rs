@@ -223,6 +223,13 @@ pub fn fetch(
             }
         }
     }
+    if let Some(p) = &manifest.driver.prerequisites {
+        let locked = config.locked;
+        match super::prerequisites::archive(p, &stack, &shared.lock, locked, progress) {
+            Ok(files) => report.files.extend(files),
+            Err(e) => report.errors.push(e),
+        }
+    }
     Ok(report)
 }
 

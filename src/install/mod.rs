@@ -9,6 +9,7 @@ pub mod exit_codes;
 pub mod files;
 pub mod plan;
 pub mod preflight;
+pub mod prerequisites;
 pub mod readiness;
 pub mod reboot;
 pub mod resume;
@@ -514,6 +515,12 @@ fn run_layer(
             archive::extract_uv(stack, entry)
                 .map_err(|source| InstallError::Refused { layer, source })?;
         }
+    }
+    // The driver's build prerequisites, from the archive, before the driver's own step.
+    if layer == Layer::Driver
+        && let Some(failed) = prerequisites::install(m, stack, lock, around)?
+    {
+        return Ok(failed);
     }
     if layer == Layer::Toolkit && m.toolkit.source == ToolkitSource::Wheels {
         // NVIDIA's wheels are unpacked, not run: verified against the lock and the manifest's

@@ -97,9 +97,16 @@ pub fn layer_commands(
     let Some(run) = m.run(layer) else {
         return Ok(vec![]);
     };
+    // Only the files the manifest names run with `run`: the driver's prerequisite packages sit
+    // beside its runfile and are installed by their own step.
+    let named: Vec<String> = m
+        .installers(layer)
+        .iter()
+        .filter_map(|i| i.file_name())
+        .collect();
     files
         .iter()
-        .filter(|f| f.layer == layer)
+        .filter(|f| f.layer == layer && named.contains(&f.file))
         .map(|f| {
             let mut values = base.clone();
             values.set(Placeholder::Installer, f.path.display().to_string());
@@ -228,7 +235,11 @@ pub fn plan(
         let skipped = readiness
             .iter()
             .find(|f| f.layer == layer && f.effect == super::readiness::Effect::Skips);
-        let commands = layer_commands(m, stack, layer, files)?;
+        let mut commands = layer_commands(m, stack, layer, files)?;
+        if layer == Layer::Driver {
+            let root = host.host_root();
+            commands.splice(0..0, super::prerequisites::planned(m, stack, root.as_deref()));
+        }
         let missing: Vec<&ArchivedFile> = files
             .iter()
             .filter(|f| f.layer == layer && f.state != FileState::Verified)

@@ -90,6 +90,7 @@ pub fn validate(m: &Manifest) -> Vec<Problem> {
     check_library(m, &mut out);
     check_example(m, &mut out);
     check_mirror(m, &mut out);
+    super::prerequisites::check_prerequisites(m, &mut out);
     out
 }
 

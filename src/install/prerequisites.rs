@@ -1,0 +1,284 @@
+//! The driver's build prerequisites, installed offline before the driver: the archived `.deb`
+//! files (`driver.prerequisites`, archived by `fetch`) that the target lacks, or has only at an
+//! older version, each copied into a private staging folder while its bytes are hashed against
+//! the lock, then handed to `dpkg --install` in one step (dpkg orders the set itself). A package
+//! the target already has at that version or newer is skipped: never a downgrade. Nothing runs
+//! when one file does not match the lock. With a host root (`STACKPIN_HOST_ROOT`, a mounted
+//! image), dpkg installs under it (`--root`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::plan::PlannedCommand;
+use super::{Around, InstallError, LayerRun, staging_dir};
+use crate::archive::{self, ArchiveError, LockEntry, Lockfile, StackDir};
+use crate::exec::step::{Step, StepStatus, log_name, start_step};
+use crate::manifest::{Layer, Manifest};
+
+/// Where dpkg keeps what is installed (dpkg(1), `--admindir`).
+const DPKG_STATUS: &str = "var/lib/dpkg/status";
+
+/// The archived prerequisites the target needs, and those it already has.
+#[derive(Debug, Default)]
+pub struct Needed {
+    pub install: Vec<LockEntry>,
+    pub present: Vec<LockEntry>,
+}
+
+/// Sorts the archived prerequisites into those to install and those the target has at that
+/// version or newer, from the target's dpkg status.
+pub fn needed(lock: &Lockfile, root: Option<&Path>) -> Needed {
+    let installed = installed_packages(root);
+    let mut out = Needed::default();
+    for entry in archive::prerequisite_entries(lock) {
+        let have = archive::deb_identity(&entry.file).and_then(|id| {
+            installed
+                .get(&(id.package.clone(), id.architecture.clone()))
+                .filter(|v| compare_versions(v, &id.version) != std::cmp::Ordering::Less)
+        });
+        match have {
+            Some(_) => out.present.push(entry.clone()),
+            None => out.install.push(entry.clone()),
+        }
+    }
+    out
+}
+
+/// `dpkg [--root=ROOT] --install FILE…`.
+fn dpkg_argv(root: Option<&Path>, files: &[PathBuf]) -> Vec<String> {
+    let mut argv = vec!["dpkg".to_string()];
+    if let Some(root) = root {
+        argv.push(format!("--root={}", root.display()));
+    }
+    argv.push("--install".into());
+    argv.extend(files.iter().map(|f| f.display().to_string()));
+    argv
+}
+
+/// The command `plan` shows before the driver's, with the archived files (install runs their
+/// verified copies); `None` when the manifest names no prerequisites or the target has them all.
+pub fn planned(m: &Manifest, stack: &Path, root: Option<&Path>) -> Option<PlannedCommand> {
+    m.driver.prerequisites.as_ref()?;
+    let stack = StackDir::at(stack.to_path_buf());
+    let lock = stack.read_lock().ok()?;
+    let needed = needed(&lock, root);
+    if needed.install.is_empty() {
+        return None;
+    }
+    let files: Vec<PathBuf> = needed
+        .install
+        .iter()
+        .map(|e| stack.file_path(Layer::Driver, &e.file))
+        .collect();
+    Some(PlannedCommand {
+        argv: dpkg_argv(root, &files),
+        installer: None,
+    })
+}
+
+/// Installs the prerequisites the target lacks, as their own logged step before the driver's.
+/// `Ok(None)`: done (or nothing to do), the driver may run; `Ok(Some(run))`: dpkg failed, and
+/// the layer ends with its log. A file that does not match the lock is refused before dpkg runs.
+pub(super) fn install(
+    m: &Manifest,
+    stack: &StackDir,
+    lock: &Lockfile,
+    around: &Around<'_>,
+) -> Result<Option<LayerRun>, InstallError> {
+    let layer = Layer::Driver;
+    if m.driver.prerequisites.is_none() {
+        return Ok(None);
+    }
+    let root = around.host.host_root();
+    let needed = needed(lock, root.as_deref());
+    if !needed.present.is_empty() {
+        around.reporter.note(&format!(
+            "driver prerequisites: {} of {} packages already installed at that version or newer; skipped",
+            needed.present.len(),
+            needed.present.len() + needed.install.len()
+        ));
+    }
+    if needed.install.is_empty() {
+        if archive::prerequisite_entries(lock).is_empty() {
+            return Err(InstallError::Refused {
+                layer,
+                source: ArchiveError::Prerequisites(
+                    "the manifest names driver.prerequisites but the archive has none; run `stackpin fetch` first".into(),
+                ),
+            });
+        }
+        return Ok(None);
+    }
+    let dir = staging_dir(stack).map_err(|source| InstallError::Refused {
+        layer,
+        source: ArchiveError::io("creating a staging folder in", stack.root(), source),
+    })?;
+    let mut staged = Vec::new();
+    for entry in &needed.install {
+        let copy = archive::stage_verified(stack, m, entry, dir.path())
+            .map_err(|source| InstallError::Refused { layer, source })?;
+        staged.push(copy);
+    }
+    let step = Step {
+        argv: dpkg_argv(root.as_deref(), &staged),
+        env: vec![("DEBIAN_FRONTEND".into(), "noninteractive".into())],
+        env_remove: Vec::new(),
+        log: stack.logs_dir().join(log_name("driver-prerequisites")),
+        timeout: m.timeout(layer),
+        cwd: None,
+    };
+    around.reporter.step_started(layer, &step.argv);
+    let runner_error = |source| InstallError::Runner {
+        layer,
+        program: "dpkg".into(),
+        source,
+    };
+    let running = start_step(&step).map_err(runner_error)?;
+    if let Some(machine) = around.machine {
+        machine.record_tree(Some(running.pid()));
+    }
+    let outcome = running.wait();
+    if let Some(machine) = around.machine {
+        machine.record_tree(None);
+    }
+    let outcome = outcome.map_err(runner_error)?;
+    around.reporter.step_finished(layer, &outcome);
+    drop(dir);
+    if outcome.status == StepStatus::Succeeded {
+        return Ok(None);
+    }
+    Ok(Some(LayerRun {
+        status: outcome.status,
+        code: outcome.code,
+        log: Some(outcome.log),
+        tail: outcome.tail,
+    }))
+}
+
+/// `(package, architecture) → version` of every package dpkg has installed under `root`.
+fn installed_packages(root: Option<&Path>) -> HashMap<(String, String), String> {
+    let path = crate::host::context::under(root, &format!("/{DPKG_STATUS}"));
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    parse_status(&text)
+}
+
+fn parse_status(text: &str) -> HashMap<(String, String), String> {
+    let mut out = HashMap::new();
+    for stanza in text.split("\n\n") {
+        let field = |key: &str| {
+            stanza
+                .lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+                .map(|v| v.trim().to_string())
+        };
+        if field("Status").as_deref() != Some("install ok installed") {
+            continue;
+        }
+        if let (Some(package), Some(arch), Some(version)) =
+            (field("Package"), field("Architecture"), field("Version"))
+        {
+            out.insert((package, arch), version);
+        }
+    }
+    out
+}
+
+/// Debian's version order (deb-version(7)): epoch, then upstream and revision compared by
+/// dpkg's rules — runs of non-digits by character, `~` before everything, letters before other
+/// characters; runs of digits by number.
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    let split = |v: &str| -> (u64, String, String) {
+        let (epoch, rest) = match v.split_once(':') {
+            Some((e, r)) => (e.parse().unwrap_or(0), r),
+            None => (0, v),
+        };
+        match rest.rsplit_once('-') {
+            Some((u, r)) => (epoch, u.to_string(), r.to_string()),
+            None => (epoch, rest.to_string(), String::new()),
+        }
+    };
+    let (ea, ua, ra) = split(a);
+    let (eb, ub, rb) = split(b);
+    ea.cmp(&eb)
+        .then_with(|| verrevcmp(&ua, &ub))
+        .then_with(|| verrevcmp(&ra, &rb))
+}
+
+fn order(c: Option<u8>) -> i32 {
+    match c {
+        None => 0,
+        Some(b'~') => -1,
+        Some(c) if c.is_ascii_digit() => 0,
+        Some(c) if c.is_ascii_alphabetic() => c as i32,
+        Some(c) => c as i32 + 256,
+    }
+}
+
+fn verrevcmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        while (i < a.len() && !a[i].is_ascii_digit()) || (j < b.len() && !b[j].is_ascii_digit()) {
+            let (ca, cb) = (order(a.get(i).copied()), order(b.get(j).copied()));
+            if ca != cb {
+                return ca.cmp(&cb);
+            }
+            i += 1;
+            j += 1;
+        }
+        while a.get(i) == Some(&b'0') {
+            i += 1;
+        }
+        while b.get(j) == Some(&b'0') {
+            j += 1;
+        }
+        let mut first = std::cmp::Ordering::Equal;
+        while i < a.len() && a[i].is_ascii_digit() && j < b.len() && b[j].is_ascii_digit() {
+            if first == std::cmp::Ordering::Equal {
+                first = a[i].cmp(&b[j]);
+            }
+            i += 1;
+            j += 1;
+        }
+        if i < a.len() && a[i].is_ascii_digit() {
+            return std::cmp::Ordering::Greater;
+        }
+        if j < b.len() && b[j].is_ascii_digit() {
+            return std::cmp::Ordering::Less;
+        }
+        if first != std::cmp::Ordering::Equal {
+            return first;
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering::{Equal, Greater, Less};
+
+    #[test]
+    fn versions_follow_dpkgs_order() {
+        assert_eq!(compare_versions("4.3-4.1", "4.3-4.1"), Equal);
+        assert_eq!(compare_versions("1:1.0", "2.0"), Greater);
+        assert_eq!(compare_versions("1.0~rc1", "1.0"), Less);
+        assert_eq!(compare_versions("2.36-9+deb12u14", "2.36-9+deb12u9"), Greater);
+        assert_eq!(compare_versions("12.2.0-14+deb12u1", "12.2.0-14"), Greater);
+        assert_eq!(compare_versions("1.0a", "1.0+"), Less);
+        assert_eq!(compare_versions("1.10", "1.9"), Greater);
+        assert_eq!(compare_versions("1.0-1", "1.0"), Greater);
+    }
+
+    #[test]
+    fn only_installed_packages_count() {
+        let status = "Package: make\nStatus: install ok installed\nArchitecture: amd64\nVersion: 4.3-4.1\n\n\
+                      Package: gcc\nStatus: deinstall ok config-files\nArchitecture: amd64\nVersion: 4:12.2.0-3\n";
+        let seen = parse_status(status);
+        assert_eq!(
+            seen.get(&("make".into(), "amd64".into())).map(String::as_str),
+            Some("4.3-4.1")
+        );
+        assert!(!seen.contains_key(&("gcc".into(), "amd64".into())));
+    }
+}
