@@ -210,8 +210,7 @@ fn adopt(
     };
     if outcome != FileOutcome::AlreadyArchived {
         remove_file(&to)?;
-        std::fs::rename(&from, &to)
-            .map_err(|e| ArchiveError::io("renaming into place", &to, e))?;
+        std::fs::rename(&from, &to).map_err(|e| ArchiveError::io("renaming into place", &to, e))?;
         make_read_only(&to)?;
     }
     let mut guard = lock.lock().map_err(|_| poisoned(stack))?;
@@ -264,9 +263,7 @@ fn drop_stale(
 }
 
 fn read(lock: &Mutex<Lockfile>, stack: &StackDir) -> Result<Lockfile, ArchiveError> {
-    lock.lock()
-        .map(|l| l.clone())
-        .map_err(|_| poisoned(stack))
+    lock.lock().map(|l| l.clone()).map_err(|_| poisoned(stack))
 }
 
 fn poisoned(stack: &StackDir) -> ArchiveError {
@@ -303,10 +300,7 @@ impl AptRoot {
         }
         let (list, parts) = if p.sources.is_empty() {
             host_distribution_matches(&p.distribution)?;
-            (
-                HOST_SOURCE_LIST.to_string(),
-                HOST_SOURCE_PARTS.to_string(),
-            )
+            (HOST_SOURCE_LIST.to_string(), HOST_SOURCE_PARTS.to_string())
         } else {
             let list = dir.join("etc/apt/sources.list");
             write(&list, &format!("{}\n", p.sources.join("\n")))?;

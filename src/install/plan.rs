@@ -238,7 +238,10 @@ pub fn plan(
         let mut commands = layer_commands(m, stack, layer, files)?;
         if layer == Layer::Driver {
             let root = host.host_root();
-            commands.splice(0..0, super::prerequisites::planned(m, stack, root.as_deref()));
+            commands.splice(
+                0..0,
+                super::prerequisites::planned(m, stack, root.as_deref()),
+            );
         }
         let missing: Vec<&ArchivedFile> = files
             .iter()

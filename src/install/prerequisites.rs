@@ -10,9 +10,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::plan::PlannedCommand;
+use super::readiness::{Effect, Finding};
 use super::{Around, InstallError, LayerRun, staging_dir};
 use crate::archive::{self, ArchiveError, LockEntry, Lockfile, StackDir};
 use crate::exec::step::{Step, StepStatus, log_name, start_step};
+use crate::host::readiness::LinuxFacts;
 use crate::manifest::{Layer, Manifest};
 
 /// Where dpkg keeps what is installed (dpkg(1), `--admindir`).
@@ -155,6 +157,35 @@ pub(super) fn install(
     }))
 }
 
+/// The build pieces the manifest's prerequisites bring (the running kernel's headers through
+/// `kernel:`, gcc/make/dkms named in `packages:`) stop blocking: `install` installs them from the
+/// archive right before the driver. The finding stays, as a warning that says so.
+pub fn soften(m: &Manifest, facts: &LinuxFacts, findings: &mut [Finding]) {
+    let Some(p) = &m.driver.prerequisites else {
+        return;
+    };
+    let names = p.requested_names();
+    let headers = p.kernel.is_some() && p.kernel == facts.kernel;
+    let tools = facts
+        .missing_tools
+        .iter()
+        .all(|t| names.iter().any(|n| n == t));
+    for f in findings
+        .iter_mut()
+        .filter(|f| f.layer == Layer::Driver && f.blocks())
+    {
+        let covered = (headers && f.what.starts_with("no kernel headers"))
+            || (tools && f.what.contains("kernel module cannot be built"));
+        if covered {
+            f.effect = Effect::Warns;
+            f.fix = format!(
+                "none needed: driver.prerequisites ({}) are installed from the archive before the driver",
+                p.distribution
+            );
+        }
+    }
+}
+
 /// `(package, architecture) → version` of every package dpkg has installed under `root`.
 fn installed_packages(root: Option<&Path>) -> HashMap<(String, String), String> {
     let path = crate::host::context::under(root, &format!("/{DPKG_STATUS}"));
@@ -263,7 +294,10 @@ mod tests {
         assert_eq!(compare_versions("4.3-4.1", "4.3-4.1"), Equal);
         assert_eq!(compare_versions("1:1.0", "2.0"), Greater);
         assert_eq!(compare_versions("1.0~rc1", "1.0"), Less);
-        assert_eq!(compare_versions("2.36-9+deb12u14", "2.36-9+deb12u9"), Greater);
+        assert_eq!(
+            compare_versions("2.36-9+deb12u14", "2.36-9+deb12u9"),
+            Greater
+        );
         assert_eq!(compare_versions("12.2.0-14+deb12u1", "12.2.0-14"), Greater);
         assert_eq!(compare_versions("1.0a", "1.0+"), Less);
         assert_eq!(compare_versions("1.10", "1.9"), Greater);
@@ -276,7 +310,8 @@ mod tests {
                       Package: gcc\nStatus: deinstall ok config-files\nArchitecture: amd64\nVersion: 4:12.2.0-3\n";
         let seen = parse_status(status);
         assert_eq!(
-            seen.get(&("make".into(), "amd64".into())).map(String::as_str),
+            seen.get(&("make".into(), "amd64".into()))
+                .map(String::as_str),
             Some("4.3-4.1")
         );
         assert!(!seen.contains_key(&("gcc".into(), "amd64".into())));

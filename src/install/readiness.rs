@@ -124,7 +124,9 @@ pub fn findings(m: &Manifest, host: &dyn HostView, to_run: &[Layer]) -> Vec<Find
             DriverRequirement::Unknown => None,
         },
     };
-    judge(&facts, &needs)
+    let mut found = judge(&facts, &needs);
+    super::prerequisites::soften(m, &facts, &mut found);
+    found
 }
 
 /// The finding that skips `layer` on this host, if one does (only the driver is ever skipped).

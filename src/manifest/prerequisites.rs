@@ -61,7 +61,10 @@ impl Prerequisites {
 /// characters, starting with a letter or digit (so never an option to apt-get).
 pub fn is_package_name(name: &str) -> bool {
     name.len() >= 2
-        && name.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && name
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b))
@@ -134,7 +137,10 @@ pub fn check_prerequisites(m: &Manifest, out: &mut Vec<Problem>) {
     if !is_package_name(&p.architecture) {
         out.push(Problem::error(
             format!("{field}.architecture"),
-            format!("`{}` is not a Debian architecture (amd64, arm64)", p.architecture),
+            format!(
+                "`{}` is not a Debian architecture (amd64, arm64)",
+                p.architecture
+            ),
         ));
     }
 }

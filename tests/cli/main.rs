@@ -23,6 +23,7 @@ mod json_contract;
 mod library_layer;
 mod measure;
 mod pin;
+mod prerequisites;
 mod prove;
 mod readiness;
 mod report;
