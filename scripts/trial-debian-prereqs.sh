@@ -30,12 +30,19 @@ mirror=$(
 [ -n "$mirror" ] || { echo "no bookworm source in /etc/apt/sources.list(.d)" >&2; exit 2; }
 echo "mirror (from this machine's apt sources): $mirror"
 
-# (a) the throwaway root.
+# (a) the throwaway root: debootstrap once into base/ (kept between runs: it takes minutes),
+# then a fresh copy for each run.
+base="$repo/target/trial-debian-base"
+if [ ! -e "$base/.complete" ]; then
+  rm -rf "$base"
+  t0=$(date +%s)
+  debootstrap --variant=minbase bookworm "$base" "$mirror" >"$repo/target/trial-debootstrap.log" 2>&1
+  touch "$base/.complete"
+  echo "debootstrap minbase bookworm: $(( $(date +%s) - t0 ))s, $(du -sm "$base" | cut -f1) MB"
+fi
 rm -rf "$work"
 mkdir -p "$work" "$www"
-t0=$(date +%s)
-debootstrap --variant=minbase bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1
-echo "debootstrap minbase bookworm: $(( $(date +%s) - t0 ))s, $(du -sm "$root" | cut -f1) MB"
+cp -a "$base" "$root"
 
 # A stack whose layers are tiny local files: the trial is about the prerequisites. The driver's
 # "runfile" writes where the chain stands, so the order is visible.
@@ -69,7 +76,7 @@ toolkit:
   installer:
     url: $url/cuda.run
   root: $work/cuda-12.4
-  run: ["sh", "{installer}"]
+  run: ["sh", "{installer}", "--silent", "--toolkit", "--toolkitpath={root}"]
 library:
   name: torch
   version: "2.5.1"
@@ -87,7 +94,7 @@ t0=$(date +%s)
 "$bin" fetch "$work/stack.yaml"
 fetch_s=$(( $(date +%s) - t0 ))
 debs=$(ls "$archive/debian-prereqs-trial/driver/"*.deb | wc -l)
-mb=$(du -cm "$archive/debian-prereqs-trial/driver/"*.deb | tail -1 | cut -f1)
+mb=$(stat -c %s "$archive/debian-prereqs-trial/driver/"*.deb | awk '{s += $1} END {printf "%.1f", s / 1e6}')
 echo "fetch: $debs packages, $mb MB, ${fetch_s}s"
 
 # (c) audit: every .deb re-hashed against the lock.

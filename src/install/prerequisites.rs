@@ -7,15 +7,20 @@
 //! image), dpkg installs under it (`--root`).
 
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::plan::PlannedCommand;
 use super::readiness::{Effect, Finding};
 use super::{Around, InstallError, LayerRun, staging_dir};
 use crate::archive::{self, ArchiveError, LockEntry, Lockfile, StackDir};
+use crate::exec;
 use crate::exec::step::{Step, StepStatus, log_name, start_step};
 use crate::host::readiness::LinuxFacts;
 use crate::manifest::{Layer, Manifest};
+
+/// How long reading one package's control fields may take.
+const DPKG_DEB_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Where dpkg keeps what is installed (dpkg(1), `--admindir`).
 const DPKG_STATUS: &str = "var/lib/dpkg/status";
@@ -121,11 +126,38 @@ pub(super) fn install(
             .map_err(|source| InstallError::Refused { layer, source })?;
         staged.push(copy);
     }
+    let runs = dpkg_runs(&staged).map_err(|why| InstallError::Refused {
+        layer,
+        source: ArchiveError::Prerequisites(why),
+    })?;
+    for (i, files) in runs.iter().enumerate() {
+        let prefix = match runs.len() {
+            1 => "driver-prerequisites".to_string(),
+            _ => format!("driver-prerequisites-{}", i + 1),
+        };
+        if let Some(failed) = run_dpkg(m, stack, root.as_deref(), files, &prefix, around)? {
+            return Ok(Some(failed));
+        }
+    }
+    drop(dir);
+    Ok(None)
+}
+
+/// One `dpkg --install` of `files` as a logged step; `Some` when it did not succeed.
+fn run_dpkg(
+    m: &Manifest,
+    stack: &StackDir,
+    root: Option<&Path>,
+    files: &[PathBuf],
+    prefix: &str,
+    around: &Around<'_>,
+) -> Result<Option<LayerRun>, InstallError> {
+    let layer = Layer::Driver;
     let step = Step {
-        argv: dpkg_argv(root.as_deref(), &staged),
+        argv: dpkg_argv(root, files),
         env: vec![("DEBIAN_FRONTEND".into(), "noninteractive".into())],
         env_remove: Vec::new(),
-        log: stack.logs_dir().join(log_name("driver-prerequisites")),
+        log: stack.logs_dir().join(log_name(prefix)),
         timeout: m.timeout(layer),
         cwd: None,
     };
@@ -145,7 +177,6 @@ pub(super) fn install(
     }
     let outcome = outcome.map_err(runner_error)?;
     around.reporter.step_finished(layer, &outcome);
-    drop(dir);
     if outcome.status == StepStatus::Succeeded {
         return Ok(None);
     }
@@ -155,6 +186,101 @@ pub(super) fn install(
         log: Some(outcome.log),
         tail: outcome.tail,
     }))
+}
+
+/// The package set split into dpkg runs: a package another one pre-depends on must be configured
+/// before that one is even unpacked, which one `dpkg --install` of the whole set does not do
+/// (dkms pre-depends on lsb-release). So the pre-dependency targets, with everything they need
+/// from the set, go in first; the rest after. Control fields are read from the verified copies
+/// with `dpkg-deb --field`.
+fn dpkg_runs(staged: &[PathBuf]) -> Result<Vec<Vec<PathBuf>>, String> {
+    let mut controls = Vec::new();
+    for file in staged {
+        let spec = exec::Spec::captured(
+            "dpkg-deb",
+            [
+                OsString::from("--field"),
+                file.as_os_str().to_owned(),
+                "Package".into(),
+                "Pre-Depends".into(),
+                "Depends".into(),
+            ],
+            DPKG_DEB_TIMEOUT,
+        );
+        let finished = exec::run(spec).map_err(|e| format!("cannot run dpkg-deb: {e}"))?;
+        if finished.end != exec::End::Exited(0) {
+            return Err(format!(
+                "{} is not a package dpkg-deb can read: {}",
+                file.display(),
+                String::from_utf8_lossy(&finished.stderr).trim()
+            ));
+        }
+        controls.push(Control::parse(&String::from_utf8_lossy(&finished.stdout)));
+    }
+    let first = first_run(&controls);
+    let (early, late): (Vec<usize>, Vec<usize>) =
+        (0..staged.len()).partition(|i| first.contains(&controls[*i].package));
+    Ok([early, late]
+        .into_iter()
+        .filter(|run| !run.is_empty())
+        .map(|run| run.into_iter().map(|i| staged[i].clone()).collect())
+        .collect())
+}
+
+/// The fields of a package's control file that decide the order.
+#[derive(Debug, Default)]
+struct Control {
+    package: String,
+    pre_depends: Vec<String>,
+    depends: Vec<String>,
+}
+
+impl Control {
+    /// `Package: x` / `Pre-Depends: a (>= 1), b | c` / `Depends: …`, as `dpkg-deb --field` prints.
+    fn parse(text: &str) -> Self {
+        let names = |value: &str| -> Vec<String> {
+            value
+                .split([',', '|'])
+                .filter_map(|d| d.split_whitespace().next())
+                .map(|d| d.split(':').next().unwrap_or(d).to_string())
+                .collect()
+        };
+        let mut c = Control::default();
+        for line in text.lines() {
+            if let Some(v) = line.strip_prefix("Package:") {
+                c.package = v.trim().to_string();
+            } else if let Some(v) = line.strip_prefix("Pre-Depends:") {
+                c.pre_depends = names(v);
+            } else if let Some(v) = line.strip_prefix("Depends:") {
+                c.depends = names(v);
+            }
+        }
+        c
+    }
+}
+
+/// The packages of the first run: every pre-dependency target in the set, and what they need
+/// from the set, transitively.
+fn first_run(controls: &[Control]) -> Vec<String> {
+    let in_set = |name: &String| controls.iter().any(|c| &c.package == name);
+    let mut first: Vec<String> = controls
+        .iter()
+        .flat_map(|c| c.pre_depends.iter())
+        .filter(|n| in_set(n))
+        .cloned()
+        .collect();
+    let mut i = 0;
+    while i < first.len() {
+        if let Some(c) = controls.iter().find(|c| c.package == first[i]) {
+            for dep in c.pre_depends.iter().chain(&c.depends) {
+                if in_set(dep) && !first.contains(dep) {
+                    first.push(dep.clone());
+                }
+            }
+        }
+        i += 1;
+    }
+    first
 }
 
 /// The build pieces the manifest's prerequisites bring (the running kernel's headers through
@@ -302,6 +428,22 @@ mod tests {
         assert_eq!(compare_versions("1.0a", "1.0+"), Less);
         assert_eq!(compare_versions("1.10", "1.9"), Greater);
         assert_eq!(compare_versions("1.0-1", "1.0"), Greater);
+    }
+
+    #[test]
+    fn pre_dependency_targets_and_what_they_need_go_first() {
+        let c = |text: &str| Control::parse(text);
+        let set = [
+            c(
+                "Package: dkms\nPre-Depends: lsb-release\nDepends: kmod, gcc | c-compiler, make:any\n",
+            ),
+            c("Package: lsb-release\nDepends: libc6 (>= 2.34)\n"),
+            c("Package: libc6\n"),
+            c("Package: make\n"),
+        ];
+        assert_eq!(set[0].depends, ["kmod", "gcc", "c-compiler", "make"]);
+        assert_eq!(first_run(&set), ["lsb-release", "libc6"]);
+        assert!(first_run(&set[2..]).is_empty());
     }
 
     #[test]
