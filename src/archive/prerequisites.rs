@@ -201,10 +201,8 @@ fn adopt(
         _ => {}
     }
     let to = stack.file_path(Layer::Driver, name);
-    let outcome = match known {
-        Some(_) if verify_entry(stack, known.as_ref().expect("matched above")).is_ok() => {
-            FileOutcome::AlreadyArchived
-        }
+    let outcome = match &known {
+        Some(entry) if verify_entry(stack, entry).is_ok() => FileOutcome::AlreadyArchived,
         Some(_) => FileOutcome::Repaired,
         None => FileOutcome::Downloaded,
     };

@@ -264,6 +264,27 @@ fn prerequisites_are_hashed_in_the_lock_and_installed_before_the_driver() {
     let (code, audit) = lab.run(&["audit"]);
     assert_eq!(code, Some(0), "{audit}");
 
+    // A bundle carries them: unbundled elsewhere (and audited there), the same bytes.
+    let zip = lab.host.root().join("stack.zip");
+    let (code, out) = lab.run(&["bundle", "-o", zip.to_str().expect("utf-8")]);
+    assert_eq!(code, Some(0), "{out}");
+    let elsewhere = lab.host.root().join("offline");
+    let out = lab
+        .host
+        .installing([
+            "unbundle",
+            zip.to_str().expect("utf-8"),
+            "--archive",
+            elsewhere.to_str().expect("utf-8"),
+        ])
+        .output_started()
+        .expect("stackpin runs");
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        fs::read(elsewhere.join("prereq-stack/driver/hello-tool_1.0-1_amd64.deb")).expect("deb"),
+        fs::read(lab.driver_dir().join("hello-tool_1.0-1_amd64.deb")).expect("deb")
+    );
+
     let (code, plan) = lab.run(&["plan"]);
     assert!(code == Some(0), "{plan}");
     assert!(
