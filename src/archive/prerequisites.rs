@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::fetch::{FetchedFile, FileOutcome};
 use super::layout::{hash_file, make_read_only, remove_file};
 use super::{ArchiveError, LockEntry, Lockfile, Progress, StackDir, verify_entry};
 use crate::exec;
@@ -27,6 +26,23 @@ const APT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// The host's own apt sources, used when the manifest names none.
 const HOST_SOURCE_LIST: &str = "/etc/apt/sources.list";
 const HOST_SOURCE_PARTS: &str = "/etc/apt/sources.list.d";
+
+/// How an archived prerequisite came to be there this time (`fetch` reports it as a file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Outcome {
+    AlreadyArchived,
+    Downloaded,
+    Repaired,
+}
+
+/// One archived prerequisite: its file in `driver/`, sha256 and size.
+#[derive(Debug, Clone)]
+pub(super) struct Archived {
+    pub file: String,
+    pub sha256: String,
+    pub size: u64,
+    pub outcome: Outcome,
+}
 
 /// A `.deb` as apt names its file: `<package>_<version>_<architecture>.deb`, the epoch's colon
 /// written `%3a`.
@@ -77,7 +93,7 @@ pub(super) fn archive(
     lock: &Mutex<Lockfile>,
     locked: bool,
     progress: &dyn Progress,
-) -> Result<Vec<FetchedFile>, ArchiveError> {
+) -> Result<Vec<Archived>, ArchiveError> {
     let existing: Vec<LockEntry> = read(lock, stack)?
         .files
         .iter()
@@ -117,7 +133,7 @@ pub(super) fn archive(
 }
 
 /// The archived set, when every file verifies and every package asked for is in it.
-fn intact(p: &Prerequisites, stack: &StackDir, existing: &[LockEntry]) -> Option<Vec<FetchedFile>> {
+fn intact(p: &Prerequisites, stack: &StackDir, existing: &[LockEntry]) -> Option<Vec<Archived>> {
     if existing.is_empty() {
         return None;
     }
@@ -142,12 +158,11 @@ fn intact(p: &Prerequisites, stack: &StackDir, existing: &[LockEntry]) -> Option
     Some(
         existing
             .iter()
-            .map(|e| FetchedFile {
-                layer: Layer::Driver,
+            .map(|e| Archived {
                 file: e.file.clone(),
                 sha256: e.sha256.clone(),
                 size: e.size,
-                outcome: FileOutcome::AlreadyArchived,
+                outcome: Outcome::AlreadyArchived,
             })
             .collect(),
     )
@@ -162,7 +177,7 @@ fn adopt(
     from_dir: &Path,
     name: &str,
     locked: bool,
-) -> Result<FetchedFile, ArchiveError> {
+) -> Result<Archived, ArchiveError> {
     let id = match (unsafe_file_name(name), deb_identity(name)) {
         (None, Some(id)) => id,
         (why, _) => {
@@ -202,11 +217,11 @@ fn adopt(
     }
     let to = stack.file_path(Layer::Driver, name);
     let outcome = match &known {
-        Some(entry) if verify_entry(stack, entry).is_ok() => FileOutcome::AlreadyArchived,
-        Some(_) => FileOutcome::Repaired,
-        None => FileOutcome::Downloaded,
+        Some(entry) if verify_entry(stack, entry).is_ok() => Outcome::AlreadyArchived,
+        Some(_) => Outcome::Repaired,
+        None => Outcome::Downloaded,
     };
-    if outcome != FileOutcome::AlreadyArchived {
+    if outcome != Outcome::AlreadyArchived {
         remove_file(&to)?;
         std::fs::rename(&from, &to).map_err(|e| ArchiveError::io("renaming into place", &to, e))?;
         make_read_only(&to)?;
@@ -221,8 +236,7 @@ fn adopt(
         fetched_at: jiff::Timestamp::now().to_string(),
     });
     stack.write_lock(&guard)?;
-    Ok(FetchedFile {
-        layer: Layer::Driver,
+    Ok(Archived {
         file: name.to_string(),
         sha256: actual,
         size,
@@ -234,7 +248,7 @@ fn adopt(
 fn drop_stale(
     stack: &StackDir,
     lock: &Mutex<Lockfile>,
-    kept: &[FetchedFile],
+    kept: &[Archived],
     progress: &dyn Progress,
 ) -> Result<(), ArchiveError> {
     let mut guard = lock.lock().map_err(|_| poisoned(stack))?;

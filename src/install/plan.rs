@@ -238,10 +238,12 @@ pub fn plan(
         let mut commands = layer_commands(m, stack, layer, files)?;
         if layer == Layer::Driver {
             let root = host.host_root();
-            commands.splice(
-                0..0,
-                super::prerequisites::planned(m, stack, root.as_deref()),
-            );
+            let argv = super::prerequisites::planned(m, stack, root.as_deref());
+            let step = argv.map(|argv| PlannedCommand {
+                argv,
+                installer: None,
+            });
+            commands.splice(0..0, step);
         }
         let missing: Vec<&ArchivedFile> = files
             .iter()

@@ -10,8 +10,6 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::plan::PlannedCommand;
-use super::readiness::{Effect, Finding};
 use super::{Around, InstallError, LayerRun, staging_dir};
 use crate::archive::{self, ArchiveError, LockEntry, Lockfile, StackDir};
 use crate::exec;
@@ -62,9 +60,10 @@ fn dpkg_argv(root: Option<&Path>, files: &[PathBuf]) -> Vec<String> {
     argv
 }
 
-/// The command `plan` shows before the driver's, with the archived files (install runs their
-/// verified copies); `None` when the manifest names no prerequisites or the target has them all.
-pub fn planned(m: &Manifest, stack: &Path, root: Option<&Path>) -> Option<PlannedCommand> {
+/// The command `plan` shows before the driver's (argv), with the archived files (install runs
+/// their verified copies, split at pre-dependencies); `None` when the manifest names no
+/// prerequisites or the target has them all.
+pub fn planned(m: &Manifest, stack: &Path, root: Option<&Path>) -> Option<Vec<String>> {
     m.driver.prerequisites.as_ref()?;
     let stack = StackDir::at(stack.to_path_buf());
     let lock = stack.read_lock().ok()?;
@@ -77,10 +76,7 @@ pub fn planned(m: &Manifest, stack: &Path, root: Option<&Path>) -> Option<Planne
         .iter()
         .map(|e| stack.file_path(Layer::Driver, &e.file))
         .collect();
-    Some(PlannedCommand {
-        argv: dpkg_argv(root, &files),
-        installer: None,
-    })
+    Some(dpkg_argv(root, &files))
 }
 
 /// Installs the prerequisites the target lacks, as their own logged step before the driver's.
@@ -283,33 +279,25 @@ fn first_run(controls: &[Control]) -> Vec<String> {
     first
 }
 
-/// The build pieces the manifest's prerequisites bring (the running kernel's headers through
-/// `kernel:`, gcc/make/dkms named in `packages:`) stop blocking: `install` installs them from the
-/// archive right before the driver. The finding stays, as a warning that says so.
-pub fn soften(m: &Manifest, facts: &LinuxFacts, findings: &mut [Finding]) {
-    let Some(p) = &m.driver.prerequisites else {
-        return;
-    };
+/// The fix of a blocking driver finding (`what`) that the manifest's prerequisites cover — the
+/// running kernel's headers through `kernel:`, gcc/make/dkms named in `packages:` — since
+/// `install` installs them from the archive right before the driver; `None` when they do not.
+pub fn covers(m: &Manifest, facts: &LinuxFacts, what: &str) -> Option<String> {
+    let p = m.driver.prerequisites.as_ref()?;
     let names = p.requested_names();
     let headers = p.kernel.is_some() && p.kernel == facts.kernel;
     let tools = facts
         .missing_tools
         .iter()
         .all(|t| names.iter().any(|n| n == t));
-    for f in findings
-        .iter_mut()
-        .filter(|f| f.layer == Layer::Driver && f.blocks())
-    {
-        let covered = (headers && f.what.starts_with("no kernel headers"))
-            || (tools && f.what.contains("kernel module cannot be built"));
-        if covered {
-            f.effect = Effect::Warns;
-            f.fix = format!(
-                "none needed: driver.prerequisites ({}) are installed from the archive before the driver",
-                p.distribution
-            );
-        }
-    }
+    let covered = (headers && what.starts_with("no kernel headers"))
+        || (tools && what.contains("kernel module cannot be built"));
+    covered.then(|| {
+        format!(
+            "none needed: driver.prerequisites ({}) are installed from the archive before the driver",
+            p.distribution
+        )
+    })
 }
 
 /// `(package, architecture) → version` of every package dpkg has installed under `root`.

@@ -125,7 +125,16 @@ pub fn findings(m: &Manifest, host: &dyn HostView, to_run: &[Layer]) -> Vec<Find
         },
     };
     let mut found = judge(&facts, &needs);
-    super::prerequisites::soften(m, &facts, &mut found);
+    // What the archived prerequisites install before the driver no longer blocks it.
+    for f in found
+        .iter_mut()
+        .filter(|f| f.layer == Layer::Driver && f.blocks())
+    {
+        if let Some(fix) = super::prerequisites::covers(m, &facts, &f.what) {
+            f.effect = Effect::Warns;
+            f.fix = fix;
+        }
+    }
     found
 }
 

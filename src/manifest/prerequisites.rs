@@ -7,7 +7,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::Manifest;
-use super::validate::Problem;
 use crate::os::Os;
 
 /// The driver's build prerequisites for one distribution.
@@ -78,20 +77,20 @@ pub fn is_package_version(version: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b".+-~:".contains(&b))
 }
 
-/// Problems of `driver.prerequisites`, collected with the others.
-pub fn check_prerequisites(m: &Manifest, out: &mut Vec<Problem>) {
+/// Errors of `driver.prerequisites` as (field, message); `validate` collects them with the others.
+pub fn check_prerequisites(m: &Manifest, out: &mut Vec<(String, String)>) {
     let Some(p) = &m.driver.prerequisites else {
         return;
     };
     let field = "driver.prerequisites";
     if m.os != Os::Linux {
-        out.push(Problem::error(
+        out.push(error(
             field,
             "prerequisites are distribution packages for the Linux driver's kernel module; remove them from a Windows stack",
         ));
     }
     if !is_distribution(&p.distribution) {
-        out.push(Problem::error(
+        out.push(error(
             format!("{field}.distribution"),
             format!(
                 "`{}` is not a distribution; write the target's ID-VERSION_ID from /etc/os-release, e.g. debian-12 or ubuntu-24.04",
@@ -102,13 +101,13 @@ pub fn check_prerequisites(m: &Manifest, out: &mut Vec<Problem>) {
     if let Some(kernel) = &p.kernel
         && !is_package_name(&format!("linux-headers-{kernel}"))
     {
-        out.push(Problem::error(
+        out.push(error(
             format!("{field}.kernel"),
             format!("`{kernel}` is not a kernel release; write it as `uname -r` prints it on the target, e.g. 6.1.0-28-amd64"),
         ));
     }
     if p.requested().is_empty() {
-        out.push(Problem::error(
+        out.push(error(
             format!("{field}.packages"),
             "no package is named; list the build tools (e.g. [gcc, make, dkms]) and give `kernel:` for its headers",
         ));
@@ -119,7 +118,7 @@ pub fn check_prerequisites(m: &Manifest, out: &mut Vec<Problem>) {
             None => (package.as_str(), None),
         };
         if !is_package_name(name) || version.is_some_and(|v| !is_package_version(v)) {
-            out.push(Problem::error(
+            out.push(error(
                 format!("{field}.packages[{i}]"),
                 format!("`{package}` is not a package as apt names it; write `name` or `name=version` (lowercase letters, digits, + - .)"),
             ));
@@ -128,14 +127,14 @@ pub fn check_prerequisites(m: &Manifest, out: &mut Vec<Problem>) {
     for (i, line) in p.sources.iter().enumerate() {
         let words: Vec<&str> = line.split_whitespace().collect();
         if words.first() != Some(&"deb") || words.len() < 3 || line.contains(['\n', '\r']) {
-            out.push(Problem::error(
+            out.push(error(
                 format!("{field}.sources[{i}]"),
                 format!("`{line}` is not an apt source line; write `deb URL SUITE COMPONENT…` (options in [ ] after deb)"),
             ));
         }
     }
     if !is_package_name(&p.architecture) {
-        out.push(Problem::error(
+        out.push(error(
             format!("{field}.architecture"),
             format!(
                 "`{}` is not a Debian architecture (amd64, arm64)",
@@ -143,6 +142,10 @@ pub fn check_prerequisites(m: &Manifest, out: &mut Vec<Problem>) {
             ),
         ));
     }
+}
+
+fn error(field: impl Into<String>, message: impl Into<String>) -> (String, String) {
+    (field.into(), message.into())
 }
 
 /// `debian-12`, `ubuntu-24.04`: an os-release ID, a dash, a VERSION_ID.
