@@ -854,6 +854,7 @@ fn driver_layer(req: &PinRequest, driver: &Version, run: Vec<String>) -> DriverL
         exit_codes: (req.os == Os::Windows).then(crate::windows_installers::driver_exit_codes),
         verify: None,
         timeout: None,
+        prerequisites: None,
     }
 }
 

@@ -223,7 +223,32 @@ pub fn fetch(
             }
         }
     }
+    if let Some(p) = &manifest.driver.prerequisites {
+        let locked = config.locked;
+        match super::prerequisites::archive(p, &stack, &shared.lock, locked, progress) {
+            Ok(files) => report
+                .files
+                .extend(files.into_iter().map(prerequisite_file)),
+            Err(e) => report.errors.push(e),
+        }
+    }
     Ok(report)
+}
+
+/// An archived driver prerequisite, as the fetch reports every file.
+fn prerequisite_file(a: super::prerequisites::Archived) -> FetchedFile {
+    use super::prerequisites::Outcome;
+    FetchedFile {
+        layer: Layer::Driver,
+        file: a.file,
+        sha256: a.sha256,
+        size: a.size,
+        outcome: match a.outcome {
+            Outcome::AlreadyArchived => FileOutcome::AlreadyArchived,
+            Outcome::Downloaded => FileOutcome::Downloaded,
+            Outcome::Repaired => FileOutcome::Repaired,
+        },
+    }
 }
 
 /// Resolves each installer's file name and expected hash, refusing conflicts before any download.

@@ -13,6 +13,7 @@ mod fetch;
 mod http_error;
 mod layout;
 mod pip;
+mod prerequisites;
 mod root;
 mod toolkit_wheels;
 mod uv;
@@ -29,6 +30,9 @@ pub use layout::{
     pin_conflict, pin_conflicts, stage_verified, verify_entry, verify_pinned,
 };
 pub use pip::{PIP_LABEL, PipTarget, foreign_variables, hermetic_settings, is_foreign_variable};
+pub use prerequisites::{
+    APT_SOURCE_PREFIX, DebId, deb_identity, is_prerequisite_entry, prerequisite_entries,
+};
 pub use root::Archive;
 pub use toolkit_wheels::{ENV_FILE, UnpackedToolkit, env_script, install_toolkit_wheels};
 pub use uv::{UV_SOURCE_PREFIX, extract_uv, is_installer_entry, uv_binary_path, uv_entry};
@@ -184,6 +188,9 @@ pub enum ArchiveError {
     Busy { dir: PathBuf },
     #[error("{0}")]
     Pip(String),
+    /// apt could not archive the driver's prerequisites (`driver.prerequisites`).
+    #[error("driver prerequisites: {0}")]
+    Prerequisites(String),
     #[error(
         "the archive is incomplete: {} not archived yet (a fetch stopped before it finished); incomplete: run `stackpin fetch MANIFEST`",
         requirements.join(", ")

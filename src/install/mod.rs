@@ -10,6 +10,7 @@ pub mod files;
 pub mod plan;
 pub mod preflight;
 pub mod prepare;
+pub mod prerequisites;
 pub mod readiness;
 pub mod reboot;
 pub mod resume;
@@ -612,6 +613,12 @@ impl Chain<'_> {
         let hermetic = layer == Layer::Library && m.library.pip.is_some();
         if hermetic {
             ready_hermetic_library(m, stack, lock, self.host)?;
+        }
+        // The driver's build prerequisites, from the archive, before the driver's own step.
+        if layer == Layer::Driver
+            && let Some(failed) = prerequisites::install(m, stack, lock, self.host, &self.around)?
+        {
+            return Ok(failed);
         }
         if layer == Layer::Toolkit && m.toolkit.source == ToolkitSource::Wheels {
             return unpack_toolkit_wheels(m, stack, lock, self.around.reporter);

@@ -98,9 +98,16 @@ pub fn layer_commands(
     let Some(run) = m.run(layer) else {
         return Ok(vec![]);
     };
+    // Only the files the manifest names run with `run`: the driver's prerequisite packages sit
+    // beside its runfile and are installed by their own step.
+    let named: Vec<String> = m
+        .installers(layer)
+        .iter()
+        .filter_map(|i| i.file_name())
+        .collect();
     files
         .iter()
-        .filter(|f| f.layer == layer)
+        .filter(|f| f.layer == layer && named.contains(&f.file))
         .map(|f| {
             let mut values = base.clone();
             values.set(Placeholder::Installer, f.path.display().to_string());
@@ -114,6 +121,25 @@ pub fn layer_commands(
 
 /// Appends `extra` (readiness's `--tmpdir`, the module signing pair) to each command that runs
 /// an archived runfile.
+/// The driver's build prerequisites (archived .deb files) run before its runfile.
+fn add_prerequisites_step(
+    m: &Manifest,
+    stack: &Path,
+    host: &dyn HostView,
+    layer: Layer,
+    commands: &mut Vec<PlannedCommand>,
+) {
+    if layer != Layer::Driver {
+        return;
+    }
+    let root = host.host_root();
+    let step = super::prerequisites::planned(m, stack, root.as_deref()).map(|argv| PlannedCommand {
+        argv,
+        installer: None,
+    });
+    commands.splice(0..0, step);
+}
+
 pub fn add_runfile_args(commands: &mut [PlannedCommand], extra: &[String]) {
     if extra.is_empty() {
         return;
@@ -248,6 +274,7 @@ pub fn plan(
         let mut commands = layer_commands(m, stack, layer, files)?;
         let extra = super::readiness::extra_args(m, layer, &readiness, &choices);
         add_runfile_args(&mut commands, &extra);
+        add_prerequisites_step(m, stack, host, layer, &mut commands);
         let why: Vec<&str> = blockers
             .iter()
             .filter(|(l, _)| *l == layer)

@@ -215,7 +215,18 @@ pub fn findings(
         },
         choices: choices.clone(),
     };
-    judge(&facts, &needs)
+    let mut found = judge(&facts, &needs);
+    // What the archived prerequisites install before the driver no longer blocks it.
+    for f in found
+        .iter_mut()
+        .filter(|f| f.layer == Layer::Driver && f.blocks())
+    {
+        if let Some(fix) = super::prerequisites::covers(m, &facts, &f.what) {
+            f.effect = Effect::Warns;
+            f.fix = fix;
+        }
+    }
+    found
 }
 
 /// The finding that skips `layer` among `findings`, if one does (only the driver is ever

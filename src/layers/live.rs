@@ -180,6 +180,10 @@ impl HostView for LiveHost<'_> {
         (self.system.os() == Os::Linux).then(|| host::readiness::read(self.system, space_for))
     }
 
+    fn host_root(&self) -> Option<std::path::PathBuf> {
+        host::context::host_root(self.system)
+    }
+
     fn compute_capability(&self) -> Option<String> {
         let probe = host::nvidia_smi::probe(self.system, self.wsl, self.smi_timeout);
         let visible = self.system.env("CUDA_VISIBLE_DEVICES");

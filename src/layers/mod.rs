@@ -92,6 +92,11 @@ pub trait HostView {
     fn linux_facts(&self, _space_for: &[PathBuf]) -> Option<crate::host::readiness::LinuxFacts> {
         None
     }
+    /// The folder the host's Linux paths are read (and dpkg installs) under: `STACKPIN_HOST_ROOT`
+    /// (a mounted image, a test's fake root); `None` for `/`.
+    fn host_root(&self) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// A layer's proof: whether it holds and, either way, what was seen.

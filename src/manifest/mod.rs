@@ -9,6 +9,7 @@
 pub mod exit_codes;
 mod parse;
 pub mod placeholder;
+pub mod prerequisites;
 mod source_map;
 pub mod toolkit_wheels;
 pub mod validate;
@@ -23,6 +24,7 @@ use crate::version::Version;
 
 pub use exit_codes::ExitCodes;
 pub use parse::{ManifestError, parse, read, shown_value};
+pub use prerequisites::Prerequisites;
 pub use source_map::SourceMap;
 pub use validate::{Problem, Severity, validate};
 
@@ -142,6 +144,10 @@ pub struct DriverLayer {
         with = "duration_text"
     )]
     pub timeout: Option<Duration>,
+    /// The distribution packages the driver's module is built with, archived and installed
+    /// offline before the driver ([`Prerequisites`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prerequisites: Option<Prerequisites>,
 }
 
 /// The CUDA toolkit layer: NVIDIA's runfile/installer (`source: runfile`, the default) run with

@@ -90,6 +90,13 @@ pub fn validate(m: &Manifest) -> Vec<Problem> {
     check_library(m, &mut out);
     check_example(m, &mut out);
     check_mirror(m, &mut out);
+    let mut prerequisites = Vec::new();
+    super::prerequisites::check_prerequisites(m, &mut prerequisites);
+    out.extend(
+        prerequisites
+            .into_iter()
+            .map(|(field, message)| Problem::error(field, message)),
+    );
     out
 }
 

@@ -25,6 +25,7 @@ mod linux_prep;
 mod measure;
 mod messages;
 mod pin;
+mod prerequisites;
 mod prove;
 mod readiness;
 mod report;
