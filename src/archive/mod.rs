@@ -14,6 +14,7 @@ mod layout;
 mod pip;
 mod root;
 mod toolkit_wheels;
+mod trust;
 mod uv;
 
 use std::path::PathBuf;
@@ -30,6 +31,7 @@ pub use layout::{
 pub use pip::{PIP_LABEL, PipTarget, foreign_variables, hermetic_settings, is_foreign_variable};
 pub use root::Archive;
 pub use toolkit_wheels::{ENV_FILE, UnpackedToolkit, env_script, install_toolkit_wheels};
+pub use trust::{TrustSummary, VerifiedAgainst, summarize as trust_summary};
 pub use uv::{UV_SOURCE_PREFIX, extract_uv, is_installer_entry, uv_binary_path, uv_entry};
 
 use crate::manifest::Layer;
@@ -100,6 +102,20 @@ pub enum ArchiveError {
         url: String,
         expected: String,
         actual: String,
+    },
+    #[error(
+        "{what} of {url} disagrees with the checksum published for it\n  published sha256 {published} ({source_name})\n  {what_short:<9} sha256 {actual}\n  nothing was archived under the file's name; fetch it again later, or from a mirror you trust, and report a file that keeps disagreeing"
+    )]
+    PublishedMismatch {
+        url: String,
+        /// `the first download`, `the manifest's sha256 pin`, `stack.lock's sha256`.
+        what: String,
+        /// A short label for the second hash line (`download`, `pin`, `lock`).
+        what_short: String,
+        published: String,
+        actual: String,
+        /// Where the published value was read (the data set's `checksums.yaml`).
+        source_name: String,
     },
     #[error(
         "{layer}/{file}: the lock says sha256 {locked} but the manifest pins {pinned}; a lock is never rewritten silently: fix the pin, or delete the entry from stack.lock if the new file is the one you want"
@@ -217,6 +233,7 @@ impl ArchiveError {
         matches!(
             self,
             Self::Checksum { .. }
+                | Self::PublishedMismatch { .. }
                 | Self::LockConflict { .. }
                 | Self::PinMismatch { .. }
                 | Self::Busy { .. }

@@ -22,8 +22,10 @@ mod json_contract;
 #[cfg(unix)]
 mod library_layer;
 mod measure;
+mod outdated_index;
 mod pin;
 mod prove;
+mod published;
 mod readiness;
 mod report;
 mod server;
