@@ -14,7 +14,7 @@ use super::layout::{hash_file, make_read_only, remove_file};
 use super::pip::{self, PipTarget};
 use super::trust::VerifiedAgainst;
 use super::uv::{UV_SOURCE_PREFIX, is_installer_entry};
-use super::{ArchiveError, LockEntry, Lockfile, Progress, StackDir};
+use super::{ArchiveError, LockEntry, Lockfile, Progress, PublishedMismatch, StackDir};
 use crate::manifest::{
     Layer, LibraryInstaller, Manifest, ToolkitSource, ToolkitWheel, validate::unsafe_file_name,
 };
@@ -217,13 +217,15 @@ fn expected_hash(
     let disagrees = |what: &str, what_short: &str, actual: &str| {
         published
             .filter(|p| !p.sha256.eq_ignore_ascii_case(actual))
-            .map(|p| ArchiveError::PublishedMismatch {
-                url: url.to_string(),
-                what: what.into(),
-                what_short: what_short.into(),
-                published: p.sha256.to_ascii_lowercase(),
-                actual: actual.to_string(),
-                source_name: p.source.clone(),
+            .map(|p| {
+                ArchiveError::PublishedMismatch(Box::new(PublishedMismatch {
+                    url: url.to_string(),
+                    what: what.into(),
+                    what_short: what_short.into(),
+                    published: p.sha256.to_ascii_lowercase(),
+                    actual: actual.to_string(),
+                    source_name: p.source.clone(),
+                }))
             })
     };
     let vouched = |fallback: VerifiedAgainst| match published {
@@ -456,14 +458,16 @@ impl Shared<'_> {
         {
             remove_file(&partial)?;
             return Err(match &want.verified {
-                Some(VerifiedAgainst::Published(source)) => ArchiveError::PublishedMismatch {
-                    url: want.url.clone(),
-                    what: "the download".into(),
-                    what_short: "download".into(),
-                    published: expected.clone(),
-                    actual,
-                    source_name: source.clone(),
-                },
+                Some(VerifiedAgainst::Published(source)) => {
+                    ArchiveError::PublishedMismatch(Box::new(PublishedMismatch {
+                        url: want.url.clone(),
+                        what: "the download".into(),
+                        what_short: "download".into(),
+                        published: expected.clone(),
+                        actual,
+                        source_name: source.clone(),
+                    }))
+                }
                 _ => ArchiveError::Checksum {
                     url: want.url.clone(),
                     expected: expected.clone(),

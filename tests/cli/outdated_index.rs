@@ -4,7 +4,7 @@
 //! the release data's answer beside them; an index that cannot be read is said so, never taken
 //! for "nothing newer".
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -43,7 +43,7 @@ fn stack(ctx: &TestContext, index: &str) -> PathBuf {
     path
 }
 
-fn outdated(ctx: &TestContext, manifest: &PathBuf, index: &str, json: bool) -> Outcome {
+fn outdated(ctx: &TestContext, manifest: &Path, index: &str, json: bool) -> Outcome {
     let manifest = manifest.display().to_string();
     let mut args = vec![
         "outdated",
