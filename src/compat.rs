@@ -262,6 +262,57 @@ pub fn uv_pin() -> Option<&'static UvPin> {
     knowledge().tools.as_ref().map(|t| &t.uv)
 }
 
+/// `data/checksums.yaml`: the checksums published for installer URLs the data knows, each with
+/// where it was read (see the file).
+#[derive(Debug, Deserialize)]
+struct ChecksumsData {
+    #[allow(dead_code)] // the set's date is `dataset`'s; kept so the table must carry its own
+    read_on: String,
+    #[allow(dead_code)]
+    #[serde(default)]
+    sources: Vec<String>,
+    published: Vec<PublishedChecksum>,
+}
+
+/// One installer's published sha256 and who published it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct PublishedChecksum {
+    pub url: String,
+    pub sha256: String,
+    /// Where the value was read (`nixpkgs cudatoolkit/releases.nix@113ef7df`).
+    pub source: String,
+}
+
+impl ChecksumsData {
+    /// Every value must be a sha256 with a source: a set with a malformed one is refused by
+    /// `data pack` and `data update` rather than failing a download later.
+    fn checked(self) -> Result<Self, TableError> {
+        for row in &self.published {
+            let hex = row.sha256.len() == 64 && row.sha256.bytes().all(|b| b.is_ascii_hexdigit());
+            if !hex || row.source.trim().is_empty() || row.url.trim().is_empty() {
+                return Err(TableError::Malformed {
+                    name: "checksums.yaml".into(),
+                    reason: format!(
+                        "published checksum for `{}`: needs a url, a sha256 of 64 hexadecimal characters and a source",
+                        row.url
+                    ),
+                });
+            }
+        }
+        Ok(self)
+    }
+}
+
+/// The checksum published for `url` in the data set in use, if one was found.
+pub fn published_checksum(url: &str) -> Option<&'static PublishedChecksum> {
+    knowledge()
+        .checksums
+        .as_ref()?
+        .published
+        .iter()
+        .find(|p| p.url == url)
+}
+
 /// `data/cuda-wheels.yaml`: each CUDA release's component wheels as NVIDIA's `cuda-toolkit`
 /// meta-package pins them (see the file for how they were read).
 #[derive(Debug, Deserialize)]
@@ -357,6 +408,7 @@ struct Knowledge {
     gpus: GpuData,
     libraries: LibraryTable,
     tools: Option<ToolsData>,
+    checksums: Option<ChecksumsData>,
 }
 
 fn knowledge() -> &'static Knowledge {
@@ -389,6 +441,11 @@ impl Knowledge {
             // Optional: a set packed before tools.yaml existed still reads.
             tools: match table("tools.yaml") {
                 Some(_) => Some(parse_table("tools.yaml", table)?),
+                None => None,
+            },
+            // Optional: a set packed before checksums.yaml existed still reads.
+            checksums: match table("checksums.yaml") {
+                Some(_) => Some(parse_table::<ChecksumsData>("checksums.yaml", table)?.checked()?),
                 None => None,
             },
         })
@@ -1307,6 +1364,53 @@ mod tests {
         }
         let rel = known("tensorflow", &v("2.1.0"), Os::Linux);
         assert_eq!(rel.requirements(&v("2.1.0")), vec!["tensorflow==2.1.0"]);
+    }
+
+    #[test]
+    fn every_published_checksum_is_for_a_url_the_data_writes() {
+        let rows = &knowledge()
+            .checksums
+            .as_ref()
+            .expect("data/checksums.yaml")
+            .published;
+        assert!(rows.len() >= 20, "{}", rows.len());
+        let mut written: Vec<String> = known_drivers(Os::Linux)
+            .iter()
+            .filter_map(|d| driver_url(&d.version, Os::Linux))
+            .collect();
+        written.extend(
+            knowledge()
+                .cuda
+                .installers
+                .iter()
+                .filter_map(|i| toolkit_installer_url(&i.version, Os::Linux)),
+        );
+        for row in rows {
+            assert!(written.contains(&row.url), "no data row writes {}", row.url);
+            assert_eq!(
+                published_checksum(&row.url).map(|p| &p.sha256),
+                Some(&row.sha256)
+            );
+        }
+        let cuda_12_4_0 = toolkit_installer_url(&v("12.4.0"), Os::Linux).expect("12.4.0");
+        let published = published_checksum(&cuda_12_4_0).expect("nixpkgs publishes 12.4.0's");
+        assert!(published.source.contains("nixpkgs"), "{}", published.source);
+        assert!(published_checksum("https://example.test/none.run").is_none());
+    }
+
+    #[test]
+    fn a_malformed_published_checksum_is_refused_with_the_table_named() {
+        let bad = ChecksumsData {
+            read_on: "2026-12-07".into(),
+            sources: vec![],
+            published: vec![PublishedChecksum {
+                url: "https://example.test/a.run".into(),
+                sha256: "abc".into(),
+                source: "s".into(),
+            }],
+        };
+        let err = bad.checked().expect_err("not a sha256");
+        assert!(err.to_string().contains("checksums.yaml"), "{err}");
     }
 
     #[test]

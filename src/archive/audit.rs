@@ -67,6 +67,9 @@ pub struct AuditReport {
     #[serde(skip)]
     pub stack: PathBuf,
     pub files: Vec<FileAudit>,
+    /// What the lock's files were first checked against: how many are still trusted on first
+    /// use because no checksum is published for them.
+    pub trust: super::TrustSummary,
 }
 
 impl AuditReport {
@@ -158,6 +161,7 @@ pub fn audit_stack(
     Ok(AuditReport {
         stack: stack.root().to_path_buf(),
         files: hashed,
+        trust: super::trust_summary(&lock),
     })
 }
 
@@ -288,6 +292,7 @@ mod tests {
                 sha256: ABC.into(),
                 size: 3,
                 fetched_at: "t".into(),
+                verified_against: None,
             });
         }
         stack.write_lock(&lock).expect("lock");

@@ -12,8 +12,9 @@ use serde::Serialize;
 use super::download::{Downloader, RetryPolicy, Timeouts};
 use super::layout::{hash_file, make_read_only, remove_file};
 use super::pip::{self, PipTarget};
+use super::trust::VerifiedAgainst;
 use super::uv::{UV_SOURCE_PREFIX, is_installer_entry};
-use super::{ArchiveError, LockEntry, Lockfile, Progress, StackDir};
+use super::{ArchiveError, LockEntry, Lockfile, Progress, PublishedMismatch, StackDir};
 use crate::manifest::{
     Layer, LibraryInstaller, Manifest, ToolkitSource, ToolkitWheel, validate::unsafe_file_name,
 };
@@ -90,6 +91,8 @@ struct Wanted {
     expected: Option<String>,
     /// The size the lock recorded for this file at this URL: a download stops past it.
     locked_size: Option<u64>,
+    /// What `expected` is (the lock keeps it); `None` for wheels an index served.
+    verified: Option<VerifiedAgainst>,
 }
 
 /// Archives every installer of `manifest` into `<archive>/<name>/` and records it in the lock.
@@ -109,6 +112,42 @@ pub fn fetch(
     let mut lock = stack.read_lock()?;
     lock.stack = manifest.name.clone();
     let wanted = plan(manifest, &lock, config.locked)?;
+    announce(&wanted, &lock, progress);
+    let path = stack.manifest_path();
+    crate::fsutil::write_atomic(&path, manifest_text.as_bytes())
+        .map_err(|e| ArchiveError::io("writing", path, e))?;
+
+    let shared = Shared::new(&stack, lock, config, progress)?;
+    let mut report = FetchReport {
+        stack: stack.root().to_path_buf(),
+        files: Vec::new(),
+        errors: Vec::new(),
+    };
+    for result in shared.download_all(wanted, config.jobs) {
+        match result {
+            Ok(f) => report.files.push(f),
+            Err(e) => report.errors.push(e),
+        }
+    }
+    if manifest.toolkit.source == ToolkitSource::Wheels {
+        shared.archive_components(manifest, python_version.as_ref(), config, &mut report)?;
+    }
+    if let Some(python_version) = python_version {
+        shared.archive_library(manifest, python_version, config, &mut report);
+    }
+    if let Some(p) = &manifest.driver.prerequisites {
+        match super::prerequisites::archive(p, &stack, &shared.lock, config.locked, progress) {
+            Ok(files) => report
+                .files
+                .extend(files.into_iter().map(prerequisite_file)),
+            Err(e) => report.errors.push(e),
+        }
+    }
+    Ok(report)
+}
+
+/// Tells the progress reporter every file to come, with the size the lock knows for it.
+fn announce(wanted: &[Wanted], lock: &Lockfile, progress: &dyn Progress) {
     let sizes: Vec<(String, Option<u64>)> = wanted
         .iter()
         .map(|w| {
@@ -120,119 +159,6 @@ pub fn fetch(
         })
         .collect();
     progress.planned(&sizes);
-    let path = stack.manifest_path();
-    crate::fsutil::write_atomic(&path, manifest_text.as_bytes())
-        .map_err(|e| ArchiveError::io("writing", path, e))?;
-
-    let downloader = Downloader::new(config.timeouts, config.retry)?;
-    let mirror_downloader = Downloader::new(
-        config.timeouts,
-        RetryPolicy {
-            attempts: 1,
-            ..config.retry
-        },
-    )?;
-    let shared = Shared {
-        stack: &stack,
-        lock: Mutex::new(lock),
-        downloader,
-        mirror: config.mirror.as_deref().map(|m| (m, mirror_downloader)),
-        progress,
-    };
-    let queue = Mutex::new(wanted.into_iter().enumerate().collect::<VecDeque<_>>());
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..config.jobs.max(1) {
-            s.spawn(|| {
-                loop {
-                    let next = queue.lock().ok().and_then(|mut q| q.pop_front());
-                    let Some((i, want)) = next else { break };
-                    let result = shared.archive_one(&want);
-                    if let Ok(mut r) = results.lock() {
-                        r.push((i, result));
-                    }
-                }
-            });
-        }
-    });
-    let mut results = results.into_inner().unwrap_or_default();
-    results.sort_by_key(|(i, _)| *i);
-    let mut report = FetchReport {
-        stack: stack.root().to_path_buf(),
-        files: Vec::new(),
-        errors: Vec::new(),
-    };
-    for (_, result) in results {
-        match result {
-            Ok(f) => report.files.push(f),
-            Err(e) => report.errors.push(e),
-        }
-    }
-    if manifest.toolkit.source == ToolkitSource::Wheels {
-        // Component wheels are `py3-none-<platform>`: any Python's tags select them.
-        let any_python = match &python_version {
-            Some(v) => Ok(v.clone()),
-            None => crate::version::Version::parse("3.12"),
-        };
-        let tool = PipTarget {
-            os: manifest.os,
-            python_version: any_python.map_err(|e| ArchiveError::Pip(e.to_string()))?,
-            index_url: manifest.toolkit.index_url.clone(),
-            extra_index_urls: Vec::new(),
-            requirements: Vec::new(),
-        };
-        let pip_run = PipRun {
-            python: config.python.clone(),
-            stall: config.timeouts.stall,
-        };
-        for component in &manifest.toolkit.components {
-            match shared.archive_component(&tool, &pip_run, component) {
-                Ok(file) => report.files.push(file),
-                Err(e) => report.errors.push(e),
-            }
-        }
-    }
-    if let (Some(pip_section), Some(python_version)) = (&manifest.library.pip, python_version) {
-        let target = PipTarget {
-            os: manifest.os,
-            python_version,
-            index_url: pip_section.index_url.clone(),
-            extra_index_urls: pip_section.extra_index_urls.clone(),
-            requirements: pip_section.requirements.clone(),
-        };
-        let pip_run = PipRun {
-            python: config.python.clone(),
-            stall: config.timeouts.stall,
-        };
-        match shared.archive_pip(&target, &pip_run, config.locked) {
-            Ok(files) => report.files.extend(files),
-            Err(e) => report.errors.push(e),
-        }
-        if manifest.library.installer == LibraryInstaller::Uv && report.errors.is_empty() {
-            let uv = crate::compat::uv_pin().and_then(|pin| {
-                pin.wheel(manifest.os).map(|wheel| PinnedWheel {
-                    requirement: format!("uv=={}", pin.version),
-                    file: wheel.file.clone(),
-                    sha256: wheel.sha256.to_ascii_lowercase(),
-                    index_url: config.uv_index_url.clone(),
-                })
-            });
-            match shared.archive_uv(&target, &pip_run, uv.as_ref()) {
-                Ok(file) => report.files.push(file),
-                Err(e) => report.errors.push(e),
-            }
-        }
-    }
-    if let Some(p) = &manifest.driver.prerequisites {
-        let locked = config.locked;
-        match super::prerequisites::archive(p, &stack, &shared.lock, locked, progress) {
-            Ok(files) => report
-                .files
-                .extend(files.into_iter().map(prerequisite_file)),
-            Err(e) => report.errors.push(e),
-        }
-    }
-    Ok(report)
 }
 
 /// An archived driver prerequisite, as the fetch reports every file.
@@ -268,7 +194,6 @@ fn plan(manifest: &Manifest, lock: &Lockfile, locked: bool) -> Result<Vec<Wanted
             // A lock entry only speaks for the URL it was made from; a changed URL is a new file.
             let locked_entry = lock.find(layer, &file).filter(|e| e.url == installer.url);
             let locked_sha = locked_entry.map(|e| e.sha256.to_ascii_lowercase());
-            let locked_size = locked_entry.map(|e| e.size);
             if let (Some(p), Some(l)) = (&pinned, &locked_sha)
                 && p != l
             {
@@ -279,8 +204,8 @@ fn plan(manifest: &Manifest, lock: &Lockfile, locked: bool) -> Result<Vec<Wanted
                     pinned: p.clone(),
                 });
             }
-            let expected = pinned.or(locked_sha.clone());
-            if locked && expected.is_none() {
+            let (expected, verified) = expected_hash(&installer.url, pinned, locked_entry)?;
+            if locked && locked_sha.is_none() && installer.sha256.is_none() {
                 return Err(ArchiveError::Unpinned {
                     layer,
                     file,
@@ -292,12 +217,69 @@ fn plan(manifest: &Manifest, lock: &Lockfile, locked: bool) -> Result<Vec<Wanted
                 file,
                 url: installer.url.clone(),
                 // Only when the lock's hash is the one expected: a new pin may mean a new size.
-                locked_size: locked_size.filter(|_| expected == locked_sha),
-                expected,
+                locked_size: locked_entry
+                    .map(|e| e.size)
+                    .filter(|_| Some(&expected) == locked_sha.as_ref()),
+                expected: Some(expected).filter(|e| !e.is_empty()),
+                verified: Some(verified),
             });
         }
     }
     Ok(wanted)
+}
+
+/// The sha256 a file at `url` must have and what vouches for it: the manifest's pin, else the
+/// lock's, else the checksum published for the URL in the release data, else nothing yet (an
+/// empty hash: trust on first use). A pin or lock that disagrees with a published checksum is
+/// refused: one of them is not the publisher's file.
+fn expected_hash(
+    url: &str,
+    pinned: Option<String>,
+    locked: Option<&LockEntry>,
+) -> Result<(String, VerifiedAgainst), ArchiveError> {
+    let published = crate::compat::published_checksum(url);
+    let disagrees = |what: &str, what_short: &str, actual: &str| {
+        published
+            .filter(|p| !p.sha256.eq_ignore_ascii_case(actual))
+            .map(|p| {
+                ArchiveError::PublishedMismatch(Box::new(PublishedMismatch {
+                    url: url.to_string(),
+                    what: what.into(),
+                    what_short: what_short.into(),
+                    published: p.sha256.to_ascii_lowercase(),
+                    actual: actual.to_string(),
+                    source_name: p.source.clone(),
+                }))
+            })
+    };
+    let vouched = |fallback: VerifiedAgainst| match published {
+        Some(p) => VerifiedAgainst::Published(p.source.clone()),
+        None => fallback,
+    };
+    if let Some(pin) = pinned {
+        if let Some(e) = disagrees("the manifest's sha256 pin", "pin", &pin) {
+            return Err(e);
+        }
+        return Ok((pin, vouched(VerifiedAgainst::ManifestPin)));
+    }
+    if let Some(entry) = locked {
+        let sha = entry.sha256.to_ascii_lowercase();
+        if let Some(e) = disagrees("stack.lock's sha256", "lock", &sha) {
+            return Err(e);
+        }
+        let recorded = entry
+            .verified_against
+            .clone()
+            .unwrap_or(VerifiedAgainst::TrustOnFirstUse);
+        return Ok((sha, vouched(recorded)));
+    }
+    Ok(match published {
+        Some(p) => (
+            p.sha256.to_ascii_lowercase(),
+            VerifiedAgainst::Published(p.source.clone()),
+        ),
+        None => (String::new(), VerifiedAgainst::TrustOnFirstUse),
+    })
 }
 
 /// What the download threads share.
@@ -309,7 +291,128 @@ struct Shared<'a> {
     progress: &'a dyn Progress,
 }
 
+impl<'a> Shared<'a> {
+    fn new(
+        stack: &'a StackDir,
+        lock: Lockfile,
+        config: &'a FetchConfig,
+        progress: &'a dyn Progress,
+    ) -> Result<Self, ArchiveError> {
+        let mirror_downloader = Downloader::new(
+            config.timeouts,
+            RetryPolicy {
+                attempts: 1,
+                ..config.retry
+            },
+        )?;
+        Ok(Shared {
+            stack,
+            lock: Mutex::new(lock),
+            downloader: Downloader::new(config.timeouts, config.retry)?,
+            mirror: config.mirror.as_deref().map(|m| (m, mirror_downloader)),
+            progress,
+        })
+    }
+}
+
 impl Shared<'_> {
+    /// Downloads the planned installers, `jobs` at once; the results come back in plan order.
+    fn download_all(
+        &self,
+        wanted: Vec<Wanted>,
+        jobs: usize,
+    ) -> Vec<Result<FetchedFile, ArchiveError>> {
+        let queue = Mutex::new(wanted.into_iter().enumerate().collect::<VecDeque<_>>());
+        let results = Mutex::new(Vec::new());
+        std::thread::scope(|s| {
+            for _ in 0..jobs.max(1) {
+                s.spawn(|| {
+                    loop {
+                        let next = queue.lock().ok().and_then(|mut q| q.pop_front());
+                        let Some((i, want)) = next else { break };
+                        let result = self.archive_one(&want);
+                        if let Ok(mut r) = results.lock() {
+                            r.push((i, result));
+                        }
+                    }
+                });
+            }
+        });
+        let mut results = results.into_inner().unwrap_or_default();
+        results.sort_by_key(|(i, _)| *i);
+        results.into_iter().map(|(_, r)| r).collect()
+    }
+
+    /// A wheel toolkit's component wheels, each by its pin.
+    fn archive_components(
+        &self,
+        manifest: &Manifest,
+        python_version: Option<&crate::version::Version>,
+        config: &FetchConfig,
+        report: &mut FetchReport,
+    ) -> Result<(), ArchiveError> {
+        // Component wheels are `py3-none-<platform>`: any Python's tags select them.
+        let any_python = match python_version {
+            Some(v) => v.clone(),
+            None => crate::version::Version::parse("3.12")
+                .map_err(|e| ArchiveError::Pip(e.to_string()))?,
+        };
+        let tool = PipTarget {
+            os: manifest.os,
+            python_version: any_python,
+            index_url: manifest.toolkit.index_url.clone(),
+            extra_index_urls: Vec::new(),
+            requirements: Vec::new(),
+        };
+        let pip_run = PipRun::of(config);
+        for component in &manifest.toolkit.components {
+            match self.archive_component(&tool, &pip_run, component) {
+                Ok(file) => report.files.push(file),
+                Err(e) => report.errors.push(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// The library's wheels through pip, then uv from the data's pin when it installs them.
+    fn archive_library(
+        &self,
+        manifest: &Manifest,
+        python_version: crate::version::Version,
+        config: &FetchConfig,
+        report: &mut FetchReport,
+    ) {
+        let Some(pip_section) = &manifest.library.pip else {
+            return;
+        };
+        let target = PipTarget {
+            os: manifest.os,
+            python_version,
+            index_url: pip_section.index_url.clone(),
+            extra_index_urls: pip_section.extra_index_urls.clone(),
+            requirements: pip_section.requirements.clone(),
+        };
+        let pip_run = PipRun::of(config);
+        match self.archive_pip(&target, &pip_run, config.locked) {
+            Ok(files) => report.files.extend(files),
+            Err(e) => report.errors.push(e),
+        }
+        if manifest.library.installer == LibraryInstaller::Uv && report.errors.is_empty() {
+            let uv = crate::compat::uv_pin().and_then(|pin| {
+                pin.wheel(manifest.os).map(|wheel| PinnedWheel {
+                    requirement: format!("uv=={}", pin.version),
+                    file: wheel.file.clone(),
+                    sha256: wheel.sha256.to_ascii_lowercase(),
+                    index_url: config.uv_index_url.clone(),
+                })
+            });
+            match self.archive_uv(&target, &pip_run, uv.as_ref()) {
+                Ok(file) => report.files.push(file),
+                Err(e) => report.errors.push(e),
+            }
+        }
+    }
+
     fn archive_one(&self, want: &Wanted) -> Result<FetchedFile, ArchiveError> {
         let final_path = self.stack.file_path(want.layer, &want.file);
         let label = format!("{}/{}", want.layer, want.file);
@@ -378,10 +481,22 @@ impl Shared<'_> {
             && &actual != expected
         {
             remove_file(&partial)?;
-            return Err(ArchiveError::Checksum {
-                url: want.url.clone(),
-                expected: expected.clone(),
-                actual,
+            return Err(match &want.verified {
+                Some(VerifiedAgainst::Published(source)) => {
+                    ArchiveError::PublishedMismatch(Box::new(PublishedMismatch {
+                        url: want.url.clone(),
+                        what: "the download".into(),
+                        what_short: "download".into(),
+                        published: expected.clone(),
+                        actual,
+                        source_name: source.clone(),
+                    }))
+                }
+                _ => ArchiveError::Checksum {
+                    url: want.url.clone(),
+                    expected: expected.clone(),
+                    actual,
+                },
             });
         }
         std::fs::rename(&partial, &final_path)
@@ -414,20 +529,24 @@ impl Shared<'_> {
             path: self.stack.lock_path(),
             reason: "a download thread panicked while updating it".into(),
         })?;
-        if let Some(e) = lock.find(want.layer, &want.file)
-            && e.url == want.url
-            && e.sha256 == sha256
-            && e.size == size
-        {
+        let same_file = lock
+            .find(want.layer, &want.file)
+            .filter(|e| e.url == want.url && e.sha256 == sha256 && e.size == size);
+        if same_file.is_some_and(|e| e.verified_against == want.verified) {
             return Ok(());
         }
+        // The same bytes newly vouched for (a checksum published since) keep their download time.
+        let fetched_at = same_file
+            .map(|e| e.fetched_at.clone())
+            .unwrap_or_else(|| jiff::Timestamp::now().to_string());
         lock.upsert(LockEntry {
             layer: want.layer,
             file: want.file.clone(),
             url: want.url.clone(),
             sha256: sha256.to_string(),
             size,
-            fetched_at: jiff::Timestamp::now().to_string(),
+            fetched_at,
+            verified_against: want.verified.clone(),
         });
         self.stack.write_lock(&lock)
     }
@@ -608,6 +727,7 @@ impl Shared<'_> {
             url: source.to_string(),
             expected: None,
             locked_size: None,
+            verified: None,
         };
         self.record(&want, &actual, size)?;
         Ok(self.fetched(&want, actual, size, outcome))
@@ -823,6 +943,13 @@ struct PipRun {
 }
 
 impl PipRun {
+    fn of(config: &FetchConfig) -> Self {
+        PipRun {
+            python: config.python.clone(),
+            stall: config.timeouts.stall,
+        }
+    }
+
     fn watch<'a>(&self, progress: &'a dyn Progress) -> pip::Watch<'a> {
         pip::Watch {
             progress,

@@ -284,6 +284,10 @@ pub struct LockEntry {
     pub size: u64,
     /// RFC 3339 time of the download.
     pub fetched_at: String,
+    /// What the first download was checked against; absent for wheels an index served (their
+    /// installer checks the index's sha256) and in locks written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_against: Option<super::trust::VerifiedAgainst>,
 }
 
 impl Lockfile {
@@ -649,6 +653,7 @@ mod tests {
             sha256: sha.into(),
             size: 3,
             fetched_at: "2026-01-01T00:00:00Z".into(),
+            verified_against: None,
         }
     }
 

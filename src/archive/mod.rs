@@ -16,6 +16,7 @@ mod pip;
 mod prerequisites;
 mod root;
 mod toolkit_wheels;
+mod trust;
 mod uv;
 
 use std::path::PathBuf;
@@ -35,6 +36,7 @@ pub use prerequisites::{
 };
 pub use root::Archive;
 pub use toolkit_wheels::{ENV_FILE, UnpackedToolkit, env_script, install_toolkit_wheels};
+pub use trust::{TrustSummary, VerifiedAgainst, summarize as trust_summary};
 pub use uv::{UV_SOURCE_PREFIX, extract_uv, is_installer_entry, uv_binary_path, uv_entry};
 
 use crate::manifest::Layer;
@@ -106,6 +108,9 @@ pub enum ArchiveError {
         expected: String,
         actual: String,
     },
+    /// A file, pin or lock line that disagrees with the checksum published for its URL.
+    #[error("{0}")]
+    PublishedMismatch(Box<PublishedMismatch>),
     #[error(
         "{layer}/{file}: the lock says sha256 {locked} but the manifest pins {pinned}; a lock is never rewritten silently: fix the pin, or delete the entry from stack.lock if the new file is the one you want"
     )]
@@ -214,6 +219,23 @@ pub enum ArchiveError {
     Several(usize),
 }
 
+/// What [`ArchiveError::PublishedMismatch`] carries.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{what} of {url} disagrees with the checksum published for it\n  published sha256 {published} ({source_name})\n  {what_short:<9} sha256 {actual}\n  nothing was archived under the file's name; fetch it again later, or from a mirror you trust, and report a file that keeps disagreeing"
+)]
+pub struct PublishedMismatch {
+    pub url: String,
+    /// `the download`, `the manifest's sha256 pin`, `stack.lock's sha256`.
+    pub what: String,
+    /// A short label for the second hash line (`download`, `pin`, `lock`).
+    pub what_short: String,
+    pub published: String,
+    pub actual: String,
+    /// Where the published value was read (the data set's `checksums.yaml`).
+    pub source_name: String,
+}
+
 impl ArchiveError {
     /// Wraps an I/O error with what was being done to which path.
     pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
@@ -230,6 +252,7 @@ impl ArchiveError {
         matches!(
             self,
             Self::Checksum { .. }
+                | Self::PublishedMismatch(_)
                 | Self::LockConflict { .. }
                 | Self::PinMismatch { .. }
                 | Self::Busy { .. }

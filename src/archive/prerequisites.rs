@@ -234,6 +234,9 @@ fn adopt(
         sha256: actual.clone(),
         size,
         fetched_at: jiff::Timestamp::now().to_string(),
+        // apt checked it against the distribution's signed package index (counted by `audit`
+        // with the other files a package index served).
+        verified_against: None,
     });
     stack.write_lock(&guard)?;
     Ok(Archived {

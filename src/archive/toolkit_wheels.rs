@@ -195,6 +195,7 @@ mod tests {
             sha256: sha256.clone(),
             size,
             fetched_at: "t".into(),
+            verified_against: None,
         });
         (dir, stack, lock, sha256)
     }

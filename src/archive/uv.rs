@@ -104,6 +104,7 @@ mod tests {
             sha256,
             size,
             fetched_at: "t".into(),
+            verified_against: None,
         };
         (dir, stack, entry)
     }

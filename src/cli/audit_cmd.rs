@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::term::{Bars, size_text};
 use super::{CliError, CmdResult, Failure, GlobalArgs, finish_report, print_json};
-use crate::archive::{self, FileAudit, FileStatus};
+use crate::archive::{self, FileAudit, FileStatus, TrustSummary};
 use crate::manifest;
 
 pub const EXAMPLES: &str = "\
@@ -40,9 +40,20 @@ struct JsonFile<'a> {
 }
 
 #[derive(Serialize)]
+struct JsonTrust<'a> {
+    stack: String,
+    #[serde(flatten)]
+    trust: &'a TrustSummary,
+}
+
+#[derive(Serialize)]
 struct JsonAudit<'a> {
     ok: bool,
     files: Vec<JsonFile<'a>>,
+    /// Per stack: how many files were verified against a published checksum and how many are
+    /// still trusted on first use.
+    trust: Vec<JsonTrust<'a>>,
+    trust_on_first_use: usize,
 }
 
 pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
@@ -84,11 +95,28 @@ pub fn run(args: &AuditArgs, global: &GlobalArgs) -> CmdResult {
                 })
             })
             .collect();
-        print_json(&JsonAudit { ok, files })
+        let trust = reports
+            .iter()
+            .map(|(name, r)| JsonTrust {
+                stack: name.clone(),
+                trust: &r.trust,
+            })
+            .collect();
+        let trust_on_first_use = reports
+            .iter()
+            .map(|(_, r)| r.trust.trust_on_first_use)
+            .sum();
+        print_json(&JsonAudit {
+            ok,
+            files,
+            trust,
+            trust_on_first_use,
+        })
     };
     finish_report(global, ok, json, || {
         for (name, report) in &reports {
             print_human(name, &report.files, global.quiet);
+            print_trust(name, &report.trust);
         }
     })
 }
@@ -149,4 +177,25 @@ fn print_human(stack: &str, files: &[FileAudit], quiet: bool) {
             String::new()
         }
     );
+}
+
+/// One line on what vouches for the stack's files, naming those still trusted on first use.
+fn print_trust(stack: &str, trust: &TrustSummary) {
+    let mut line = format!(
+        "{stack}: {} verified against a published checksum, {} pinned by the manifest, {} trusted on first use",
+        trust.published, trust.manifest_pin, trust.trust_on_first_use
+    );
+    if trust.from_package_index > 0 {
+        line.push_str(&format!(
+            ", {} from a package index (its installer checks the index's sha256)",
+            trust.from_package_index
+        ));
+    }
+    println!("{line}");
+    if !trust.trusted_on_first_use.is_empty() {
+        println!(
+            "           trusted on first use (no published checksum known): {}",
+            trust.trusted_on_first_use.join(", ")
+        );
+    }
 }

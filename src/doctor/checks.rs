@@ -619,6 +619,7 @@ mod tests {
             audit: Ok(AuditReport {
                 stack: PathBuf::new(),
                 files: vec![],
+                trust: Default::default(),
             }),
             deployment_stack: None,
             windows_driver: None,

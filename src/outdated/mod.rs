@@ -7,6 +7,8 @@
 //! asks `compat` and takes the host's GPUs as plain values ([`host_gpus`] reads them through the
 //! `System` it is given); it prints nothing.
 
+pub mod index;
+
 use serde::Serialize;
 
 use crate::compat::{self, DriverRequirement, LibraryLookup};
@@ -78,6 +80,20 @@ pub fn host_gpus(system: &dyn System, os: Os) -> HostGpus {
         ),
         other => HostGpus::Unknown(other.label().to_string()),
     }
+}
+
+/// The driver this host runs, for a stack of `os`: `None` for another OS's stack or a driver
+/// that does not answer.
+pub fn host_driver(system: &dyn System, os: Os) -> Option<Version> {
+    if os != system.os() {
+        return None;
+    }
+    let report = host::probe(system, &ProbeOptions::default()).ok()?;
+    if report.driver.state != DriverState::Ok {
+        return None;
+    }
+    let first = report.driver.gpus.first()?;
+    Version::parse(&first.driver_version).ok()
 }
 
 /// What is newer for one stack.
