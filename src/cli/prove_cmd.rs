@@ -91,6 +91,9 @@ pub struct UpArgs {
     /// resume after `--reboot` on Windows passes the one found at reboot time).
     #[arg(long, value_name = "PATH")]
     pub library_python: Option<String>,
+    /// Windows: do not write the driver guard before the driver step (see `install --no-guard`).
+    #[arg(long)]
+    pub no_guard: bool,
     #[command(flatten)]
     pub prove: ProveFlags,
 }
@@ -389,6 +392,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
             skip_admin_check: super::defaults::skip_admin_check(),
             machine_lock: Some(super::defaults::machine_lock()),
             no_wait: args.no_wait,
+            windows_update: super::chain::windows_update_guards(&m, args.no_guard),
         },
         prove: &args.prove.options(),
         no_wait: args.no_wait,
@@ -430,6 +434,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
             gpu_arch: None,
             no_wait: args.no_wait,
             library_python: args.library_python.clone(),
+            no_guard: args.no_guard,
         };
         reboot_now(
             &m,

@@ -140,6 +140,11 @@ pub fn repair(
         skip_admin_check: ctx.skip_admin_check,
         machine_lock: ctx.machine_lock.clone(),
         no_wait: false,
+        // The guard is `--apply-guard`'s; the toolkit still runs with Windows Update paused.
+        windows_update: install::windows_update::WindowsUpdateGuards::for_install(
+            m.os == crate::os::Os::Windows && cfg!(windows),
+            true,
+        ),
     };
     let chain = install::install(
         m,

@@ -14,6 +14,7 @@ pub mod reboot;
 pub mod resume;
 pub mod runfile_log;
 pub mod state;
+pub mod windows_update;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,6 +98,8 @@ pub struct InstallOptions {
     pub machine_lock: Option<PathBuf>,
     /// Answer at once, instead of waiting, when another stackpin holds a lock.
     pub no_wait: bool,
+    /// Windows: the driver guard before the driver step, Windows Update paused for the toolkit.
+    pub windows_update: windows_update::WindowsUpdateGuards,
 }
 
 /// Progress of the chain, for the CLI to show.
@@ -390,7 +393,13 @@ pub fn install(
             host,
             machine: machine.as_ref(),
         };
-        let result = run_layer(m, stack, &lock, layer, &commands, &around);
+        let run = || run_layer(m, stack, &lock, layer, &commands, &around);
+        let result = match host.system() {
+            Some(system) => {
+                windows_update::around(layer, options.windows_update, system, reporter, run)
+            }
+            None => run(),
+        };
         let mut result = match result {
             Ok(result) => result,
             Err(e) => {
