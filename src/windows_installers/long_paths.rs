@@ -131,7 +131,7 @@ pub fn check_rule(m: &Manifest) -> Option<Problem> {
     let why = too_long(root, &venv_root_limit(m)?)?;
     Some(Problem::warning(
         "library.venv",
-        &format!(
+        format!(
             "{why}; the target needs LongPathsEnabled=1 \
              (HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem), or a shorter root such as \
              C:\\stackpin\\<stack>"
