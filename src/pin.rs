@@ -617,6 +617,18 @@ fn newest_fitting_driver(
     })
 }
 
+/// The driver URL: on Windows the card's family picks the package (GeForce, RTX workstation,
+/// data center, Windows Server); without a name, the row's channel decides. A bundled-only
+/// driver never gets here: `given_driver` refuses it and `newest_fitting_driver` never offers it.
+fn driver_url(req: &PinRequest, driver: &Version) -> String {
+    match (req.os, req.gpu_name.as_deref()) {
+        (Os::Windows, Some(name)) => {
+            crate::windows_installers::driver_url_for(driver, Some(name), req.windows_server)
+        }
+        _ => compat::driver_url(driver, req.os).unwrap_or_default(),
+    }
+}
+
 /// On Windows with a named card: the channel its version must come from, since NVIDIA numbers
 /// data-center releases apart from GeForce ones (a GeForce number under `tesla/` is no file).
 /// Workstation cards take the desktop numbers (stackpin's data has no RTX/Quadro channel yet).
@@ -833,18 +845,7 @@ fn build(
         driver: DriverLayer {
             version: driver.clone(),
             installer: Installer {
-                url: match (req.os, req.gpu_name.as_deref()) {
-                    // The card's family picks the Windows package (GeForce, RTX workstation,
-                    // data center); without a name, the row's channel decides.
-                    (Os::Windows, Some(name)) => crate::windows_installers::driver_url_for(
-                        driver,
-                        Some(name),
-                        req.windows_server,
-                    ),
-                    // A bundled-only driver never gets here: `given_driver` refuses it and
-                    // `newest_fitting_driver` never offers it.
-                    _ => compat::driver_url(driver, req.os).unwrap_or_default(),
-                },
+                url: driver_url(req, driver),
                 sha256: None,
             },
             run: driver_run.into_iter().map(String::from).collect(),

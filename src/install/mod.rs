@@ -393,13 +393,7 @@ pub fn install(
             host,
             machine: machine.as_ref(),
         };
-        let run = || run_layer(m, stack, &lock, layer, &commands, &around);
-        let result = match host.system() {
-            Some(system) => {
-                windows_update::around(layer, options.windows_update, system, reporter, run)
-            }
-            None => run(),
-        };
+        let result = run_layer_guarded(m, stack, &lock, layer, &commands, &around, options);
         let mut result = match result {
             Ok(result) => result,
             Err(e) => {
@@ -472,6 +466,26 @@ struct Around<'a> {
     reporter: &'a dyn InstallReporter,
     host: &'a dyn HostView,
     machine: Option<&'a lock::HeldLock>,
+}
+
+/// [`run_layer`] with what `options` asks around it on Windows (the driver guard before the
+/// driver, Windows Update paused for the toolkit: [`windows_update::around`]).
+fn run_layer_guarded(
+    m: &Manifest,
+    stack: &StackDir,
+    lock: &Lockfile,
+    layer: Layer,
+    commands: &[PlannedCommand],
+    around: &Around<'_>,
+    options: &InstallOptions,
+) -> Result<LayerRun, InstallError> {
+    let run = || run_layer(m, stack, lock, layer, commands, around);
+    match around.host.system() {
+        Some(system) => {
+            windows_update::around(layer, options.windows_update, system, around.reporter, run)
+        }
+        None => run(),
+    }
 }
 
 fn run_layer(
