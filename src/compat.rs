@@ -7,6 +7,9 @@
 //! This module answers questions. It touches no files and runs nothing, so every rule tests as a
 //! plain function.
 
+mod hardware;
+pub use hardware::{PciDevice, WheelPaths};
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -409,6 +412,8 @@ struct Knowledge {
     libraries: LibraryTable,
     tools: Option<ToolsData>,
     checksums: Option<ChecksumsData>,
+    pci: Option<hardware::PciData>,
+    wheel_paths: Option<hardware::WheelPathData>,
 }
 
 fn knowledge() -> &'static Knowledge {
@@ -446,6 +451,15 @@ impl Knowledge {
             // Optional: a set packed before checksums.yaml existed still reads.
             checksums: match table("checksums.yaml") {
                 Some(_) => Some(parse_table::<ChecksumsData>("checksums.yaml", table)?.checked()?),
+                None => None,
+            },
+            // Optional: sets packed before issue 35 have no hardware tables.
+            pci: match table("nvidia-pci.yaml") {
+                Some(_) => Some(parse_table("nvidia-pci.yaml", table)?),
+                None => None,
+            },
+            wheel_paths: match table("wheel-paths.yaml") {
+                Some(_) => Some(parse_table("wheel-paths.yaml", table)?),
                 None => None,
             },
         })
@@ -678,6 +692,23 @@ pub fn gpus_read_on() -> &'static str {
 pub fn compute_capability(text: &str) -> Option<String> {
     let v = Version::parse(text.trim()).ok()?;
     (v.parts().len() <= 2).then(|| v.major_minor())
+}
+
+/// The NVIDIA card with PCI device ID `id` (`2204`), if the data knows it.
+pub fn pci_device(id: &str) -> Option<&'static PciDevice> {
+    knowledge().pci.as_ref()?.device(id)
+}
+
+/// The deepest paths of the wheel `distribution==version` (`local`: the index's build, `cu130`).
+pub fn wheel_paths(
+    distribution: &str,
+    version: &str,
+    local: Option<&str>,
+) -> Option<&'static WheelPaths> {
+    knowledge()
+        .wheel_paths
+        .as_ref()?
+        .wheel(distribution, version, local)
 }
 
 /// Every compute capability in the GPU table, oldest first.

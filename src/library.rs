@@ -342,6 +342,7 @@ mod tests {
                 host_python: None,
                 gpus: vec![],
                 gpu_name: None,
+                windows_server: false,
                 unknown_release: false,
                 with: vec![],
                 installer: crate::manifest::LibraryInstaller::Uv,

@@ -41,6 +41,8 @@ pub struct PinRequest {
     pub gpus: Vec<TargetGpu>,
     /// The GPU's name as nvidia-smi reports it: picks the Windows driver package for its family.
     pub gpu_name: Option<String>,
+    /// `--windows-server`: a data-center card gets NVIDIA's Windows Server driver file.
+    pub windows_server: bool,
     /// `--unknown-release`: the user vouches for a release of a known line that the release data
     /// does not list; companions then come only from `with`.
     pub unknown_release: bool,
@@ -588,9 +590,11 @@ fn newest_fitting_driver(
     min: &Version,
     line: &str,
 ) -> Result<Version, PinError> {
+    let wanted = card_channel(req);
     let offered: Vec<Version> = compat::known_drivers(req.os)
         .into_iter()
         .filter(|d| d.channel != DriverChannel::Bundled && &d.version >= min)
+        .filter(|d| wanted.is_none_or(|c| c == d.channel))
         .map(|d| d.version.clone())
         .collect();
     if offered.is_empty() {
@@ -610,6 +614,32 @@ fn newest_fitting_driver(
         min: min.clone(),
         gpus: req.gpus.iter().map(|g| g.label.clone()).collect(),
         reasons: offered.first().map(gpu_reasons_for).unwrap_or_default(),
+    })
+}
+
+/// The driver URL: on Windows the card's family picks the package (GeForce, RTX workstation,
+/// data center, Windows Server); without a name, the row's channel decides. A bundled-only
+/// driver never gets here: `given_driver` refuses it and `newest_fitting_driver` never offers it.
+fn driver_url(req: &PinRequest, driver: &Version) -> String {
+    match (req.os, req.gpu_name.as_deref()) {
+        (Os::Windows, Some(name)) => {
+            crate::windows_installers::driver_url_for(driver, Some(name), req.windows_server)
+        }
+        _ => compat::driver_url(driver, req.os).unwrap_or_default(),
+    }
+}
+
+/// On Windows with a named card: the channel its version must come from, since NVIDIA numbers
+/// data-center releases apart from GeForce ones (a GeForce number under `tesla/` is no file).
+/// Workstation cards take the desktop numbers (stackpin's data has no RTX/Quadro channel yet).
+fn card_channel(req: &PinRequest) -> Option<DriverChannel> {
+    use crate::windows_installers::{CardFamily, card_family};
+    if req.os != Os::Windows {
+        return None;
+    }
+    Some(match card_family(req.gpu_name.as_deref()?) {
+        CardFamily::DataCenter => DriverChannel::DataCenter,
+        CardFamily::GeForce | CardFamily::RtxWorkstation => DriverChannel::Desktop,
     })
 }
 
@@ -839,14 +869,10 @@ fn pinned_example(library: &str) -> (Role, Example) {
 }
 
 fn driver_layer(req: &PinRequest, driver: &Version, run: Vec<String>) -> DriverLayer {
-    let url = match (req.os, req.gpu_name.as_deref()) {
-        // The card's family picks the Windows package (GeForce, RTX workstation, data center);
-        // without a name, the row's channel decides.
-        (Os::Windows, Some(name)) => crate::windows_installers::driver_url_for(driver, Some(name)),
-        // A bundled-only driver never gets here: `given_driver` refuses it and
-        // `newest_fitting_driver` never offers it.
-        _ => compat::driver_url(driver, req.os).unwrap_or_default(),
-    };
+    // The card's family picks the Windows package (GeForce, RTX workstation, data center, Server);
+    // a bundled-only driver never gets here: `given_driver` refuses it and
+    // `newest_fitting_driver` never offers it.
+    let url = driver_url(req, driver);
     DriverLayer {
         version: driver.clone(),
         installer: Installer { url, sha256: None },
@@ -1214,6 +1240,7 @@ mod tests {
             host_python: None,
             gpus: vec![],
             gpu_name: None,
+            windows_server: false,
             unknown_release: false,
             with: vec![],
             installer: LibraryInstaller::Uv,

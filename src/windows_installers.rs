@@ -20,6 +20,8 @@
 //!   for A100, H100, L4, T4, V100, RTX A6000, RTX 6000 Ada; `Windows/<v>/<v>-desktop-…` for
 //!   GeForce and RTX PRO cards).
 
+pub mod long_paths;
+
 use crate::manifest::{ExitCodes, Manifest, Problem};
 use crate::version::Version;
 
@@ -158,7 +160,11 @@ pub fn card_family(gpu_name: &str) -> CardFamily {
     if has("GEFORCE") || has("TITAN") {
         return CardFamily::GeForce;
     }
-    if has("TESLA") || words.iter().any(|w| DATA_CENTER_MODELS.contains(w)) {
+    if has("TESLA")
+        || words
+            .iter()
+            .any(|w| DATA_CENTER_MODELS.contains(w) || is_a_series_data_center(w))
+    {
         return CardFamily::DataCenter;
     }
     // NVIDIA/cuda-python CI installs the data-center package on these two workstation cards.
@@ -173,6 +179,16 @@ pub fn card_family(gpu_name: &str) -> CardFamily {
         return CardFamily::RtxWorkstation;
     }
     CardFamily::GeForce
+}
+
+/// The `A\d+G?` family of data-center cards (A2, A10, A10G, A16, A30, A40, A100, A800): an
+/// `A` and at most three digits; four digits (A4000, A6000) are workstation cards.
+fn is_a_series_data_center(word: &str) -> bool {
+    let Some(rest) = word.strip_prefix('A') else {
+        return false;
+    };
+    let digits = rest.strip_suffix('G').unwrap_or(rest);
+    (1..=3).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_digit())
 }
 
 /// `A4000`, `A5500`, `4000` (RTX 4000 Ada), `2000`: workstation model numbers.
@@ -197,9 +213,23 @@ pub fn driver_url(version: &Version, family: CardFamily) -> String {
     }
 }
 
-/// The driver URL `pin` writes: per card family when the GPU's name is known, else GeForce's.
-pub fn driver_url_for(version: &Version, gpu_name: Option<&str>) -> String {
-    driver_url(version, gpu_name.map_or(CardFamily::GeForce, card_family))
+/// The data-center driver for Windows Server 2022 and 2025: the file NVIDIA's own CI installs on
+/// its Windows Server GPU runners (NVIDIA/cuda-python `install_gpu_driver.ps1`, 581.15:
+/// `tesla/<v>/<v>-data-center-tesla-desktop-winserver-2022-2025-dch-international.exe`).
+pub fn server_driver_url(version: &Version) -> String {
+    let v = version.to_string();
+    format!(
+        "https://us.download.nvidia.com/tesla/{v}/{v}-data-center-tesla-desktop-winserver-2022-2025-dch-international.exe"
+    )
+}
+
+/// The driver URL `pin` writes: per card family when the GPU's name is known, else GeForce's;
+/// a data-center card on Windows Server gets the server file.
+pub fn driver_url_for(version: &Version, gpu_name: Option<&str>, server: bool) -> String {
+    match gpu_name.map_or(CardFamily::GeForce, card_family) {
+        CardFamily::DataCenter if server => server_driver_url(version),
+        family => driver_url(version, family),
+    }
 }
 
 /// `check`'s Windows installer rules: the toolkit step needs `-n`, or the CUDA installer may
@@ -228,8 +258,43 @@ pub fn check_rules(m: &Manifest) -> Vec<Problem> {
             "NVIDIA's own CI passes `-noeula` to the driver's silent setup (`-s -noreboot -noeula`)",
         ));
     }
+    out.extend(long_paths::check_rule(m));
     out
 }
+
+/// The Windows policy "Do not include drivers with Windows Updates": Windows Update offers no
+/// driver with its quality (monthly) updates.
+pub const WINDOWS_POLICY: [&str; 10] = [
+    "reg",
+    "add",
+    r"HKLM\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate",
+    "/v",
+    "ExcludeWUDriversInQualityUpdate",
+    "/t",
+    "REG_DWORD",
+    "/d",
+    "1",
+    "/f",
+];
+
+/// The policy "Specify search order for device driver source locations" set to "Do not search
+/// Windows Update": when a device is set up again (after a feature update, a new slot, a driver
+/// removal), Windows uses the drivers in its store instead of fetching one. The policy key, not
+/// the preference key under `CurrentVersion\DriverSearching`: Windows reads the policy first and
+/// the Settings app may rewrite the preference (Microsoft's ADMX_DeviceSetup policy CSP,
+/// `DriverSearchPlaces_SearchOrderConfiguration`).
+pub const WINDOWS_DRIVER_SEARCH: [&str; 10] = [
+    "reg",
+    "add",
+    r"HKLM\SOFTWARE\Policies\Microsoft\Windows\DriverSearching",
+    "/v",
+    "SearchOrderConfig",
+    "/t",
+    "REG_DWORD",
+    "/d",
+    "0",
+    "/f",
+];
 
 /// The registry value that lifts MAX_PATH (260 characters) for programs that opt in, as
 /// Python and pip do.
@@ -257,20 +322,33 @@ pub fn parse_long_paths_enabled(reg_output: &str) -> Option<bool> {
     u32::from_str_radix(number, 16).ok().map(|v| v == 1)
 }
 
-/// Whether pip can write the library's files: long paths enabled, or a venv root short enough.
-/// `None` when nothing stands in the way; otherwise what to do.
-pub fn long_path_problem(enabled: Option<bool>, venv: Option<&str>) -> Option<String> {
-    let venv = venv?;
-    if enabled == Some(true) || venv.chars().count() <= SHORT_VENV_ROOT {
+/// Whether pip can write the library's files: long paths enabled, or a venv root within the
+/// limit the pinned wheels' deepest paths set ([`long_paths`]); for wheels stackpin has not
+/// measured, within the [`SHORT_VENV_ROOT`] estimate. `None` when nothing stands in the way;
+/// otherwise what to do, with the measured lengths.
+pub fn long_path_problem(enabled: Option<bool>, m: &Manifest) -> Option<String> {
+    let venv = m.library.venv.as_deref()?;
+    m.library.pip.as_ref()?;
+    if enabled == Some(true) {
         return None;
     }
+    let (why, max_root) = match long_paths::venv_root_limit(m) {
+        Some(limit) => (long_paths::too_long(venv, &limit)?, limit.max_root),
+        None if venv.chars().count() <= SHORT_VENV_ROOT => return None,
+        None => (
+            format!(
+                "the venv `{venv}` is {} characters long (stackpin has not measured these \
+                 wheels; {SHORT_VENV_ROOT} is its estimate)",
+                venv.chars().count()
+            ),
+            SHORT_VENV_ROOT,
+        ),
+    };
     Some(format!(
-        "the venv `{venv}` is {} characters long and LongPathsEnabled is not set: pip would fail \
-         on the library's deepest files (MAX_PATH is 260). Set \
+        "{why}. LongPathsEnabled is not set on this machine: set \
          HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem\\LongPathsEnabled to 1 \
          (`reg add HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem /v LongPathsEnabled /t REG_DWORD /d 1 /f`), \
-         or give `library.venv` a root of at most {SHORT_VENV_ROOT} characters such as C:\\stackpin\\<stack>",
-        venv.chars().count()
+         or give `library.venv` a root of at most {max_root} characters such as C:\\stackpin\\<stack>"
     ))
 }
 
@@ -353,6 +431,9 @@ mod tests {
             ("NVIDIA H100 80GB HBM3", DataCenter),
             ("NVIDIA A100-SXM4-40GB", DataCenter),
             ("NVIDIA L4", DataCenter),
+            ("NVIDIA A10G", DataCenter),
+            ("NVIDIA A10", DataCenter),
+            ("NVIDIA A100 80GB PCIe", DataCenter),
             ("Tesla T4", DataCenter),
             ("Tesla V100-PCIE-16GB", DataCenter),
             ("NVIDIA RTX A6000", DataCenter),
@@ -367,26 +448,56 @@ mod tests {
         }
     }
 
+    /// The shipped torch 2.14.0 cu130 Windows stack with its venv at `venv`.
+    fn torch_cu130_at(venv: &str) -> Manifest {
+        let text = include_str!("../manifests/torch-2.14.0-cu130-windows.yaml");
+        let mut m = crate::manifest::parse(text, std::path::Path::new("torch-cu130.yaml"))
+            .expect("the shipped manifest parses");
+        m.library.venv = Some(venv.to_string());
+        m
+    }
+
     #[test]
-    fn a_long_venv_without_long_paths_is_stopped_before_the_chain() {
-        let long = r"C:\Users\someone.with.a.long.name\AppData\Local\stackpin\venvs\torch-2.14.0-cu130-windows";
-        assert!(long.len() > SHORT_VENV_ROOT);
-        let why = long_path_problem(Some(false), Some(long)).expect("stopped");
+    fn a_long_venv_without_long_paths_is_stopped_with_the_measured_lengths() {
+        let long = r"C:\Users\someone.with.a.long.name\AppData\Local\stackpin\venvs\torch-2.14.0-cu130-windows-for-the-vision-team";
+        assert!(long.len() > 103);
+        let m = torch_cu130_at(long);
+        let why = long_path_problem(Some(false), &m).expect("stopped");
         assert!(why.contains("LongPathsEnabled"), "{why}");
         assert!(
-            long_path_problem(None, Some(long)).is_some(),
+            why.contains(&format!("is {} characters", long.len())),
+            "{why}"
+        );
+        assert!(why.contains("torch==2.14.0+cu130"), "{why}");
+        assert!(why.contains("at most 103"), "{why}");
+        assert!(
+            long_path_problem(None, &m).is_some(),
             "unknown is not enabled"
         );
-        assert_eq!(long_path_problem(Some(true), Some(long)), None);
+        assert_eq!(long_path_problem(Some(true), &m), None);
+        let short = torch_cu130_at(r"C:\stackpin\torch-2.14.0-cu130-windows");
         assert_eq!(
-            long_path_problem(Some(false), Some(r"C:\stackpin\torch-2.14.0-cu130-windows")),
+            long_path_problem(Some(false), &short),
             None,
             "a short root needs no long paths"
         );
-        assert_eq!(
-            long_path_problem(Some(false), None),
-            None,
-            "no venv, no pip"
+    }
+
+    #[test]
+    fn check_warns_about_a_root_past_the_pinned_wheels_limit() {
+        let root = format!(r"C:\{}", "v".repeat(110));
+        let problems = check_rules(&torch_cu130_at(&root));
+        let warning = problems
+            .iter()
+            .find(|p| p.field == "library.venv")
+            .unwrap_or_else(|| panic!("warned: {problems:?}"));
+        let text = &warning.message;
+        assert!(text.contains("LongPathsEnabled"), "{text}");
+        assert!(text.contains("113 characters"), "the root's length: {text}");
+        assert!(
+            check_rules(&torch_cu130_at(r"C:\stackpin\torch-2.14.0-cu130-windows"))
+                .iter()
+                .all(|p| p.field != "library.venv")
         );
     }
 
@@ -408,14 +519,17 @@ mod tests {
 
     #[test]
     fn data_center_urls_follow_nvidias_tesla_path() {
-        let url = driver_url_for(&v("581.15"), Some("NVIDIA H100 80GB HBM3"));
+        let url = driver_url_for(&v("581.15"), Some("NVIDIA H100 80GB HBM3"), false);
         assert_eq!(
             url,
             "https://us.download.nvidia.com/tesla/581.15/581.15-data-center-tesla-desktop-win10-win11-64bit-dch-international.exe"
         );
-        assert!(driver_url_for(&v("581.15"), None).contains("/Windows/581.15/581.15-desktop-"));
         assert!(
-            driver_url_for(&v("581.15"), Some("NVIDIA RTX A4000")).contains("Quadro_Certified")
+            driver_url_for(&v("581.15"), None, false).contains("/Windows/581.15/581.15-desktop-")
+        );
+        assert!(
+            driver_url_for(&v("581.15"), Some("NVIDIA RTX A4000"), false)
+                .contains("Quadro_Certified")
         );
     }
 }

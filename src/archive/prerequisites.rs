@@ -454,6 +454,7 @@ mod tests {
             sha256: "a".repeat(64),
             size: 1,
             fetched_at: String::new(),
+            verified_against: None,
         };
         assert!(is_prerequisite_entry(&entry(
             Layer::Driver,

@@ -54,6 +54,11 @@ pub struct InstallArgs {
     /// the boot task runs as SYSTEM, whose PATH has no per-user Python.
     #[arg(long, value_name = "PATH")]
     pub library_python: Option<String>,
+    /// Windows: do not write the driver guard (the two policies that keep Windows Update from
+    /// replacing the driver) before the driver step. Windows Update is still paused for the
+    /// toolkit step.
+    #[arg(long)]
+    pub no_guard: bool,
     #[command(flatten)]
     pub prepare: PrepareArgs,
 }
@@ -221,6 +226,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
                 .iter()
                 .map(|p| format!("\n  install prepares first: {p}"))
                 .collect::<String>()
+                + &guard_question(&m, args.no_guard)
         ),
         "installed",
     )?;
@@ -248,6 +254,7 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
         machine_lock: Some(super::defaults::machine_lock()),
         no_wait: args.no_wait,
         choices,
+        windows_update: windows_update_guards(&m, args.no_guard),
     };
     let reporter = CliReporter::new(global.quiet || global.json);
     if !global.quiet && !global.json && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
@@ -277,6 +284,27 @@ pub fn run_install(args: &InstallArgs, global: &GlobalArgs) -> Result<InstallRep
         )?;
     }
     Ok(report)
+}
+
+/// What the chain does about Windows Update on this host: on Windows (the real one, not a
+/// Windows manifest read elsewhere) the driver guard unless `--no-guard`, and the toolkit's pause.
+pub(super) fn windows_update_guards(
+    m: &crate::manifest::Manifest,
+    no_guard: bool,
+) -> install::windows_update::WindowsUpdateGuards {
+    let windows = m.os == crate::os::Os::Windows && cfg!(windows);
+    install::windows_update::WindowsUpdateGuards::for_install(windows, no_guard)
+}
+
+/// The consent question's second half on Windows: what the guard writes, so a yes covers it.
+pub(super) fn guard_question(m: &crate::manifest::Manifest, no_guard: bool) -> String {
+    if m.os != crate::os::Os::Windows || no_guard {
+        return String::new();
+    }
+    "\n  before the driver, stackpin keeps Windows Update from replacing it (policies \
+     ExcludeWUDriversInQualityUpdate=1 and DriverSearching\\SearchOrderConfig=0; --no-guard \
+     to skip), and pauses Windows Update during the toolkit"
+        .to_string()
 }
 
 /// A chain that ended without asking for a reboot starts the count of `--reboot`'s reboots
@@ -383,7 +411,7 @@ pub(super) fn check_long_paths(
     let enabled = crate::exec::run(query)
         .ok()
         .and_then(|out| parse_long_paths_enabled(&String::from_utf8_lossy(&out.stdout)));
-    match long_path_problem(enabled, m.library.venv.as_deref()) {
+    match long_path_problem(enabled, m) {
         Some(why) => Err(CliError::Refused(why.to_string()).into()),
         None => Ok(()),
     }

@@ -27,6 +27,40 @@ pub struct CheckArgs {
     /// branch must drive it, the toolkit compile for it, the library build carry its architecture.
     #[arg(long = "gpu-arch", value_name = "X.Y")]
     pub gpu_arch: Vec<String>,
+    /// Also check the stack against the NVIDIA card with this PCI device ID (`10de:1b80`,
+    /// `1b80`, or a hardware ID `PCI\VEN_10DE&DEV_1B80…`, repeatable): what a machine without a
+    /// driver shows in Device Manager or `lspci -nn`.
+    #[arg(long = "gpu-id", value_name = "ID")]
+    pub gpu_id: Vec<String>,
+}
+
+/// `--gpu-id` values → the compute capabilities the release data gives their cards.
+fn gpu_id_capabilities(ids: &[String]) -> Result<Vec<String>, Failure> {
+    ids.iter()
+        .map(|id| {
+            let device = crate::host::pci::device_ids_in(id)
+                .into_iter()
+                .next()
+                .or_else(|| {
+                    let bare = id.trim().to_ascii_lowercase();
+                    let bare = bare.strip_prefix("10de:").unwrap_or(&bare).to_string();
+                    (bare.len() == 4 && bare.chars().all(|c| c.is_ascii_hexdigit())).then_some(bare)
+                })
+                .ok_or_else(|| {
+                    CliError::Usage(format!(
+                        "--gpu-id `{id}`: write an NVIDIA PCI device ID as 10de:XXXX (e.g. 10de:2204)"
+                    ))
+                })?;
+            crate::compat::pci_device(&device)
+                .map(|d| d.compute.clone())
+                .ok_or_else(|| {
+                    Failure::from(CliError::Usage(format!(
+                        "--gpu-id `{id}`: stackpin's PCI table (data/nvidia-pci.yaml) does not know \
+                         device {device}; give its compute capability with --gpu-arch instead"
+                    )))
+                })
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -65,6 +99,7 @@ pub fn run(args: &CheckArgs, global: &GlobalArgs) -> CmdResult {
                 )))
             })
         })
+        .chain(gpu_id_capabilities(&args.gpu_id)?.into_iter().map(Ok))
         .collect::<Result<Vec<_>, _>>()?;
     // Each manifest's own status; the one to act on first ends the run.
     let mut exits = Vec::new();

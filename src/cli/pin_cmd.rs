@@ -64,6 +64,10 @@ pub struct PinArgs {
     /// driver package of the card's family (GeForce, RTX workstation, data center).
     #[arg(long, value_name = "NAME")]
     pub gpu_name: Option<String>,
+    /// Windows: the target runs Windows Server (2022, 2025): a data-center card gets NVIDIA's
+    /// `winserver-2022-2025` driver file instead of the Windows 10/11 one.
+    #[arg(long)]
+    pub windows_server: bool,
     /// Write the manifest here instead of stdout (refuses to overwrite; use --force).
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -147,6 +151,7 @@ pub fn run(args: &PinArgs, global: &GlobalArgs) -> CmdResult {
         host_python,
         gpus,
         gpu_name: args.gpu_name.clone(),
+        windows_server: args.windows_server,
         unknown_release: args.unknown_release,
         with: args.with.clone(),
         installer: installer_for(args),

@@ -91,6 +91,9 @@ pub struct UpArgs {
     /// resume after `--reboot` on Windows passes the one found at reboot time).
     #[arg(long, value_name = "PATH")]
     pub library_python: Option<String>,
+    /// Windows: do not write the driver guard before the driver step (see `install --no-guard`).
+    #[arg(long)]
+    pub no_guard: bool,
     #[command(flatten)]
     pub prepare: super::chain::PrepareArgs,
     #[command(flatten)]
@@ -358,6 +361,7 @@ fn up_reboot(
             gpu_arch: None,
             no_wait: args.no_wait,
             library_python: args.library_python.clone(),
+            no_guard: args.no_guard,
             prepare: args.prepare.clone(),
         };
         let prepared = report
@@ -431,6 +435,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
             machine_lock: Some(super::defaults::machine_lock()),
             no_wait: args.no_wait,
             choices,
+            windows_update: super::chain::windows_update_guards(&m, args.no_guard),
         },
         prove: &args.prove.options(),
         no_wait: args.no_wait,

@@ -16,36 +16,9 @@ use crate::os::Os;
 
 const GUARD_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The Windows policy "Do not include drivers with Windows Updates": Windows Update offers no
-/// driver with its quality (monthly) updates.
-pub const WINDOWS_POLICY: [&str; 10] = [
-    "reg",
-    "add",
-    r"HKLM\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate",
-    "/v",
-    "ExcludeWUDriversInQualityUpdate",
-    "/t",
-    "REG_DWORD",
-    "/d",
-    "1",
-    "/f",
-];
-
-/// Device installation settings "never search Windows Update for drivers": when a device is
-/// set up again (after a feature update, a new slot, a driver removal), Windows uses the drivers
-/// in its store instead of fetching one.
-pub const WINDOWS_DRIVER_SEARCH: [&str; 10] = [
-    "reg",
-    "add",
-    r"HKLM\SOFTWARE\Microsoft\Windows\CurrentVersion\DriverSearching",
-    "/v",
-    "SearchOrderConfig",
-    "/t",
-    "REG_DWORD",
-    "/d",
-    "0",
-    "/f",
-];
+// The two Windows policies live beside the other Windows installer facts, where `install`
+// applies them before the driver step too.
+pub use crate::windows_installers::{WINDOWS_DRIVER_SEARCH, WINDOWS_POLICY};
 
 /// What the two Windows policies cover, and what they leave open, for doctor and repair.
 pub const WINDOWS_COVERAGE: &str = "keeps drivers out of Windows Update's quality updates \
@@ -269,7 +242,7 @@ mod tests {
         assert_eq!(
             guard.command_line(),
             "reg add \"HKLM\\SOFTWARE\\Policies\\Microsoft\\Windows\\WindowsUpdate\" /v ExcludeWUDriversInQualityUpdate /t REG_DWORD /d 1 /f\n  \
-             reg add \"HKLM\\SOFTWARE\\Microsoft\\Windows\\CurrentVersion\\DriverSearching\" /v SearchOrderConfig /t REG_DWORD /d 0 /f"
+             reg add \"HKLM\\SOFTWARE\\Policies\\Microsoft\\Windows\\DriverSearching\" /v SearchOrderConfig /t REG_DWORD /d 0 /f"
         );
         assert!(guard.what.contains("quality updates"), "{}", guard.what);
         assert!(guard.what.contains("SearchOrderConfig=0"), "{}", guard.what);

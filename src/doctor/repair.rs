@@ -141,6 +141,11 @@ pub fn repair(
         machine_lock: ctx.machine_lock.clone(),
         no_wait: false,
         choices: Default::default(),
+        // The guard is `--apply-guard`'s; the toolkit still runs with Windows Update paused.
+        windows_update: install::windows_update::WindowsUpdateGuards::for_install(
+            m.os == crate::os::Os::Windows && cfg!(windows),
+            true,
+        ),
     };
     let chain = install::install(
         m,

@@ -25,6 +25,9 @@ pub struct FakeSystem {
     pub files: std::collections::BTreeMap<PathBuf, String>,
     pub dirs: std::collections::BTreeMap<PathBuf, ()>,
     pub links: std::collections::BTreeMap<PathBuf, PathBuf>,
+    /// Every command run, in order (`program args…`), shared by clones: a test that pushes its
+    /// own markers here sees where the host's commands fall around them.
+    pub ran: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl FakeSystem {
@@ -81,6 +84,14 @@ impl System for FakeSystem {
         args: &[String],
         timeout: Duration,
     ) -> Result<RunOutput, HostError> {
+        if let Ok(mut ran) = self.ran.lock() {
+            let mut line = program.display().to_string();
+            for a in args {
+                line.push(' ');
+                line.push_str(a);
+            }
+            ran.push(line);
+        }
         let answers = self.programs.get(program).ok_or_else(|| HostError::Spawn {
             program: program.to_path_buf(),
             source: io::Error::new(io::ErrorKind::NotFound, "not in the fake system"),

@@ -14,6 +14,7 @@ pub mod kernel;
 pub mod library_probe;
 pub mod nvidia_smi;
 pub mod os_info;
+pub mod pci;
 pub mod readiness;
 pub mod system;
 pub mod toolkits;

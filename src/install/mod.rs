@@ -16,6 +16,7 @@ pub mod reboot;
 pub mod resume;
 pub mod runfile_log;
 pub mod state;
+pub mod windows_update;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -110,6 +111,8 @@ pub struct InstallOptions {
     /// What the user allowed beyond the manifest (`--stop-display`, `--tmpdir`, a module
     /// signing key pair).
     pub choices: readiness::Choices,
+    /// Windows: the driver guard before the driver step, Windows Update paused for the toolkit.
+    pub windows_update: windows_update::WindowsUpdateGuards,
 }
 
 /// Progress of the chain, for the CLI to show.
@@ -546,7 +549,7 @@ impl Chain<'_> {
         // interrupted at this layer by status, doctor and the next install, never as done.
         state.mark(layer, LayerStatus::Running, None, None);
         state.save(&state_path)?;
-        let mut result = match self.run_layer(layer, &commands, state) {
+        let mut result = match self.run_layer_guarded(layer, &commands, state) {
             Ok(result) => result,
             Err(e) => {
                 state.mark(layer, LayerStatus::Failed, None, Some(e.to_string()));
@@ -599,6 +602,25 @@ impl Chain<'_> {
             report.tail = result.tail;
         }
         Ok(end)
+    }
+
+    /// [`Self::run_layer`] with what the options ask around it on Windows (the driver guard
+    /// before the driver, Windows Update paused for the toolkit: [`windows_update::around`]).
+    fn run_layer_guarded(
+        &self,
+        layer: Layer,
+        commands: &[PlannedCommand],
+        state: &mut ChainState,
+    ) -> Result<LayerRun, InstallError> {
+        let guards = self.options.windows_update;
+        match self.host.system() {
+            Some(system) => {
+                windows_update::around(layer, guards, system, self.around.reporter, || {
+                    self.run_layer(layer, commands, state)
+                })
+            }
+            None => self.run_layer(layer, commands, state),
+        }
     }
 
     /// Runs a layer: checks its archived files, readies a hermetic library, then its commands.

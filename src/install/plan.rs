@@ -133,10 +133,11 @@ fn add_prerequisites_step(
         return;
     }
     let root = host.host_root();
-    let step = super::prerequisites::planned(m, stack, root.as_deref()).map(|argv| PlannedCommand {
-        argv,
-        installer: None,
-    });
+    let step =
+        super::prerequisites::planned(m, stack, root.as_deref()).map(|argv| PlannedCommand {
+            argv,
+            installer: None,
+        });
     commands.splice(0..0, step);
 }
 

@@ -223,3 +223,70 @@ mod tests {
         assert!(missing.contains("not on PATH"), "{missing}");
     }
 }
+
+#[cfg(test)]
+mod fresh_machine_tests {
+    //! A Windows machine before any NVIDIA driver: no nvidia-smi, the card under Microsoft's
+    //! Basic Display Adapter with its PCI hardware ID. The generation rules must still see it.
+    use super::*;
+    use crate::host::fake::FakeSystem;
+    use crate::layers::live::LiveHost;
+    use crate::os::Os;
+    use crate::windows_installers::{CardFamily, card_family};
+
+    fn fresh_windows_with(device: &str) -> FakeSystem {
+        let mut sys = FakeSystem::new(Os::Windows);
+        sys.on_path
+            .insert("powershell".into(), "C:/windows/powershell.exe".into());
+        sys.answer(
+            "C:/windows/powershell.exe",
+            &["-NoProfile"],
+            0,
+            &format!(
+                "PCI\\VEN_10DE&DEV_{device}&SUBSYS_00000000&REV_A1\r\nPCI\\VEN_10DE&DEV_{device}&CC_030000\r\n"
+            ),
+        );
+        sys
+    }
+
+    fn torch_cu130() -> Manifest {
+        let text = include_str!("../../manifests/torch-2.14.0-cu130-windows.yaml");
+        crate::manifest::parse(text, std::path::Path::new("torch-cu130.yaml")).expect("parses")
+    }
+
+    #[test]
+    fn device_ids_pick_generation_package_and_refusal_before_any_driver() {
+        let m = torch_cu130();
+        // (device ID, generation, driver package, refused by CUDA 13)
+        let cases = [
+            ("1B80", "Pascal", CardFamily::GeForce, true), // GeForce GTX 1080
+            ("1E07", "Turing", CardFamily::GeForce, false), // GeForce RTX 2080 Ti
+            ("2237", "Ampere", CardFamily::DataCenter, false), // A10G
+            ("2230", "Ampere", CardFamily::DataCenter, false), // RTX A6000
+        ];
+        for (device, generation, family, refused) in cases {
+            let sys = fresh_windows_with(device);
+            let host = LiveHost::on(&sys, None);
+            let gpus = host.gpus();
+            assert_eq!(gpus.len(), 1, "{device}: {gpus:?}");
+            let (label, compute) = &gpus[0];
+            let known = compat::gpu_generation(compute).map(|g| g.name.as_str());
+            assert_eq!(known, Some(generation), "{device}: {label}");
+            let name = compat::pci_device(device)
+                .expect("in the table")
+                .name
+                .as_str();
+            assert_eq!(card_family(name), family, "{device}: {name}");
+            let findings = gpu_findings(&m, &host);
+            assert_eq!(!findings.is_empty(), refused, "{device}: {findings:?}");
+            if refused {
+                let (layer, why) = &findings[0];
+                assert!(why.contains("PCI 10de:1b80"), "names the card: {why}");
+                assert!(
+                    *layer == Layer::Driver || *layer == Layer::Toolkit,
+                    "refused at a layer before the library: {layer:?} {why}"
+                );
+            }
+        }
+    }
+}

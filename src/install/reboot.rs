@@ -102,11 +102,17 @@ pub fn read_argv_file(path: &Path) -> Result<Vec<String>, ResumeError> {
     Ok(argv)
 }
 
+/// How long after boot the resume task starts: Task Scheduler's `BootTrigger` `Delay` (an
+/// XML duration; `schtasks /Create /SC ONSTART /DELAY 0002:00` writes the same element).
+pub const BOOT_DELAY: &str = "PT2M";
+
 /// The Task Scheduler XML of the resume: boot trigger, SYSTEM (S-1-5-18) with highest
 /// privileges, no time limit, not stopped on battery; one action, `exe resume argv_file`. No
 /// second action deletes the task: Task Scheduler runs actions in order, so it would delete the
 /// task the resumed chain had just registered for its next reboot (`stackpin resume` deletes
-/// this one first, with [`delete_task`]).
+/// this one first, with [`delete_task`]). The trigger waits [`BOOT_DELAY`] after boot, so the
+/// chain starts once the services Windows brings up at boot (Windows Update among them) have
+/// settled, not in their first minute.
 pub fn task_xml(exe: &Path, argv_file: &Path, workdir: &Path) -> String {
     let esc = |p: &Path| xml_escape(&p.display().to_string());
     format!(
@@ -118,6 +124,7 @@ pub fn task_xml(exe: &Path, argv_file: &Path, workdir: &Path) -> String {
   <Triggers>
     <BootTrigger>
       <Enabled>true</Enabled>
+      <Delay>{BOOT_DELAY}</Delay>
     </BootTrigger>
   </Triggers>
   <Principals>
@@ -383,6 +390,10 @@ mod tests {
             Path::new(r"C:\stacks"),
         );
         assert!(xml.contains("<BootTrigger>"), "{xml}");
+        assert!(
+            xml.contains("<Delay>PT2M</Delay>"),
+            "the boot trigger waits two minutes: {xml}"
+        );
         assert!(xml.contains("<UserId>S-1-5-18</UserId>"), "SYSTEM: {xml}");
         assert!(
             xml.contains("<RunLevel>HighestAvailable</RunLevel>"),

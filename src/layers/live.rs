@@ -59,6 +59,10 @@ impl HostView for LiveHost<'_> {
         self.system.os()
     }
 
+    fn system(&self) -> Option<&dyn System> {
+        Some(self.system)
+    }
+
     fn is_admin(&self) -> bool {
         host::os_info::probe(self.system).admin.unwrap_or(false)
     }
@@ -164,6 +168,14 @@ impl HostView for LiveHost<'_> {
 
     fn gpus(&self) -> Vec<(String, String)> {
         let probe = host::nvidia_smi::probe(self.system, self.wsl, self.smi_timeout);
+        if probe.gpus.is_empty() && !self.wsl {
+            // No driver yet (a fresh machine): the cards on the PCI bus, by device ID, so the
+            // generation rules refuse a stack before its driver rather than at the library.
+            return host::pci::probe(self.system)
+                .into_iter()
+                .filter_map(|g| Some((g.label(), g.known?.compute.clone())))
+                .collect();
+        }
         probe
             .gpus
             .into_iter()

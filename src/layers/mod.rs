@@ -80,7 +80,8 @@ pub trait HostView {
     fn venv(&self, venv: &Path, python: &Path) -> crate::host::venv::VenvState;
     /// The selected GPU's compute capability (`8.6`), if a GPU was found.
     fn compute_capability(&self) -> Option<String>;
-    /// Every GPU nvidia-smi lists that reports a compute capability: `(name, capability)`.
+    /// Every GPU nvidia-smi lists that reports a compute capability: `(name, capability)`; with
+    /// no GPU there (no driver yet), the NVIDIA cards the PCI bus shows and the data knows.
     fn gpus(&self) -> Vec<(String, String)>;
     /// The version of the interpreter `python` (a path or a program on PATH).
     fn interpreter_version(&self, python: &str) -> Result<Version, String>;
@@ -95,6 +96,11 @@ pub trait HostView {
     /// The folder the host's Linux paths are read (and dpkg installs) under: `STACKPIN_HOST_ROOT`
     /// (a mounted image, a test's fake root); `None` for `/`.
     fn host_root(&self) -> Option<PathBuf> {
+        None
+    }
+    /// The programs behind this view, for the commands the chain runs around a layer (the
+    /// Windows Update guards); `None` for a view that has none.
+    fn system(&self) -> Option<&dyn crate::host::System> {
         None
     }
 }

@@ -361,3 +361,39 @@ fn gpu_arch_reports_driver_toolkit_and_build_for_a_card_the_stack_left_behind() 
         );
     }
 }
+
+#[test]
+fn gpu_id_refuses_cuda_13_for_a_pascal_card_known_only_by_its_pci_id() {
+    // A GTX 1080 (10de:1b80) on a machine with no driver yet, as Device Manager shows it.
+    let manifest = repo("manifests/torch-2.14.0-cu130-windows.yaml");
+    let out = run(stackpin()
+        .arg("check")
+        .arg(&manifest)
+        .args(["--gpu-id", r"PCI\VEN_10DE&DEV_1B80&SUBSYS_119E10DE&REV_A1"]));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.contains("toolkit.version") && l.contains("CUDA 12.9 is the last line")),
+        "{}",
+        out.stdout
+    );
+    // An A10G (10de:2237) and a Turing RTX 2080 Ti (10de:1e07) are fine with it.
+    for id in ["10de:2237", "1e07"] {
+        let out = run(stackpin()
+            .arg("check")
+            .arg(&manifest)
+            .args(["--gpu-id", id]));
+        assert_eq!(out.code, 0, "{id}: {}{}", out.stdout, out.stderr);
+    }
+    let out = run(stackpin()
+        .arg("check")
+        .arg(&manifest)
+        .args(["--gpu-id", "10de:ffff"]));
+    assert_eq!(
+        out.code, 2,
+        "an unknown card is a usage error: {}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("--gpu-arch"), "{}", out.stderr);
+}

@@ -643,3 +643,25 @@ fn windows_driver_step_accepts_the_eula_reads_1_as_reboot_and_fits_the_card_fami
         out.stdout
     );
 }
+
+#[test]
+fn an_a10g_on_windows_server_gets_nvidias_server_data_center_file_and_version() {
+    let out = run(stackpin().args([
+        "pin",
+        "--library",
+        "torch==2.5.1",
+        "--os",
+        "windows",
+        "--gpu-name",
+        "NVIDIA A10G",
+        "--windows-server",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(
+            "https://us.download.nvidia.com/tesla/580.88/580.88-data-center-tesla-desktop-winserver-2022-2025-dch-international.exe"
+        ),
+        "the data-center channel's version, the server file: {}",
+        out.stdout
+    );
+}

@@ -170,6 +170,59 @@ fn install_runs_the_driver_exe_then_stops_for_the_reboot_3010_asked_for() {
     );
 }
 
+/// `install` writes the driver guard's two policies, in the policy keys, before the driver's
+/// setup runs; `--no-guard` writes none. A fake `reg.exe` in `bin\` logs its arguments to the
+/// same log the installers write their layer to.
+#[test]
+fn install_writes_the_driver_guard_in_the_policy_keys_before_the_driver_step() {
+    let lab = Lab::new();
+    fs::copy(
+        fake_program("installer.exe"),
+        lab.host.bin().join("reg.exe"),
+    )
+    .expect("fake reg");
+    let out = lab.run(&["install", "--yes"]);
+    let all = text_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let log = fs::read_to_string(lab.order_log()).unwrap_or_default();
+    let lines: Vec<&str> = log.lines().map(str::trim).collect();
+    let at = |needle: &str| {
+        lines
+            .iter()
+            .position(|l| *l == needle)
+            .unwrap_or_else(|| panic!("{needle} in {lines:?}\n{all}"))
+    };
+    let driver = at("driver");
+    for (key, value) in [
+        (
+            r"HKLM\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate",
+            "ExcludeWUDriversInQualityUpdate",
+        ),
+        (
+            r"HKLM\SOFTWARE\Policies\Microsoft\Windows\DriverSearching",
+            "SearchOrderConfig",
+        ),
+    ] {
+        assert!(at(key) < driver, "{key} before the driver: {lines:?}");
+        assert!(at(value) < driver, "{value} before the driver: {lines:?}");
+    }
+
+    let lab = Lab::new();
+    fs::copy(
+        fake_program("installer.exe"),
+        lab.host.bin().join("reg.exe"),
+    )
+    .expect("fake reg");
+    let out = lab.run(&["install", "--yes", "--no-guard"]);
+    let log = fs::read_to_string(lab.order_log()).unwrap_or_default();
+    assert!(
+        !log.contains("SearchOrderConfig"),
+        "{log}\n{}",
+        text_of(&out)
+    );
+    assert_eq!(lab.order(), ["driver"], "{}", text_of(&out));
+}
+
 #[test]
 fn a_driver_setup_exiting_1_stops_for_the_reboot_as_nvidias_installer_means_it() {
     let lab = Lab::with_driver_exit("1");

@@ -1,0 +1,399 @@
+//! Windows Update kept out of a Windows install chain: the driver guard's two policies written
+//! before the driver step (so Windows Update cannot swap the fresh driver on the first boot),
+//! and the Windows Update service paused for the toolkit step the way pytorch's Windows CI does
+//! it (`sc config wuauserv start= disabled`, `sc stop wuauserv`), then put back as it was,
+//! however the step ends.
+//!
+//! Every command goes through the host's [`System`], so the fake host of the unit tests shows
+//! their order around the step; when to ask for them (Windows, the user's consent) is the
+//! caller's decision in [`WindowsUpdateGuards`].
+//!
+//! Sources: NVIDIA's CUDA Installation Guide for Microsoft Windows warns that the toolkit
+//! install may fail when Windows Update starts during it; pytorch/pytorch
+//! `.ci/pytorch/windows/internal/cuda_install.bat` stops `wuauserv` before `setup.exe`; the two
+//! policies are Microsoft's (see `windows_installers::WINDOWS_POLICY`).
+
+use std::time::Duration;
+
+use super::InstallReporter;
+use crate::host::System;
+use crate::manifest::Layer;
+use crate::windows_installers::{WINDOWS_DRIVER_SEARCH, WINDOWS_POLICY};
+
+/// The Windows Update service.
+pub const WU_SERVICE: &str = "wuauserv";
+
+/// `sc` and `reg` answer in seconds; a stuck one must not hold the chain.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What the chain does about Windows Update, decided by the caller (Windows only; `--no-guard`
+/// turns the guard off).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WindowsUpdateGuards {
+    /// Write the two driver policies before the driver step.
+    pub driver_guard: bool,
+    /// Pause the Windows Update service for the toolkit step.
+    pub pause_for_toolkit: bool,
+}
+
+impl WindowsUpdateGuards {
+    /// Both, as `install` asks for them on Windows unless `--no-guard`; on another OS none.
+    pub fn for_install(windows: bool, no_guard: bool) -> Self {
+        Self {
+            driver_guard: windows && !no_guard,
+            pause_for_toolkit: windows,
+        }
+    }
+}
+
+/// Runs `step` (one layer's installer) with what `guards` asks for around it: the driver
+/// policies first for the driver, the Windows Update pause for the toolkit, undone when the step
+/// returns or unwinds. A guard command that fails is a warning, not a stop: the layer matters
+/// more, and `doctor` still checks the running driver.
+pub fn around<T>(
+    layer: Layer,
+    guards: WindowsUpdateGuards,
+    system: &dyn System,
+    reporter: &dyn InstallReporter,
+    step: impl FnOnce() -> T,
+) -> T {
+    match layer {
+        Layer::Driver if guards.driver_guard => {
+            apply_driver_policies(system, reporter);
+            step()
+        }
+        Layer::Toolkit if guards.pause_for_toolkit => {
+            let _paused = UpdatePause::start(system, reporter);
+            step()
+        }
+        _ => step(),
+    }
+}
+
+/// Writes both policies; says which one failed and how to set it by hand.
+fn apply_driver_policies(system: &dyn System, reporter: &dyn InstallReporter) {
+    for argv in [&WINDOWS_POLICY[..], &WINDOWS_DRIVER_SEARCH[..]] {
+        let line = argv.join(" ");
+        match run(system, argv) {
+            Ok(()) => reporter.note(&format!("driver guard: {line}")),
+            Err(why) => reporter.warning(&format!(
+                "the driver guard could not be written ({why}): Windows Update may replace the \
+                 new driver; run as Administrator: {line}"
+            )),
+        }
+    }
+}
+
+/// The Windows Update service as it stood before the pause, put back on drop.
+pub struct UpdatePause<'a> {
+    system: &'a dyn System,
+    reporter: &'a dyn InstallReporter,
+    /// `sc config … start=` value to restore (`demand`, `auto`, `delayed-auto`, …).
+    start_type: String,
+    was_running: bool,
+}
+
+impl<'a> UpdatePause<'a> {
+    /// Reads the service's start type and state, disables and stops it. `None` when there is
+    /// no such service to pause (or `sc` cannot read it): nothing to restore either.
+    pub fn start(system: &'a dyn System, reporter: &'a dyn InstallReporter) -> Option<Self> {
+        let start_type = sc_output(system, &["qc", WU_SERVICE])
+            .as_deref()
+            .and_then(parse_start_type)?;
+        let was_running = sc_output(system, &["query", WU_SERVICE])
+            .as_deref()
+            .is_some_and(is_running);
+        let pause = Self {
+            system,
+            reporter,
+            start_type: start_type.to_string(),
+            was_running,
+        };
+        if let Err(why) = run(system, &["sc", "config", WU_SERVICE, "start=", "disabled"]) {
+            reporter.warning(&format!(
+                "Windows Update could not be paused for the toolkit ({why}); the CUDA installer \
+                 may fail if it starts meanwhile"
+            ));
+            return None;
+        }
+        if was_running && let Err(why) = run(system, &["sc", "stop", WU_SERVICE]) {
+            reporter.warning(&format!("Windows Update did not stop ({why})"));
+        }
+        reporter.note("Windows Update paused for the toolkit step (wuauserv disabled, stopped)");
+        Some(pause)
+    }
+}
+
+impl Drop for UpdatePause<'_> {
+    fn drop(&mut self) {
+        let restore = [
+            "sc",
+            "config",
+            WU_SERVICE,
+            "start=",
+            self.start_type.as_str(),
+        ];
+        if let Err(why) = run(self.system, &restore) {
+            self.reporter.warning(&format!(
+                "Windows Update's start type could not be put back ({why}); run as \
+                 Administrator: {}",
+                restore.join(" ")
+            ));
+        }
+        if self.was_running
+            && let Err(why) = run(self.system, &["sc", "start", WU_SERVICE])
+        {
+            self.reporter.warning(&format!(
+                "Windows Update did not start again ({why}); run: sc start {WU_SERVICE}"
+            ));
+        }
+    }
+}
+
+/// `sc qc` output → the `start=` value that sets the same start type again.
+pub fn parse_start_type(sc_qc: &str) -> Option<&'static str> {
+    let line = sc_qc.lines().find(|l| l.contains("START_TYPE"))?;
+    let value = line.split(':').nth(1)?.trim();
+    let code = value.split_whitespace().next()?;
+    Some(match code {
+        "0" => "boot",
+        "1" => "system",
+        "2" if value.contains("DELAYED") => "delayed-auto",
+        "2" => "auto",
+        "3" => "demand",
+        "4" => "disabled",
+        _ => return None,
+    })
+}
+
+/// `sc query` output says `STATE : 4 RUNNING` (or starting, 2) for a service that runs.
+pub fn is_running(sc_query: &str) -> bool {
+    sc_query
+        .lines()
+        .filter(|l| l.contains("STATE"))
+        .filter_map(|l| l.split(':').nth(1))
+        .filter_map(|v| v.split_whitespace().next())
+        .any(|code| code == "4" || code == "2")
+}
+
+fn sc_output(system: &dyn System, args: &[&str]) -> Option<String> {
+    let sc = system.which("sc")?;
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let out = system.run(&sc, &args, COMMAND_TIMEOUT).ok()?;
+    out.success().then_some(out.stdout)
+}
+
+/// Runs `argv` through the host; the reason when it could not or did not exit 0.
+fn run(system: &dyn System, argv: &[&str]) -> Result<(), String> {
+    let (program, args) = argv.split_first().ok_or("empty command")?;
+    let path = system
+        .which(program)
+        .ok_or_else(|| format!("`{program}` is not on PATH"))?;
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let out = system
+        .run(&path, &args, COMMAND_TIMEOUT)
+        .map_err(|e| e.to_string())?;
+    if out.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}` exited {:?}: {}",
+            argv.join(" "),
+            out.code,
+            out.combined().trim()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::fake::FakeSystem;
+    use crate::install::QuietReporter;
+    use crate::os::Os;
+
+    const SC: &str = r"C:\Windows\System32\sc.exe";
+    const REG: &str = r"C:\Windows\System32\reg.exe";
+
+    /// A Windows host whose Windows Update service is running with a manual (demand) start,
+    /// and whose `reg` and `sc` answer as Windows does; `ran` keeps every command in order.
+    fn windows_host() -> FakeSystem {
+        let mut sys = FakeSystem::new(Os::Windows);
+        sys.on_path.insert("sc".into(), SC.into());
+        sys.on_path.insert("reg".into(), REG.into());
+        sys.answer(
+            SC,
+            &["qc", WU_SERVICE],
+            0,
+            "[SC] QueryServiceConfig SUCCESS\r\n\r\nSERVICE_NAME: wuauserv\r\n        TYPE               : 20  WIN32_SHARE_PROCESS\r\n        START_TYPE         : 3   DEMAND_START\r\n",
+        )
+        .answer(
+            SC,
+            &["query", WU_SERVICE],
+            0,
+            "\r\nSERVICE_NAME: wuauserv\r\n        TYPE               : 30  WIN32\r\n        STATE              : 4  RUNNING\r\n",
+        )
+        .answer(SC, &["config"], 0, "[SC] ChangeServiceConfig SUCCESS")
+        .answer(SC, &["stop"], 0, "")
+        .answer(SC, &["start"], 0, "")
+        .answer(REG, &["add"], 0, "The operation completed successfully.");
+        sys
+    }
+
+    fn step_marker(sys: &FakeSystem, what: &str) {
+        sys.ran.lock().expect("log").push(what.to_string());
+    }
+
+    #[test]
+    fn the_guard_policies_are_written_in_the_policy_keys_before_the_driver_step() {
+        let sys = windows_host();
+        let guards = WindowsUpdateGuards::for_install(true, false);
+        around(Layer::Driver, guards, &sys, &QuietReporter, || {
+            step_marker(&sys, "DRIVER STEP")
+        });
+        let ran = sys.ran.lock().expect("log").clone();
+        let step = ran.iter().position(|l| l == "DRIVER STEP").expect("ran");
+        for (key, value) in [
+            (
+                r"HKLM\SOFTWARE\Policies\Microsoft\Windows\WindowsUpdate",
+                "ExcludeWUDriversInQualityUpdate",
+            ),
+            (
+                r"HKLM\SOFTWARE\Policies\Microsoft\Windows\DriverSearching",
+                "SearchOrderConfig",
+            ),
+        ] {
+            let at = ran
+                .iter()
+                .position(|l| l.contains(key) && l.contains(value))
+                .unwrap_or_else(|| panic!("{key} {value} written: {ran:?}"));
+            assert!(at < step, "{value} before the driver step: {ran:?}");
+        }
+        assert!(
+            !ran.iter().any(|l| l.contains("wuauserv")),
+            "the service is left alone for the driver: {ran:?}"
+        );
+    }
+
+    #[test]
+    fn no_guard_writes_no_policy() {
+        let sys = windows_host();
+        let guards = WindowsUpdateGuards::for_install(true, true);
+        around(Layer::Driver, guards, &sys, &QuietReporter, || {
+            step_marker(&sys, "DRIVER STEP")
+        });
+        assert_eq!(*sys.ran.lock().expect("log"), ["DRIVER STEP"]);
+    }
+
+    #[test]
+    fn windows_update_is_paused_for_the_toolkit_and_restored_after_it_fails() {
+        let sys = windows_host();
+        let guards = WindowsUpdateGuards::for_install(true, false);
+        let result: Result<(), &str> = around(Layer::Toolkit, guards, &sys, &QuietReporter, || {
+            step_marker(&sys, "TOOLKIT STEP");
+            Err("setup.exe exited 1")
+        });
+        assert!(result.is_err(), "the step's failure is passed on");
+        let ran = sys.ran.lock().expect("log").clone();
+        let at = |needle: &str| {
+            ran.iter()
+                .position(|l| l.ends_with(needle))
+                .unwrap_or_else(|| panic!("{needle} in {ran:?}"))
+        };
+        let step = at("TOOLKIT STEP");
+        assert!(at("config wuauserv start= disabled") < step, "{ran:?}");
+        assert!(at("stop wuauserv") < step, "{ran:?}");
+        assert!(
+            at("config wuauserv start= demand") > step,
+            "the start type it had: {ran:?}"
+        );
+        assert!(at("start wuauserv") > step, "running again: {ran:?}");
+    }
+
+    #[test]
+    fn a_stopped_disabled_service_is_left_stopped_and_disabled() {
+        let mut sys = windows_host();
+        sys.programs.remove(std::path::Path::new(SC));
+        sys.answer(
+            SC,
+            &["qc", WU_SERVICE],
+            0,
+            "        START_TYPE         : 4   DISABLED\r\n",
+        )
+        .answer(
+            SC,
+            &["query", WU_SERVICE],
+            0,
+            "        STATE              : 1  STOPPED\r\n",
+        )
+        .answer(SC, &["config"], 0, "");
+        around(
+            Layer::Toolkit,
+            WindowsUpdateGuards::for_install(true, false),
+            &sys,
+            &QuietReporter,
+            || step_marker(&sys, "TOOLKIT STEP"),
+        );
+        let ran = sys.ran.lock().expect("log").clone();
+        assert!(
+            !ran.iter().any(|l| l.ends_with("start wuauserv")),
+            "{ran:?}"
+        );
+        assert!(ran.last().is_some_and(|l| l.ends_with("start= disabled")));
+    }
+
+    #[test]
+    fn no_service_means_nothing_to_pause() {
+        let mut sys = windows_host();
+        sys.programs.remove(std::path::Path::new(SC));
+        sys.answer(SC, &["qc"], 1060, "[SC] OpenService FAILED 1060");
+        around(
+            Layer::Toolkit,
+            WindowsUpdateGuards::for_install(true, false),
+            &sys,
+            &QuietReporter,
+            || step_marker(&sys, "TOOLKIT STEP"),
+        );
+        let ran = sys.ran.lock().expect("log").clone();
+        assert_eq!(
+            ran.last().map(String::as_str),
+            Some("TOOLKIT STEP"),
+            "{ran:?}"
+        );
+    }
+
+    #[test]
+    fn sc_output_is_read_for_start_type_and_state() {
+        assert_eq!(
+            parse_start_type("        START_TYPE         : 2   AUTO_START  (DELAYED)"),
+            Some("delayed-auto")
+        );
+        assert_eq!(
+            parse_start_type("        START_TYPE         : 2   AUTO_START"),
+            Some("auto")
+        );
+        assert_eq!(parse_start_type("[SC] OpenService FAILED 1060"), None);
+        assert!(is_running("        STATE              : 4  RUNNING"));
+        assert!(!is_running("        STATE              : 1  STOPPED"));
+    }
+
+    #[test]
+    fn other_layers_and_other_systems_run_bare() {
+        let sys = windows_host();
+        around(
+            Layer::Library,
+            WindowsUpdateGuards::for_install(true, false),
+            &sys,
+            &QuietReporter,
+            || step_marker(&sys, "LIBRARY"),
+        );
+        around(
+            Layer::Driver,
+            WindowsUpdateGuards::for_install(false, false),
+            &sys,
+            &QuietReporter,
+            || step_marker(&sys, "LINUX DRIVER"),
+        );
+        assert_eq!(*sys.ran.lock().expect("log"), ["LIBRARY", "LINUX DRIVER"]);
+    }
+}
