@@ -305,11 +305,12 @@ pub const LONG_PATHS_QUERY: [&str; 4] = [
     "LongPathsEnabled",
 ];
 
-/// The longest venv root that keeps a torch wheel's files under MAX_PATH without
-/// `LongPathsEnabled`: 260 less the deepest relative path, taken as 190 characters below the
-/// venv (`Lib\site-packages\torch\include\…` headers in torch 2.x wheels come to about 170; the
-/// rest is margin). An estimate, not a measurement of every wheel.
-pub const SHORT_VENV_ROOT: usize = 70;
+/// The longest venv root for wheels stackpin has not measured (`data/wheel-paths.yaml` has no
+/// row): issue 35's audit of torch's cu130 wheels from PyTorch's own index found a deepest path
+/// 179 characters below the venv root, against CreateDirectory's 248 (247 and the separator
+/// leave 67). That index is not reachable from the machine that measures the data, so the
+/// audit's figure stands in, on the safe side of every measured row.
+pub const SHORT_VENV_ROOT: usize = 67;
 
 /// `reg query … /v LongPathsEnabled` output → whether it is 1; `None` when the value is absent
 /// or unreadable.
@@ -337,8 +338,9 @@ pub fn long_path_problem(enabled: Option<bool>, m: &Manifest) -> Option<String> 
         None if venv.chars().count() <= SHORT_VENV_ROOT => return None,
         None => (
             format!(
-                "the venv `{venv}` is {} characters long (stackpin has not measured these \
-                 wheels; {SHORT_VENV_ROOT} is its estimate)",
+                "the venv `{venv}` is {} characters long; stackpin has not measured these \
+                 wheels, and torch's cu130 wheels reach 179 characters below the venv root \
+                 (at most {SHORT_VENV_ROOT} for Windows' folder limit of 248)",
                 venv.chars().count()
             ),
             SHORT_VENV_ROOT,
@@ -481,6 +483,35 @@ mod tests {
             None,
             "a short root needs no long paths"
         );
+    }
+
+    #[test]
+    fn unmeasured_cu130_wheels_hold_a_70_character_root_to_the_audited_limit() {
+        // torch 2.15.0 has no row in data/wheel-paths.yaml: the audit's 179 characters apply.
+        let root = format!(r"C:\stackpin\{}", "v".repeat(70 - 12));
+        assert_eq!(root.chars().count(), 70);
+        let mut m = torch_cu130_at(&root);
+        if let Some(pip) = m.library.pip.as_mut() {
+            pip.requirements = vec!["torch==2.15.0".into(), "torchvision==0.30.0".into()];
+        }
+        assert!(long_paths::venv_root_limit(&m).is_none(), "unmeasured");
+        let why = long_path_problem(Some(false), &m).expect("refused without long paths");
+        assert!(why.contains("is 70 characters"), "{why}");
+        assert!(why.contains("179 characters"), "{why}");
+        assert!(why.contains("at most 67"), "{why}");
+        assert_eq!(long_path_problem(Some(true), &m), None);
+        let warned = check_rules(&m);
+        assert!(
+            warned
+                .iter()
+                .any(|p| p.field == "library.venv" && p.message.contains("LongPathsEnabled")),
+            "{warned:?}"
+        );
+        let short = format!(r"C:\stackpin\{}", "v".repeat(67 - 12));
+        let mut ok = torch_cu130_at(&short);
+        ok.library.pip = m.library.pip.clone();
+        assert_eq!(long_path_problem(Some(false), &ok), None);
+        assert!(!check_rules(&ok).iter().any(|p| p.field == "library.venv"));
     }
 
     #[test]

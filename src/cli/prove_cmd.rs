@@ -388,18 +388,7 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         ),
         "installed",
     )?;
-    let m = with_library_python(
-        require_valid(&args.fetch.manifest)?,
-        args.library_python.as_deref(),
-    );
-    if args.reboot {
-        refuse_remote_folders(&m, &args.fetch.manifest, &global.archive())?;
-    }
-    let text = crate::fsutil::read_text(&args.fetch.manifest).map_err(|e| {
-        CliError::unusable(
-            anyhow::Error::new(e).context(format!("reading {}", args.fetch.manifest.display())),
-        )
-    })?;
+    let (m, text) = up_manifest(args, global)?;
     let config = args.fetch.config(m.mirror.as_deref())?;
     check_long_paths(&m, false)?;
     // The fetch and the chain print nothing on stdout here, so `up --json` stays one document.
@@ -464,30 +453,60 @@ pub fn run_up(args: &UpArgs, global: &GlobalArgs) -> CmdResult {
         chain_ended(&report, &archive.stack(&m.name).state_path());
     }
     up_reboot(args, &m, &report, &archive)?;
+    up_finished(&report, proven.as_deref(), reboot_required, global)
+}
+
+/// The manifest `up` runs (with `--library-python` in place) and its text for the archive.
+fn up_manifest(
+    args: &UpArgs,
+    global: &GlobalArgs,
+) -> Result<(crate::manifest::Manifest, String), Failure> {
+    let m = with_library_python(
+        require_valid(&args.fetch.manifest)?,
+        args.library_python.as_deref(),
+    );
+    if args.reboot {
+        refuse_remote_folders(&m, &args.fetch.manifest, &global.archive())?;
+    }
+    let text = crate::fsutil::read_text(&args.fetch.manifest).map_err(|e| {
+        CliError::unusable(
+            anyhow::Error::new(e).context(format!("reading {}", args.fetch.manifest.display())),
+        )
+    })?;
+    Ok((m, text))
+}
+
+/// What `up` prints once the chain ended: the proof, or where the chain stopped.
+fn up_finished(
+    report: &crate::install::InstallReport,
+    proven: Option<&Proven>,
+    reboot_required: bool,
+    global: &GlobalArgs,
+) -> CmdResult {
     let Some(proven) = proven else {
         if global.json {
             print_json(&UpJson {
                 stack: report.stack.clone(),
-                install: &report,
+                install: report,
                 reboot_required,
                 proven: None,
                 record: None,
             })?;
             // One JSON document on stdout; the failure itself goes to stderr with its exit code.
-            return end_exit(&report);
+            return end_exit(report);
         }
-        return finish(&report, global);
+        return finish(report, global);
     };
     if global.json {
         print_json(&UpJson {
             stack: report.stack.clone(),
-            install: &report,
+            install: report,
             reboot_required,
             proven: Some(&proven.record),
             record: Some(proven.record_path.display().to_string()),
         })?;
     } else {
-        print_proven(&proven);
+        print_proven(proven);
     }
-    latency_verdict(&proven)
+    latency_verdict(proven)
 }

@@ -128,7 +128,18 @@ pub fn check_rule(m: &Manifest) -> Option<Problem> {
         return None;
     }
     let root = m.library.venv.as_deref()?;
-    let why = too_long(root, &venv_root_limit(m)?)?;
+    m.library.pip.as_ref()?;
+    let why = match venv_root_limit(m) {
+        Some(limit) => too_long(root, &limit)?,
+        None if root.chars().count() <= super::SHORT_VENV_ROOT => return None,
+        None => format!(
+            "the venv `{root}` is {} characters long; stackpin has not measured these wheels, \
+             and torch's cu130 wheels reach 179 characters below the venv root (at most {} \
+             for Windows' folder limit of 248)",
+            root.chars().count(),
+            super::SHORT_VENV_ROOT
+        ),
+    };
     Some(Problem::warning(
         "library.venv",
         format!(
