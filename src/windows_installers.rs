@@ -305,13 +305,6 @@ pub const LONG_PATHS_QUERY: [&str; 4] = [
     "LongPathsEnabled",
 ];
 
-/// The longest venv root for wheels stackpin has not measured (`data/wheel-paths.yaml` has no
-/// row): issue 35's audit of torch's cu130 wheels from PyTorch's own index found a deepest path
-/// 179 characters below the venv root, against CreateDirectory's 248 (247 and the separator
-/// leave 67). That index is not reachable from the machine that measures the data, so the
-/// audit's figure stands in, on the safe side of every measured row.
-pub const SHORT_VENV_ROOT: usize = 67;
-
 /// `reg query … /v LongPathsEnabled` output → whether it is 1; `None` when the value is absent
 /// or unreadable.
 pub fn parse_long_paths_enabled(reg_output: &str) -> Option<bool> {
@@ -325,7 +318,7 @@ pub fn parse_long_paths_enabled(reg_output: &str) -> Option<bool> {
 
 /// Whether pip can write the library's files: long paths enabled, or a venv root within the
 /// limit the pinned wheels' deepest paths set ([`long_paths`]); for wheels stackpin has not
-/// measured, within the [`SHORT_VENV_ROOT`] estimate. `None` when nothing stands in the way;
+/// measured, within the audited figure ([`long_paths::AUDITED_DEEPEST_FOLDER`]). `None` when nothing stands in the way;
 /// otherwise what to do, with the measured lengths.
 pub fn long_path_problem(enabled: Option<bool>, m: &Manifest) -> Option<String> {
     let venv = m.library.venv.as_deref()?;
@@ -333,19 +326,8 @@ pub fn long_path_problem(enabled: Option<bool>, m: &Manifest) -> Option<String> 
     if enabled == Some(true) {
         return None;
     }
-    let (why, max_root) = match long_paths::venv_root_limit(m) {
-        Some(limit) => (long_paths::too_long(venv, &limit)?, limit.max_root),
-        None if venv.chars().count() <= SHORT_VENV_ROOT => return None,
-        None => (
-            format!(
-                "the venv `{venv}` is {} characters long; stackpin has not measured these \
-                 wheels, and torch's cu130 wheels reach 179 characters below the venv root \
-                 (at most {SHORT_VENV_ROOT} for Windows' folder limit of 248)",
-                venv.chars().count()
-            ),
-            SHORT_VENV_ROOT,
-        ),
-    };
+    let limit = long_paths::venv_root_limit(m)?;
+    let (why, max_root) = (long_paths::too_long(venv, &limit)?, limit.max_root);
     Some(format!(
         "{why}. LongPathsEnabled is not set on this machine: set \
          HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem\\LongPathsEnabled to 1 \
@@ -462,7 +444,7 @@ mod tests {
     #[test]
     fn a_long_venv_without_long_paths_is_stopped_with_the_measured_lengths() {
         let long = r"C:\Users\someone.with.a.long.name\AppData\Local\stackpin\venvs\torch-2.14.0-cu130-windows-for-the-vision-team";
-        assert!(long.len() > 103);
+        assert!(long.len() > 67);
         let m = torch_cu130_at(long);
         let why = long_path_problem(Some(false), &m).expect("stopped");
         assert!(why.contains("LongPathsEnabled"), "{why}");
@@ -471,7 +453,8 @@ mod tests {
             "{why}"
         );
         assert!(why.contains("torch==2.14.0+cu130"), "{why}");
-        assert!(why.contains("at most 103"), "{why}");
+        assert!(why.contains("not measured"), "{why}");
+        assert!(why.contains("at most 67"), "{why}");
         assert!(
             long_path_problem(None, &m).is_some(),
             "unknown is not enabled"
@@ -487,14 +470,15 @@ mod tests {
 
     #[test]
     fn unmeasured_cu130_wheels_hold_a_70_character_root_to_the_audited_limit() {
-        // torch 2.15.0 has no row in data/wheel-paths.yaml: the audit's 179 characters apply.
+        // No cu130 build has a row in data/wheel-paths.yaml: the audit's 179 characters apply.
         let root = format!(r"C:\stackpin\{}", "v".repeat(70 - 12));
         assert_eq!(root.chars().count(), 70);
         let mut m = torch_cu130_at(&root);
         if let Some(pip) = m.library.pip.as_mut() {
             pip.requirements = vec!["torch==2.15.0".into(), "torchvision==0.30.0".into()];
         }
-        assert!(long_paths::venv_root_limit(&m).is_none(), "unmeasured");
+        let limit = long_paths::venv_root_limit(&m).expect("a limit");
+        assert_eq!(limit.max_root, 67, "{limit:?}");
         let why = long_path_problem(Some(false), &m).expect("refused without long paths");
         assert!(why.contains("is 70 characters"), "{why}");
         assert!(why.contains("179 characters"), "{why}");

@@ -73,8 +73,31 @@ pub fn limit_for(row: &WheelPaths) -> VenvRootLimit {
     }
 }
 
-/// The tightest limit over the manifest's `name==version` requirements that the data knows;
-/// `None` for a library without pip or without a measured wheel.
+/// The deepest path below site-packages that issue 35's audit found in torch's cu130 wheels
+/// from PyTorch's own index: 179 characters below the venv root, `Lib\site-packages\` included.
+/// That index is not reachable from the machine that measures `data/wheel-paths.yaml`, so every
+/// build stackpin has not measured is held to it.
+pub const AUDITED_DEEPEST_FOLDER: usize = 179 - (SITE_PACKAGES.len() - 1);
+
+/// The distributions PyTorch's index builds once per CUDA line (`torch==2.14.0+cu130`).
+const BUILT_PER_CUDA_LINE: [&str; 3] = ["torch", "torchvision", "torchaudio"];
+
+/// The limit a requirement without a measured row gets: the audited figure, at the folder limit.
+fn unmeasured(name: &str, version: &str, local: Option<&str>) -> VenvRootLimit {
+    let local = local.map(|l| format!("+{l}")).unwrap_or_default();
+    VenvRootLimit {
+        max_root: MAX_FOLDER_PATH.saturating_sub(SITE_PACKAGES.len() + AUDITED_DEEPEST_FOLDER),
+        wheel: format!("{name}=={version}{local}"),
+        deepest: AUDITED_DEEPEST_FOLDER,
+        what: "not measured for this build; torch's cu130 wheels reach 179 characters below the \
+               venv root in issue 35's audit, against Windows' folder limit of 248"
+            .to_string(),
+    }
+}
+
+/// The tightest limit over the manifest's `name==version` requirements: a measured row's, or
+/// for a build the data has not measured, the audited figure ([`AUDITED_DEEPEST_FOLDER`]).
+/// `None` for a library without pip or without pinned requirements.
 pub fn venv_root_limit(m: &Manifest) -> Option<VenvRootLimit> {
     let pip = m.library.pip.as_ref()?;
     let local = pip.index_url.as_deref().and_then(index_local_version);
@@ -87,9 +110,17 @@ pub fn venv_root_limit(m: &Manifest) -> Option<VenvRootLimit> {
                 Some((v, l)) => (v, Some(l)),
                 None => (version, local),
             };
-            compat::wheel_paths(name.trim(), version, own_local)
+            let name = name.trim();
+            // PyPI's build does not stand for a CUDA build of the distributions built per CUDA
+            // line: their trees differ (issue 35's audit measured torch cu130's deeper).
+            let row = compat::wheel_paths(name, version, own_local).filter(|row| {
+                row.local.is_some() || own_local.is_none() || !BUILT_PER_CUDA_LINE.contains(&name)
+            });
+            Some(match row {
+                Some(row) => limit_for(row),
+                None => unmeasured(name, version, own_local),
+            })
         })
-        .map(limit_for)
         .min_by_key(|l| l.max_root)
 }
 
@@ -129,17 +160,7 @@ pub fn check_rule(m: &Manifest) -> Option<Problem> {
     }
     let root = m.library.venv.as_deref()?;
     m.library.pip.as_ref()?;
-    let why = match venv_root_limit(m) {
-        Some(limit) => too_long(root, &limit)?,
-        None if root.chars().count() <= super::SHORT_VENV_ROOT => return None,
-        None => format!(
-            "the venv `{root}` is {} characters long; stackpin has not measured these wheels, \
-             and torch's cu130 wheels reach 179 characters below the venv root (at most {} \
-             for Windows' folder limit of 248)",
-            root.chars().count(),
-            super::SHORT_VENV_ROOT
-        ),
-    };
+    let why = too_long(root, &venv_root_limit(m)?)?;
     Some(Problem::warning(
         "library.venv",
         format!(
@@ -154,25 +175,29 @@ pub fn check_rule(m: &Manifest) -> Option<Problem> {
 mod tests {
     use super::*;
 
-    fn torch_cu130() -> &'static WheelPaths {
-        compat::wheel_paths("torch", "2.14.0", Some("cu130")).expect("measured")
+    fn torch_pypi() -> &'static WheelPaths {
+        compat::wheel_paths("torch", "2.14.0", None).expect("measured")
     }
 
     #[test]
-    fn torch_cu130s_limit_follows_from_its_measured_deepest_paths() {
-        let row = torch_cu130();
-        assert!(row.path.starts_with("torch-2.14.0+cu130.dist-info/"));
+    fn torch_pypis_limit_follows_from_its_measured_deepest_paths() {
+        assert!(
+            compat::wheel_paths("torch", "2.14.0", Some("cu130")).is_none_or(|r| r.local.is_none()),
+            "the cu130 build was never measured: it has no row of its own"
+        );
+        let row = torch_pypi();
+        assert!(row.path.starts_with("torch-2.14.0.dist-info/"));
         assert_eq!(row.path.len(), row.deepest_file, "the row's own path");
         let limit = limit_for(row);
-        // 259 - 19 - (116 + 21) = 103 by the pyc; the folder limit 247 - 19 - 115 = 113.
+        // 259 - 19 - (116 + 21) = 103 by the pyc; the folder limit 247 - 19 - 109 = 119.
         assert_eq!(limit.max_root, 103, "{limit:?}");
-        assert_eq!(limit.wheel, "torch==2.14.0+cu130");
+        assert_eq!(limit.wheel, "torch==2.14.0");
         assert_eq!(limit.deepest, 137);
     }
 
     #[test]
     fn a_root_past_the_limit_is_told_the_measured_lengths() {
-        let limit = limit_for(torch_cu130());
+        let limit = limit_for(torch_pypi());
         let root = format!(r"C:\Users\{}\venv", "a".repeat(100));
         let why = too_long(&root, &limit).expect("too long");
         assert!(why.contains("is 114 characters"), "{why}");
