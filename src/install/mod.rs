@@ -795,26 +795,35 @@ impl Chain<'_> {
             cwd: None,
         };
         reporter.step_started(layer, &step.argv);
-        let runner_error = |source| InstallError::Runner {
-            layer,
-            program: step.argv.first().cloned().unwrap_or_default(),
-            source,
-        };
-        let running = start_step(&step).map_err(runner_error)?;
-        // The step's tree, for a stackpin that takes the machine lock after this one died.
-        if let Some(machine) = machine {
-            machine.record_tree(Some(running.pid()));
-        }
-        let outcome = running.wait();
-        if let Some(machine) = machine {
-            machine.record_tree(None);
-        }
-        let mut outcome = outcome.map_err(runner_error)?;
+        let mut outcome = run_recorded(&step, layer, machine)?;
         let codes = exit_codes::codes_for(m.os, layer, m.exit_codes(layer));
         outcome.status = exit_codes::step_status(outcome.status, outcome.code, &codes);
         reporter.step_finished(layer, &outcome);
         Ok(outcome)
     }
+}
+
+/// Starts `step` and waits for it, its process tree recorded in the machine lock while it runs
+/// (for a stackpin that takes the lock after this one died).
+fn run_recorded(
+    step: &Step,
+    layer: Layer,
+    machine: Option<&lock::HeldLock>,
+) -> Result<StepOutcome, InstallError> {
+    let runner_error = |source| InstallError::Runner {
+        layer,
+        program: step.argv.first().cloned().unwrap_or_default(),
+        source,
+    };
+    let running = start_step(step).map_err(runner_error)?;
+    if let Some(machine) = machine {
+        machine.record_tree(Some(running.pid()));
+    }
+    let outcome = running.wait();
+    if let Some(machine) = machine {
+        machine.record_tree(None);
+    }
+    outcome.map_err(runner_error)
 }
 
 /// What running a layer's commands produced.

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use super::{Around, HostView, InstallError, LayerRun, staging_dir};
 use crate::archive::{self, ArchiveError, LockEntry, Lockfile, StackDir};
 use crate::exec;
-use crate::exec::step::{Step, StepStatus, log_name, start_step};
+use crate::exec::step::{Step, StepStatus, log_name};
 use crate::host::readiness::LinuxFacts;
 use crate::manifest::{Layer, Manifest};
 
@@ -159,20 +159,7 @@ fn run_dpkg(
         cwd: None,
     };
     around.reporter.step_started(layer, &step.argv);
-    let runner_error = |source| InstallError::Runner {
-        layer,
-        program: "dpkg".into(),
-        source,
-    };
-    let running = start_step(&step).map_err(runner_error)?;
-    if let Some(machine) = around.machine {
-        machine.record_tree(Some(running.pid()));
-    }
-    let outcome = running.wait();
-    if let Some(machine) = around.machine {
-        machine.record_tree(None);
-    }
-    let outcome = outcome.map_err(runner_error)?;
+    let outcome = super::run_recorded(&step, layer, around.machine)?;
     around.reporter.step_finished(layer, &outcome);
     if outcome.status == StepStatus::Succeeded {
         return Ok(None);
