@@ -34,6 +34,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether a write failed because the disk, or the user's quota on it, is full (ENOSPC/EDQUOT
+/// on Unix, ERROR_DISK_FULL on Windows): the error a user fixes by freeing space or writing
+/// elsewhere, not by running the command again.
+pub fn is_disk_full(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
+}
+
+/// Whether `error` or any error under it is a full disk ([`is_disk_full`]).
+pub fn disk_full_in_chain(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(e) = next {
+        if e.downcast_ref::<std::io::Error>().is_some_and(is_disk_full) {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
 /// Why a YAML file could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum YamlError {

@@ -105,6 +105,9 @@ struct AttemptError {
     transient: bool,
     reason: String,
     retry_after: Option<Duration>,
+    /// This side's own file could not be read or written (a full disk): not the download's
+    /// failure, never retried, reported with the file's error as it is.
+    local: Option<Box<ArchiveError>>,
 }
 
 impl AttemptError {
@@ -113,6 +116,7 @@ impl AttemptError {
             transient: true,
             reason,
             retry_after: None,
+            local: None,
         }
     }
     fn fatal(reason: String) -> Self {
@@ -120,6 +124,15 @@ impl AttemptError {
             transient: false,
             reason,
             retry_after: None,
+            local: None,
+        }
+    }
+    fn local(error: ArchiveError) -> Self {
+        Self {
+            transient: false,
+            reason: error.to_string(),
+            retry_after: None,
+            local: Some(Box::new(error)),
         }
     }
 }
@@ -204,6 +217,9 @@ impl Downloader {
                 Ok(done) => return Ok(done),
                 Err(e) => e,
             };
+            if let Some(local) = error.local {
+                return Err(*local);
+            }
             if !error.transient || attempts >= self.retry.attempts {
                 return Err(ArchiveError::Download {
                     url: url.to_string(),
@@ -235,8 +251,8 @@ impl Downloader {
         limit: Option<u64>,
         progress: &dyn Progress,
     ) -> Result<(String, u64), AttemptError> {
-        let io = |what: &str, e: std::io::Error| {
-            AttemptError::fatal(format!("{what} {}: {e}", partial.display()))
+        let io = |what: &'static str, e: std::io::Error| {
+            AttemptError::local(ArchiveError::io(what, partial, e))
         };
         let mut hasher = Sha256::new();
         // Resume only from bytes we can vouch for: the partial is re-hashed, not trusted.
@@ -265,6 +281,7 @@ impl Downloader {
                         "the server could not resume (HTTP {status}); restarting from zero"
                     ),
                     retry_after: Some(Duration::ZERO),
+                    local: None,
                 });
             }
             if status != StatusCode::OK {
@@ -323,29 +340,28 @@ impl Downloader {
         }
         std::thread::scope(|scope| {
             // The writer owns the file: it hashes, writes, and hands each buffer back.
-            let writer = scope.spawn(move || -> Result<(u64, File), String> {
+            let writer = scope.spawn(move || -> Result<(u64, File), std::io::Error> {
                 // A modest buffer: few syscalls, and a `kill -9` loses little of what arrived
                 // (the partial is what the next run resumes from).
                 let mut out = BufWriter::with_capacity(BUFFER, file);
                 let mut written = 0u64;
                 for (buf, n) in full_rx {
                     hasher.update(&buf[..n]);
-                    out.write_all(&buf[..n])
-                        .map_err(|e| format!("writing {}: {e}", partial.display()))?;
+                    out.write_all(&buf[..n])?;
                     written += n as u64;
                     progress.advanced(label, n as u64);
                     let _ = empty_tx.send(buf);
                 }
-                let file = out
-                    .into_inner()
-                    .map_err(|e| format!("writing {}: {}", partial.display(), e.error()))?;
+                let file = out.into_inner().map_err(|e| e.into_error())?;
                 Ok((written, file))
             });
             let (over, failure) = receive(&mut response, &empty_rx, &full_tx, limit);
             drop(full_tx);
             let (written, file) = match writer.join() {
                 Ok(Ok(done)) => done,
-                Ok(Err(message)) => return Err(AttemptError::fatal(message)),
+                Ok(Err(e)) => {
+                    return Err(AttemptError::local(ArchiveError::io("writing", partial, e)));
+                }
                 Err(_) => {
                     return Err(AttemptError::fatal(
                         "the download's writer thread panicked".into(),
@@ -362,7 +378,7 @@ impl Downloader {
             }
             // Flushed and synced either way: after a failure it is the next attempt's head start.
             file.sync_all()
-                .map_err(|e| AttemptError::fatal(format!("syncing {}: {e}", partial.display())))?;
+                .map_err(|e| AttemptError::local(ArchiveError::io("syncing", partial, e)))?;
             match failure {
                 Some(e) => Err(self.lost(&e, written)),
                 None => Ok(written),
@@ -403,6 +419,7 @@ impl Downloader {
                 transient: why.transient,
                 reason: why.reason,
                 retry_after: None,
+                local: None,
             };
         }
         if e.is_connect() {
@@ -505,6 +522,7 @@ fn status_error(response: &Response) -> AttemptError {
         transient,
         reason: format!("HTTP {status}{hint}"),
         retry_after,
+        local: None,
     }
 }
 

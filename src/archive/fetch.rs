@@ -83,6 +83,16 @@ pub struct FetchReport {
     pub errors: Vec<ArchiveError>,
 }
 
+impl FetchReport {
+    /// Whether a file failed because the archive's disk is full: fetching again helps only
+    /// once there is room.
+    pub fn disk_full(&self) -> bool {
+        self.errors
+            .iter()
+            .any(|e| crate::fsutil::disk_full_in_chain(e))
+    }
+}
+
 /// A file to archive, with what it must hash to when that is already known.
 struct Wanted {
     layer: Layer,

@@ -55,6 +55,54 @@ impl ExitStatus for CliError {
     }
 }
 
+/// Where a command can write instead of a full disk, for [`full_disk_advice`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::cli) enum Elsewhere {
+    /// `-o FILE` (bundle).
+    Output,
+    /// `--archive DIR` (fetch, unbundle, up).
+    Archive,
+    /// Nothing to point elsewhere: only freeing space helps.
+    Nowhere,
+}
+
+/// What to do when a write ran out of space: free space on that disk, or write elsewhere.
+pub(in crate::cli) fn full_disk_advice(elsewhere: Elsewhere) -> String {
+    let elsewhere = match elsewhere {
+        Elsewhere::Output => {
+            ", or write the bundle to a disk with room (`-o /path/on/another/disk/stack.zip`)"
+        }
+        Elsewhere::Archive => {
+            ", or keep the archive on a disk with room (`--archive /path/on/another/disk`)"
+        }
+        Elsewhere::Nowhere => "",
+    };
+    let shows = if cfg!(windows) {
+        "`Get-PSDrive -PSProvider FileSystem`"
+    } else {
+        "`df -h`"
+    };
+    format!(
+        "the disk is full: free space on the disk that holds the file named above ({shows} \
+         shows what is left){elsewhere}, then run the same command again"
+    )
+}
+
+/// [`full_disk_advice`] for a failure whose chain holds a full disk; `None` for any other
+/// failure, or when the error already names its fix.
+pub(super) fn full_disk_fix(failure: &super::Failure, command: &super::Command) -> Option<String> {
+    if failure.fix.is_some() || !crate::fsutil::disk_full_in_chain(failure.error.as_ref()) {
+        return None;
+    }
+    Some(full_disk_advice(match command {
+        super::Command::Bundle(_) => Elsewhere::Output,
+        super::Command::Fetch(_) | super::Command::Unbundle(_) | super::Command::Up(_) => {
+            Elsewhere::Archive
+        }
+        _ => Elsewhere::Nowhere,
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -138,7 +138,12 @@ pub fn fetch_stack(args: &FetchArgs, global: &GlobalArgs) -> Result<Fetched, Fai
     })?;
     bars.clear();
     for error in &report.errors {
-        super::print_error(&anyhow::anyhow!("{error}"));
+        super::print_error_chain(error);
+    }
+    if report.disk_full() {
+        super::print_fix(&super::error::full_disk_advice(
+            super::error::Elsewhere::Archive,
+        ));
     }
     // Each failed file says its own status; the one to act on first ends the run.
     let exit = Exit::worst(report.errors.iter().map(ExitStatus::exit));

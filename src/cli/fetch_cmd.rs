@@ -22,7 +22,23 @@ struct JsonFetch<'a> {
     ok: bool,
     stack: String,
     files: &'a [FetchedFile],
+    /// Each failed file's error with its causes.
     errors: Vec<String>,
+    /// What to do, where the errors share a cause with one fix (a full disk).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<String>,
+}
+
+/// An error and its causes on one line, as the `--json` envelope writes them.
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text.push_str(": caused by: ");
+        text.push_str(&e.to_string());
+        cause = e.source();
+    }
+    text
 }
 
 pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
@@ -32,7 +48,10 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
             ok: exit == Exit::Ok,
             stack: report.stack.display().to_string(),
             files: &report.files,
-            errors: report.errors.iter().map(|e| e.to_string()).collect(),
+            errors: report.errors.iter().map(|e| with_causes(e)).collect(),
+            fix: report
+                .disk_full()
+                .then(|| super::error::full_disk_advice(super::error::Elsewhere::Archive)),
         })?;
     } else if !global.quiet {
         for f in &report.files {
@@ -44,6 +63,11 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
                 "{stack}: {} files archived and verified; next: {}",
                 report.files.len(),
                 super::hints::command(&["stackpin", "audit", &manifest.to_string()])
+            ),
+            _ if report.disk_full() => format!(
+                "{stack}: {} files failed on a full disk; free space there (or pass --archive), \
+                 then run `stackpin fetch {manifest}` again to resume",
+                report.errors.len()
             ),
             _ => format!(
                 "{stack}: {} files failed; run `stackpin fetch {manifest}` again to resume",

@@ -317,10 +317,15 @@ pub fn main() -> ExitCode {
         Command::Data(args) => data_cmd::run(args, &cli.global),
         Command::Outdated(args) => outdated_cmd::run(args, &cli.global),
     });
-    let exit = match &result {
+    let mut result = result;
+    let exit = match &mut result {
         Ok(exit) => *exit,
         Err(failure) => {
             print_error(&failure.error);
+            if let Some(fix) = error::full_disk_fix(failure, &cli.command) {
+                print_fix(&fix);
+                failure.fix = Some(fix);
+            }
             failure.exit
         }
     };
@@ -519,6 +524,12 @@ fn with_examples_for_width(cmd: clap::Command) -> clap::Command {
 
 /// `error: …` then one `caused by: …` line per source, the house format.
 pub fn print_error(error: &anyhow::Error) {
+    print_error_chain(error.as_ref());
+}
+
+/// [`print_error`] for an error that is not (yet) an `anyhow::Error`: one of several a command
+/// reports before it ends.
+pub fn print_error_chain(error: &(dyn std::error::Error + 'static)) {
     let mut stderr = anstream::stderr().lock();
     let _ = writeln!(
         stderr,
@@ -526,13 +537,20 @@ pub fn print_error(error: &anyhow::Error) {
         term::error_label(),
         hints::complete(&error.to_string())
     );
-    for cause in error.chain().skip(1) {
-        let _ = writeln!(
-            stderr,
-            "  caused by: {}",
-            hints::complete(&cause.to_string())
-        );
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let _ = writeln!(stderr, "  caused by: {}", hints::complete(&e.to_string()));
+        cause = e.source();
     }
+}
+
+/// The next step under an error, when the error's words do not hold it.
+pub(in crate::cli) fn print_fix(fix: &str) {
+    let _ = writeln!(
+        anstream::stderr().lock(),
+        "  what to do: {}",
+        hints::complete(fix)
+    );
 }
 
 /// Keeps a command's `--json` report; it is printed once, at the edge, as one document with

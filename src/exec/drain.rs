@@ -108,8 +108,54 @@ pub struct PipeDone {
     pub kept: Vec<u8>,
 }
 
+/// A step's log as the drain threads write it: the bytes it holds and, once a write failed
+/// (a full disk), why the rest is missing. After the first failure nothing more is written, so
+/// the log ends where the loss begins.
+#[derive(Debug)]
+pub(super) struct LogFile {
+    file: std::fs::File,
+    written: u64,
+    cut: Option<LogCut>,
+}
+
+/// A log that stopped short of the child's output: how much it holds and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogCut {
+    /// Bytes of output the log holds (after the command line stackpin wrote first).
+    pub written: u64,
+    /// The write's own error, e.g. `No space left on device (os error 28)`.
+    pub reason: String,
+    /// The disk (or the user's quota) was full.
+    pub disk_full: bool,
+}
+
+impl LogFile {
+    fn write(&mut self, chunk: &[u8]) {
+        if self.cut.is_some() {
+            return;
+        }
+        match self.file.write_all(chunk) {
+            Ok(()) => self.written += chunk.len() as u64,
+            Err(e) => {
+                self.cut = Some(LogCut {
+                    written: self.written,
+                    disk_full: crate::fsutil::is_disk_full(&e),
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+}
+
+/// What happened to the log, read once the pipes are drained.
+pub(super) fn log_cut(log: &Option<Arc<Mutex<LogFile>>>) -> Option<LogCut> {
+    let log = log.as_ref()?;
+    let guard = log.lock().ok()?;
+    guard.cut.clone()
+}
+
 enum Sink {
-    Log(Arc<Mutex<std::fs::File>>),
+    Log(Arc<Mutex<LogFile>>),
     Keep(usize),
     Lines(Box<dyn FnMut(&str) + Send>),
 }
@@ -123,6 +169,8 @@ pub(super) struct Drains {
     pub tail: Arc<Mutex<Tail>>,
     /// False once stdout reached EOF.
     pub stdout_open: Arc<AtomicBool>,
+    /// The log both pipes write ([`Output::Log`] only).
+    pub log: Option<Arc<Mutex<LogFile>>>,
 }
 
 /// Starts one thread per pipe.
@@ -133,9 +181,15 @@ pub(super) fn start(
 ) -> Drains {
     let tail = Arc::new(Mutex::new(Tail::default()));
     let stdout_open = Arc::new(AtomicBool::new(stdout.is_some()));
+    let mut log = None;
     let (out_sink, err_sink) = match output {
         Output::Log(file) => {
-            let file = Arc::new(Mutex::new(file));
+            let file = Arc::new(Mutex::new(LogFile {
+                file,
+                written: 0,
+                cut: None,
+            }));
+            log = Some(Arc::clone(&file));
             (Sink::Log(Arc::clone(&file)), Sink::Log(file))
         }
         Output::Capture => (Sink::Keep(CAPTURE_LIMIT), Sink::Keep(CAPTURE_LIMIT)),
@@ -156,6 +210,7 @@ pub(super) fn start(
         count,
         tail,
         stdout_open,
+        log,
     }
 }
 
@@ -196,7 +251,7 @@ fn pump(mut pipe: impl Read, which: Pipe, mut sink: Sink, tail: &Mutex<Tail>) ->
         match &mut sink {
             Sink::Log(file) => {
                 if let Ok(mut f) = file.lock() {
-                    let _ = f.write_all(chunk);
+                    f.write(chunk);
                 }
             }
             Sink::Keep(limit) => keep(&mut kept, chunk, *limit),

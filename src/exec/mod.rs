@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use process_wrap::std::{ChildWrapper, CommandWrap};
 
-pub use drain::{Tail, tail_lines};
+pub use drain::{LogCut, Tail, tail_lines};
 
 /// How long the pipes may stay open after the child exited before the rest of its tree (a
 /// grandchild that inherited them) is ended and the runner stops waiting.
@@ -202,6 +202,8 @@ pub struct Finished {
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
     pub duration: Duration,
+    /// Set when the log ([`Output::Log`]) stopped short of the output: a write failed.
+    pub log_cut: Option<LogCut>,
 }
 
 /// A running child and the threads draining its pipes.
@@ -218,6 +220,7 @@ pub struct Running {
     open_pipes: usize,
     tail: std::sync::Arc<std::sync::Mutex<Tail>>,
     stdout_open: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    log: Option<std::sync::Arc<std::sync::Mutex<drain::LogFile>>>,
     stop_now: bool,
     finished: bool,
 }
@@ -284,6 +287,7 @@ pub fn start(spec: Spec) -> Result<Running, ExecError> {
         open_pipes: drains.count,
         tail: drains.tail,
         stdout_open: drains.stdout_open,
+        log: drains.log,
         stop_now: false,
         finished: false,
     })
@@ -406,6 +410,7 @@ impl Running {
             stdout,
             stderr,
             duration: self.started.elapsed(),
+            log_cut: drain::log_cut(&self.log),
         })
     }
 

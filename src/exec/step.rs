@@ -101,6 +101,30 @@ pub struct StepOutcome {
     pub tail: Vec<String>,
     pub log: PathBuf,
     pub duration: Duration,
+    /// Set when the log holds less than the step printed (a write failed: a full disk).
+    pub log_cut: Option<exec::LogCut>,
+}
+
+impl StepOutcome {
+    /// What a user must know about a log that is missing part of the step's output, or `None`
+    /// when the log is whole.
+    pub fn log_warning(&self, what: &str) -> Option<String> {
+        let cut = self.log_cut.as_ref()?;
+        let why = if cut.disk_full {
+            "the disk that holds it is full"
+        } else {
+            "writing it failed"
+        };
+        Some(format!(
+            "{what}'s log {} is incomplete: it stops after {} bytes of output because {why} ({}). \
+             The step itself ran to its end ({}); only its output is missing from the log. \
+             Free space on that disk before the next step writes there.",
+            self.log.display(),
+            cut.written,
+            cut.reason,
+            self.status.as_str(),
+        ))
+    }
 }
 
 /// Substitutes `{name}` placeholders in each argument. Arguments stay separate: a value with
@@ -215,6 +239,14 @@ impl RunningStep {
             .append(true)
             .open(&self.log_path)
         {
+            // Written only where the disk has room again (the step freed what it filled).
+            if let Some(cut) = &finished.log_cut {
+                let _ = writeln!(
+                    f,
+                    "\n# stackpin: the output after byte {} of this log is missing: {}",
+                    cut.written, cut.reason
+                );
+            }
             let _ = writeln!(f, "# exit: {}", exit_words(finished.end));
             let _ = f.sync_all();
         }
@@ -224,6 +256,7 @@ impl RunningStep {
             tail: exec::tail_lines(&finished.tail.text(), TAIL_LINES),
             log: self.log_path,
             duration: finished.duration,
+            log_cut: finished.log_cut,
         })
     }
 

@@ -145,6 +145,10 @@ pub struct LayerResult {
     pub commands: Vec<PlannedCommand>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log: Option<PathBuf>,
+    /// Why the log holds less than the layer's step printed (a disk that filled up while it
+    /// ran): the step's verdict stands, its record on disk does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_incomplete: Option<String>,
 }
 
 /// The action taken on a layer.
@@ -419,6 +423,7 @@ impl Chain<'_> {
             proof,
             commands: commands.clone(),
             log: None,
+            log_incomplete: None,
         };
         if before.holds && !forced {
             self.around.reporter.layer_in_place(&before);
@@ -503,6 +508,7 @@ impl Chain<'_> {
                     proof: before.clone(),
                     commands: commands.to_vec(),
                     log: refused.log,
+                    log_incomplete: None,
                 });
                 report.tail = refused.tail;
                 return Ok(Some(ChainEnd::Failed {
@@ -528,6 +534,7 @@ impl Chain<'_> {
             },
             commands: commands.to_vec(),
             log: done.log,
+            log_incomplete: None,
         });
         Ok(Some(ChainEnd::RebootRequired {
             after: Layer::Driver,
@@ -597,6 +604,7 @@ impl Chain<'_> {
             proof: after,
             commands,
             log: result.log.clone(),
+            log_incomplete: result.log_incomplete.clone(),
         });
         if end.is_some() {
             report.tail = result.tail;
@@ -685,6 +693,7 @@ impl Chain<'_> {
             log: None,
             tail: Vec::new(),
             refused: None,
+            log_incomplete: None,
         };
         for (i, command) in steps.commands.iter().enumerate() {
             // Held until the step ends; dropping it deletes the staged copy.
@@ -711,6 +720,10 @@ impl Chain<'_> {
                 StepStatus::Succeeded | StepStatus::RebootRequired
             );
             let reboot = outcome.status == StepStatus::RebootRequired;
+            let log_incomplete = last
+                .log_incomplete
+                .take()
+                .or_else(|| outcome.log_warning(&layer.to_string()));
             last = LayerRun {
                 status: if reboot || last.status == StepStatus::RebootRequired {
                     if stop {
@@ -725,6 +738,7 @@ impl Chain<'_> {
                 log: Some(outcome.log),
                 tail: outcome.tail,
                 refused: None,
+                log_incomplete,
             };
             if stop {
                 break;
@@ -761,6 +775,7 @@ impl Chain<'_> {
                         log: refused.log,
                         tail: refused.tail,
                         refused: Some(refused.why),
+                        log_incomplete: None,
                     }));
                 }
             }
@@ -834,6 +849,8 @@ struct LayerRun {
     tail: Vec<String>,
     /// Why a preparation before the installer failed (no installer ran).
     refused: Option<String>,
+    /// A step's log that misses part of its output ([`StepOutcome::log_warning`]).
+    log_incomplete: Option<String>,
 }
 
 /// What a layer's steps run among: the reporter, the machine lock they record into.
@@ -931,6 +948,7 @@ fn unpack_toolkit_wheels(
         log: None,
         tail: Vec::new(),
         refused: None,
+        log_incomplete: None,
     })
 }
 
@@ -1193,6 +1211,7 @@ mod tests {
             log: None,
             tail: vec![],
             refused: None,
+            log_incomplete: None,
         };
         let proof = Proof {
             layer: Layer::Driver,

@@ -165,6 +165,7 @@ fn run_dpkg(
         return Ok(None);
     }
     Ok(Some(LayerRun {
+        log_incomplete: outcome.log_warning(&layer.to_string()),
         status: outcome.status,
         code: outcome.code,
         log: Some(outcome.log),

@@ -943,6 +943,7 @@ mod tests {
                 tail: vec![self.line.to_string()],
                 log: step.log.clone(),
                 duration: Duration::from_secs(1),
+                log_cut: None,
             };
             let trace = MemoryTrace {
                 source: match self.seen_mib {

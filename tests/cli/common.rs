@@ -218,3 +218,59 @@ pub fn text(out: &std::process::Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Runs `cmd` with `dir` on a disk of `kib` KiB (a tmpfs in a mount namespace of its own, so
+/// nothing outside the command sees it), then copies what the disk holds into `kept`, since the
+/// disk goes with the namespace. `None` where this machine can make no mount namespace (neither
+/// root nor user namespaces); under CI that is a failure, not a skip.
+#[cfg(target_os = "linux")]
+pub fn on_a_small_disk(cmd: &Command, dir: &Path, kib: u64, kept: &Path) -> Option<Output> {
+    std::fs::create_dir_all(dir).expect("the small disk's mount point");
+    std::fs::create_dir_all(kept).expect("the folder for what the disk held");
+    // Root makes a mount namespace; anyone else needs a user namespace mapped to root in it.
+    let root = Command::new("id")
+        .arg("-u")
+        .output_started()
+        .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    let mut wrapped = Command::new("unshare");
+    if !root {
+        wrapped.arg("-r");
+    }
+    wrapped
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(
+            "mount -t tmpfs -o size=\"$1\"k tmpfs \"$2\" || exit 97; dir=$2; kept=$3; shift 3; \
+         \"$@\"; rc=$?; cp -a \"$dir\"/. \"$kept\"/ 2>/dev/null; exit $rc",
+        );
+    wrapped
+        .arg("small-disk")
+        .arg(kib.to_string())
+        .arg(dir)
+        .arg(kept)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    if let Some(cwd) = cmd.get_current_dir() {
+        wrapped.current_dir(cwd);
+    }
+    let out = wrapped.output_started().expect("unshare runs");
+    if out.status.code() == Some(97)
+        || (out.status.code() == Some(1)
+            && out.stdout.is_empty()
+            && String::from_utf8_lossy(&out.stderr).starts_with("unshare:"))
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no mount namespace for a small disk here: {}",
+            text(&out)
+        );
+        eprintln!("note: no mount namespace here; the small-disk part is skipped");
+        return None;
+    }
+    Some(out)
+}

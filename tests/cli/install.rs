@@ -32,11 +32,20 @@ pub(crate) fn order_log(host: &FakeHost) -> PathBuf {
 pub(crate) fn driver_script(host: &FakeHost) -> String {
     format!(
         "#!/bin/sh\necho driver >> '{log}'\n[ -e '{root}/fail-driver' ] && {{ echo 'ERROR: An NVIDIA kernel module nvidia-drm appears to already be loaded in your kernel.' >&2; exit 1; }}\n\
+         # A runfile extracts itself beside the logs, fills that disk while it talks, then cleans up.\n\
+         if [ -e '{root}/flood-driver' ]; then echo 'Verifying archive integrity... OK'; \
+         dd if=/dev/zero of='{logs}/extract.tmp' bs=4096 2>/dev/null; \
+         i=0; while [ $i -lt 3000 ]; do echo \"Uncompressing NVIDIA Accelerated Graphics Driver: file $i\"; i=$((i+1)); done; \
+         rm -f '{logs}/extract.tmp'; fi\n\
          # The new driver is on disk; the running module is the old one until the reboot.\n\
          printf 'mode=mismatch\\ndriver={DRIVER}\\ncuda=12.8\\n' > '{state}'\n",
         log = order_log(host).display(),
         root = host.root().display(),
         state = host.driver_state_file().display(),
+        logs = host
+            .root()
+            .join("installers/fake-torch-stack/logs")
+            .display(),
     )
 }
 
@@ -487,14 +496,16 @@ fn up_fetches_installs_stops_for_the_reboot_then_finishes_with_a_proof() {
     );
 }
 
-#[test]
-fn ctrl_c_waits_for_the_running_installer_then_stops_before_the_next_layer() {
-    let lab = Lab::new();
+/// Starts `install` with the driver in place and a slow toolkit installer, presses Ctrl-C
+/// (SIGINT to stackpin only) once the toolkit installer runs, and waits for stackpin to end.
+fn install_then_ctrl_c_during_the_toolkit(lab: &Lab, json: bool) -> Output {
     lab.reboot(); // the driver is already in place
     std::fs::write(lab.host.root().join("slow-toolkit"), "").expect("marker");
-    let mut cmd = lab
-        .host
-        .stackpin(["install", "--yes", lab.manifest.to_str().expect("utf-8")]);
+    let mut args = vec!["install", "--yes", lab.manifest.to_str().expect("utf-8")];
+    if json {
+        args.insert(0, "--json");
+    }
+    let mut cmd = lab.host.stackpin(args);
     cmd.env("STACKPIN_ARCHIVE", lab.host.root().join("installers"))
         .env("STACKPIN_SKIP_ADMIN_CHECK", "1");
     let child = cmd
@@ -502,7 +513,6 @@ fn ctrl_c_waits_for_the_running_installer_then_stops_before_the_next_layer() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
-    // Wait until the toolkit installer is running, then press Ctrl-C (SIGINT to stackpin only).
     let started = std::time::Instant::now();
     while !lab.order().contains(&"toolkit".to_string()) {
         assert!(
@@ -516,10 +526,12 @@ fn ctrl_c_waits_for_the_running_installer_then_stops_before_the_next_layer() {
         .status()
         .expect("kill -INT");
     assert!(kill.success());
-    let out = child.wait_with_output().expect("stackpin ends");
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(3), "{all}");
-    assert!(all.contains("interrupted before the library"), "{all}");
+    child.wait_with_output().expect("stackpin ends")
+}
+
+/// What one Ctrl-C during the toolkit leaves: the toolkit finished, the library never ran, and
+/// the state says where the chain was interrupted.
+fn interrupted_before_the_library(lab: &Lab) {
     assert_eq!(lab.order(), ["toolkit"], "the library never ran");
     assert!(
         lab.host
@@ -535,4 +547,102 @@ fn ctrl_c_waits_for_the_running_installer_then_stops_before_the_next_layer() {
     )
     .expect("state");
     assert!(state.contains("interrupted_at: library"), "{state}");
+}
+
+#[test]
+fn ctrl_c_waits_for_the_running_installer_then_stops_before_the_next_layer() {
+    let lab = Lab::new();
+    let out = install_then_ctrl_c_during_the_toolkit(&lab, false);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert!(all.contains("interrupted before the library"), "{all}");
+    interrupted_before_the_library(&lab);
+}
+
+#[test]
+fn ctrl_c_during_install_json_is_an_interruption_in_the_one_document() {
+    let lab = Lab::new();
+    let out = install_then_ctrl_c_during_the_toolkit(&lab, true);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("one JSON document on stdout ({e}): {all}"));
+    assert_eq!(doc["ok"], false, "{doc:#}");
+    assert_eq!(doc["exit_code"], 3, "{doc:#}");
+    assert_eq!(doc["end"], "interrupted", "{doc:#}");
+    assert_eq!(doc["before"], "library", "{doc:#}");
+    let said = doc.to_string();
+    assert!(
+        said.contains("interrupted (Ctrl-C) before the library"),
+        "{doc:#}"
+    );
+    assert!(
+        !said.contains("an external step failed"),
+        "an interruption is said as one, not as a failed step: {doc:#}"
+    );
+    let toolkit = doc["layers"]
+        .as_array()
+        .and_then(|l| l.iter().find(|l| l["layer"] == "toolkit"))
+        .unwrap_or_else(|| panic!("the toolkit's result: {doc:#}"));
+    assert_eq!(toolkit["action"], "installed", "{doc:#}");
+    interrupted_before_the_library(&lab);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_installer_log_cut_by_a_full_disk_is_reported_beside_its_verdict() {
+    let lab = Lab::new();
+    std::fs::write(lab.host.root().join("flood-driver"), "").expect("marker");
+    let logs = lab.host.root().join("installers/fake-torch-stack/logs");
+    let kept = lab.host.root().join("logs-held");
+    let cmd = lab.host.installing([
+        "--json",
+        "install",
+        "--yes",
+        lab.manifest.to_str().expect("utf-8"),
+    ]);
+    let Some(out) = crate::common::on_a_small_disk(&cmd, &logs, 256, &kept) else {
+        return;
+    };
+    let all = text(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stops for the driver's reboot: {all}"
+    );
+    for words in [
+        "driver's log",
+        "is incomplete",
+        "the disk that holds it is full",
+        "No space left on device",
+        "Free space",
+    ] {
+        assert!(all.contains(words), "missing `{words}`: {all}");
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let driver = &doc["layers"][0];
+    assert_eq!(driver["layer"], "driver", "{doc:#}");
+    assert!(
+        driver["log_incomplete"]
+            .as_str()
+            .is_some_and(|w| w.contains("No space left on device")),
+        "{doc:#}"
+    );
+    let log_name = std::fs::read_dir(&kept)
+        .expect("the logs that were on the small disk")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("driver-") && n.ends_with(".log"))
+        .expect("the driver's log");
+    let log = std::fs::read_to_string(kept.join(log_name)).expect("driver log");
+    assert!(log.contains("Verifying archive integrity"), "{log}");
+    assert!(
+        !log.contains("file 2999"),
+        "the log cannot hold what the full disk lost"
+    );
+    assert!(
+        log.contains("# stackpin: the output after byte"),
+        "the log says where it stops: {log}"
+    );
+    assert!(log.trim_end().ends_with("# exit: 0"), "{log}");
 }

@@ -697,3 +697,178 @@ fn sigterm_during_fetch_json_prints_the_document_and_frees_the_stack() {
     );
     assert!(partial.exists(), "the partial is kept for the next fetch");
 }
+
+// ---- a full disk ----
+
+/// `cmd` run with `dir` on a disk of `kib` KiB; what the disk held afterwards lands in `kept`.
+#[cfg(target_os = "linux")]
+fn on_a_small_disk(cmd: &Command, dir: &Path, kib: u64, kept: &Path) -> Option<Outcome> {
+    let out = crate::common::on_a_small_disk(cmd, dir, kib, kept)?;
+    Some(Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_bundle_onto_a_full_disk_is_exit_3_saying_free_space_or_another_output() {
+    let lab = Lab::new().fetched();
+    let m = lab.ctx.path("stack.yaml");
+    let disk = lab.ctx.path("small-disk");
+    let output = disk.join("stack.zip");
+    let kept = lab.ctx.path("small-disk-held");
+    let cmd = lab.command(&[
+        "bundle",
+        m.to_str().expect("utf-8"),
+        "-o",
+        output.to_str().expect("utf-8"),
+    ]);
+    // 120 KB of installers onto 64 KiB.
+    let Some(out) = on_a_small_disk(&cmd, &disk, 64, &kept) else {
+        return;
+    };
+    says(
+        &out,
+        3,
+        &[
+            "No space left on device",
+            "disk is full",
+            "free space",
+            "-o",
+        ],
+    );
+    assert!(
+        listing(&kept).is_empty(),
+        "nothing is left on the full disk, neither the bundle nor a part of it: {:?}",
+        listing(&kept)
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_fetch_into_a_full_archive_is_exit_3_saying_free_space_or_another_archive() {
+    let lab = Lab::new();
+    let m = lab.manifest();
+    let kept = lab.ctx.path("archive-held");
+    let cmd = lab.command(&["fetch", m.to_str().expect("utf-8")]);
+    // Three installers of 40 KB each into 64 KiB: one fits, the next does not.
+    let Some(out) = on_a_small_disk(&cmd, &lab.archive(), 64, &kept) else {
+        return;
+    };
+    says(
+        &out,
+        3,
+        &[
+            "No space left on device",
+            "disk is full",
+            "free space",
+            "--archive",
+        ],
+    );
+    let stack = kept.join(STACK);
+    for layer in ["driver", "toolkit", "library"] {
+        // A `.partial` stays on purpose: the next fetch, with room, continues it.
+        for name in listing(&stack.join(layer))
+            .into_iter()
+            .filter(|n| !n.ends_with(".partial"))
+        {
+            let bytes = std::fs::read(stack.join(layer).join(&name)).expect("archived file");
+            assert_eq!(
+                bytes.len(),
+                40_000,
+                "{layer}/{name} is on the disk under its final name only when whole"
+            );
+        }
+    }
+}
+
+// ---- diagnose's input ----
+
+#[test]
+fn a_log_in_utf16_without_a_byte_order_mark_is_diagnosed_not_unknown() {
+    let ctx = TestContext::new();
+    let log = ctx.path("train.log");
+    let text = "Traceback (most recent call last):\r\n\
+                RuntimeError: CUDA error: no kernel image is available for execution on the device\r\n";
+    std::fs::write(&log, utf16le(text)).expect("log");
+    let out = ctx.run(["diagnose", log.to_str().expect("utf-8")]);
+    says(&out, 0, &["layer:    library", "no kernel image"]);
+}
+
+#[test]
+fn an_empty_log_or_empty_stdin_says_the_log_is_empty_and_what_to_give() {
+    let ctx = TestContext::new();
+    let log = ctx.path("empty.log");
+    std::fs::write(&log, b"").expect("log");
+    says(
+        &ctx.run(["diagnose", log.to_str().expect("utf-8")]),
+        2,
+        &["empty.log is empty", "2>&1"],
+    );
+    let mut cmd = ctx.stackpin(["diagnose"]);
+    cmd.stdin(std::process::Stdio::null());
+    let out = run(&mut cmd);
+    says(&out, 2, &["standard input is empty", "pipe it in"]);
+    assert!(!out.stdout.contains("no known failure"), "{out:?}");
+}
+
+#[test]
+fn escape_sequences_in_a_log_or_a_data_set_never_reach_the_terminal() {
+    let ctx = TestContext::new();
+    let log = ctx.path("hostile.log");
+    std::fs::write(
+        &log,
+        "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory \
+         \x1b[2J\x1b]0;pwned\x07\n",
+    )
+    .expect("log");
+    let out = ctx.run(["diagnose", log.to_str().expect("utf-8")]);
+    says(&out, 0, &["libcudart.so.12", "\\u{1b}[2J"]);
+    assert!(
+        !out.stdout.contains('\u{1b}') && !out.stdout.contains('\u{7}'),
+        "{out:?}"
+    );
+
+    let set = ctx.path("set.json");
+    let packed = ctx.run([
+        "data",
+        "pack",
+        repo("data").to_str().expect("utf-8"),
+        "-o",
+        set.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(packed.code, 0, "{packed:?}");
+    let text = std::fs::read_to_string(&set).expect("packed");
+    // A table whose text carries a terminal's escapes, where the YAML reader will quote it.
+    let hostile = text.replacen(
+        "# Published",
+        "# Pub\\u001b[2J\\u001b]0;pwned\\u0007lished",
+        1,
+    );
+    assert_ne!(
+        hostile, text,
+        "the packed set holds the checksums table's first comment"
+    );
+    std::fs::write(&set, hostile).expect("hostile set");
+    let mut cmd = ctx.stackpin(["data", "update", "--from", set.to_str().expect("utf-8")]);
+    cmd.env("STACKPIN_DATA_DIR", ctx.path("data-dir"));
+    let out = run(&mut cmd);
+    // docs/release-data.md: an invalid set is refused with exit 1 and the set in use stays.
+    says(&out, 1, &["set.json", "checksums.yaml", "invalid"]);
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(!all.contains('\u{1b}') && !all.contains('\u{7}'), "{all:?}");
+}

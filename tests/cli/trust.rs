@@ -371,12 +371,17 @@ fn a_second_ctrl_c_ends_the_measured_command_and_its_child() {
 }
 
 /// A toolkit installer that logs `start` and `end` around a pause (and installs the toolkit).
+/// The toolkit installer, pausing `pause_s` seconds before it installs, or until a file
+/// `<log>.go` appears (a test that has seen what it waited for lets later runs go at once).
 fn logged_slow_toolkit(host: &FakeHost, log: &std::path::Path, pause_s: u32) -> String {
     let body = toolkit_script(host);
     let rest = body.strip_prefix("#!/bin/sh\n").expect("a shell script");
     format!(
-        "#!/bin/sh\necho start >> '{log}'\necho $$ > '{log}.pid'\nsleep {pause_s}\n{rest}echo end >> '{log}'\n",
-        log = log.display()
+        "#!/bin/sh\necho start >> '{log}'\necho $$ > '{log}.pid'\n\
+         i=0; while [ $i -lt {tenths} ] && [ ! -e '{log}.go' ]; do sleep 0.1; i=$((i+1)); done\n\
+         {rest}echo end >> '{log}'\n",
+        log = log.display(),
+        tenths = pause_s * 10,
     )
 }
 
@@ -646,9 +651,12 @@ fn a_lock_left_by_a_killed_stackpin_is_not_stale_while_its_installer_runs() {
     // The guard led the step's process group: the installer is still in it.
     signal_group(guard, "KILL");
     assert!(gone_within(installer, Duration::from_secs(5)));
+    let go = PathBuf::from(format!("{}.go", log.display()));
+    std::fs::write(&go, "").expect("go marker");
     let third = vault.run(&["install", "--yes", "--force", "toolkit", "--no-wait"]);
     let _ = std::fs::remove_file(&log);
     let _ = std::fs::remove_file(log.with_extension("pid"));
+    let _ = std::fs::remove_file(&go);
     assert_eq!(second.status.code(), Some(1), "{}", text(&second));
     assert!(
         text(&second).contains(&format!("process group {guard}")),

@@ -123,6 +123,9 @@ impl InstallReporter for CliReporter {
                 outcome.log.display()
             );
         }
+        if let Some(warning) = outcome.log_warning(&layer.to_string()) {
+            self.warning(&warning);
+        }
     }
 
     fn warning(&self, text: &str) {
