@@ -385,6 +385,10 @@ fn measure_once(ctx: &RunContext<'_>, batch: u32) -> Result<MeasuredRun, ProveEr
     let output = std::fs::read_to_string(&outcome.log).unwrap_or_default();
     let parsed = parse_output(&output);
     let failure = match (outcome.status, &parsed) {
+        // The result line is the example's last: a log that stopped short has lost it.
+        (StepStatus::Succeeded, _) if outcome.log_cut.is_some() => outcome
+            .log_warning("the example")
+            .map(|w| format!("its result cannot be read: {w}")),
         (StepStatus::Succeeded, Ok(_)) => None,
         (StepStatus::TimedOut, _) => Some(format!(
             "it ran past its timeout of {}s and was stopped",

@@ -711,6 +711,7 @@ fn on_a_small_disk(cmd: &Command, dir: &Path, kib: u64, kept: &Path) -> Option<O
     })
 }
 
+#[cfg(target_os = "linux")]
 fn listing(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map(|d| {

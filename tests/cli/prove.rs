@@ -433,3 +433,50 @@ fn a_library_installed_blind_is_sent_to_the_driver_layer_by_install_and_prove() 
     assert!(all.contains("stackpin doctor"), "{all}");
     assert!(!all.contains("Run `stackpin install` first"), "{all}");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_example_whose_log_a_full_disk_cut_is_not_proven_and_says_why() {
+    let bench = Bench::new(false, false);
+    let logs = bench.stack().join("logs");
+    let script = bench.host.root().join("example.sh");
+    let body = std::fs::read_to_string(&script).expect("example");
+    // A DataLoader's cache fills the disk that holds the logs while the example talks, then the
+    // example frees it and prints its result as usual.
+    let flooding = body.replacen(
+        "#!/bin/sh\n",
+        &format!(
+            "#!/bin/sh\ndd if=/dev/zero of='{fill}' bs=4096 2>/dev/null\n\
+             i=0; while [ $i -lt 3000 ]; do echo \"epoch 0 step $i loss 2.3\"; i=$((i+1)); done\n\
+             rm -f '{fill}'\n",
+            fill = logs.join("cache.bin").display()
+        ),
+        1,
+    );
+    std::fs::write(&script, flooding).expect("flooding example");
+    let cmd = bench.host.stackpin([
+        "prove",
+        "--batch",
+        "64",
+        bench.manifest.to_str().expect("utf-8"),
+    ]);
+    let mut cmd = cmd;
+    cmd.env("STACKPIN_ARCHIVE", bench.host.archive());
+    let kept = bench.host.root().join("logs-held");
+    let Some(out) = crate::common::on_a_small_disk(&cmd, &logs, 256, &kept) else {
+        return;
+    };
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    for words in [
+        "result cannot be read",
+        "the disk that holds it is full",
+        "Free space",
+    ] {
+        assert!(all.contains(words), "missing `{words}`: {all}");
+    }
+    assert!(
+        !bench.stack().join("proven-stack.yaml").exists(),
+        "nothing is proven from a log that lost its result"
+    );
+}
