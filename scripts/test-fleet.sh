@@ -35,6 +35,7 @@
 # not. STACKPIN_FLEET_BROKEN=1 adds a third host, ws3, whose CUDA installer fails: it must be the
 # one failed host in the recap, failed with stackpin's own error text, and `failed` on the lab
 # page, while ws1 and ws2 still pass.
+# `--prepare-only` installs sshd and ansible-core and stops there (CI runs it beside the build).
 # Environment: STACKPIN_FLEET_WORK=DIR puts the lab in DIR (default target/fleet-lab, laid anew each
 # run and kept afterwards, so the records and the page can be read); STACKPIN_FLEET_VENV=DIR moves
 # the venv. Needs root, iproute2, util-linux (unshare), python3 with venv, and pip's index the
@@ -97,6 +98,12 @@ fi
 # Read whole: `| head -n 1` would close the pipe on ansible, which then dies of BrokenPipeError.
 version=$("$VENV/bin/ansible-playbook" --version)
 echo "${version%%$'\n'*}"
+# `--prepare-only`: what comes over the network (sshd, ansible-core) and nothing else, so that CI
+# can fetch it while it compiles.
+if [ "${1:-}" = --prepare-only ]; then
+  say "prepared (sshd and ansible-core); the lab itself was not started"
+  exit 0
+fi
 
 say "cargo build"
 cargo build --quiet

@@ -5,7 +5,8 @@
 # Route (measured in the project's Windows CI spike): Debian's rustc-web/cargo-web with rust-web-src and
 # `-Zbuild-std` (no prebuilt Windows std exists for that compiler), mingw-w64 as linker and C
 # compiler (ring's C code), Wine 8 as the test runner. Run from anywhere, as root on a fresh
-# Debian bookworm machine; extra arguments go to `cargo test` (e.g. a test name filter).
+# Debian bookworm machine; extra arguments go to `cargo test` (e.g. a test name filter), except
+# `--prepare-only`, which installs and prepares everything and builds nothing.
 #
 # What it does not prove: a real NVIDIA driver install on real Windows. Wine does not reproduce
 # sharing violations, ACLs or the real cmd.exe faithfully, so no test relies on those.
@@ -47,7 +48,8 @@ export CARGO_TARGET_DIR="${STACKPIN_WINDOWS_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/
 # Cargo decides that stackpin's own crates are fresh by file times, not by checkout path: a
 # checkout whose files are older than the cache's last build would run stale binaries. Touching
 # the crate roots makes this checkout's sources the newest, so its crates always rebuild.
-touch src/lib.rs src/main.rs tests/cli/main.rs
+# (Not when only preparing: CI prepares beside the native build, which must not see new times.)
+[ "${1:-}" = --prepare-only ] || touch src/lib.rs src/main.rs tests/cli/main.rs
 unset RUST_BACKTRACE RUST_LIB_BACKTRACE
 # No debug info: linking the test executables with mingw is the slow part of a cold build, and
 # a failure under Wine is read from the test's own message, not a debugger.
@@ -99,6 +101,12 @@ for src in tests/windows-fakes/*.c; do
   fi
 done
 export STACKPIN_WINDOWS_FAKES="$fakes"
+# `--prepare-only`: the toolchain, Wine's prefix and the fakes, without building stackpin (CI
+# runs it beside the native build: it is mostly downloads).
+if [ "${1:-}" = --prepare-only ]; then
+  echo "test-windows: prepared (toolchain, Wine prefix, fakes); nothing was built or run" >&2
+  exit 0
+fi
 
 # 6. Build std from source and run every test target under Wine. One cargo invocation: a
 #    separate doctest run would rebuild every crate with another std set.

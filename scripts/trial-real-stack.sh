@@ -100,6 +100,7 @@ echo "| NVIDIA-SMI $driver             Driver Version: $driver     CUDA Version:
 EOF
 chmod +x fake/bin/nvidia-smi
 sed -e "s|https://[^ ]*/$driver_file|http://127.0.0.1:$port/$driver_file|" \
+    -e "s|^    sha256: [0-9a-f]\{64\}   # published.*|    sha256: null   # a stub stands in for the published installer|" \
     -e "s|https://[^ ]*/$toolkit_file|http://127.0.0.1:$port/$toolkit_file|" \
     -e "s|^  root: .*|  root: \"$root\"|" \
     -e "s|^  venv: .*|  venv: \"$work/venv\"|" \

@@ -868,6 +868,13 @@ fn pinned_example(library: &str) -> (Role, Example) {
     }
 }
 
+/// An installer pinned to the checksum published for its URL, where the release data holds one
+/// (data/checksums.yaml): the manifest then verifies the first download on its own.
+fn published_installer(url: String) -> Installer {
+    let sha256 = compat::published_checksum(&url).map(|p| p.sha256.clone());
+    Installer { url, sha256 }
+}
+
 fn driver_layer(req: &PinRequest, driver: &Version, run: Vec<String>) -> DriverLayer {
     // The card's family picks the Windows package (GeForce, RTX workstation, data center, Server);
     // a bundled-only driver never gets here: `given_driver` refuses it and
@@ -875,7 +882,7 @@ fn driver_layer(req: &PinRequest, driver: &Version, run: Vec<String>) -> DriverL
     let url = driver_url(req, driver);
     DriverLayer {
         version: driver.clone(),
-        installer: Installer { url, sha256: None },
+        installer: published_installer(url),
         run,
         exit_codes: (req.os == Os::Windows).then(crate::windows_installers::driver_exit_codes),
         verify: None,
@@ -894,7 +901,7 @@ fn toolkit_layer(
     let (installer, run, components) = match req.toolkit_source {
         ToolkitSource::Runfile => {
             let url = compat::toolkit_installer_url(toolkit, req.os).unwrap_or_default();
-            let installer = Installer { url, sha256: None };
+            let installer = published_installer(url);
             (Some(installer), installer_run, Vec::new())
         }
         ToolkitSource::Wheels => {
@@ -1075,6 +1082,20 @@ fn identity_lines(m: &Manifest) -> Vec<String> {
     ]
 }
 
+/// An installer's `sha256:` line: the pinned value with where it was published, or `null` with
+/// `unknown`'s comment.
+fn sha256_line(installer: &Installer, unknown: &str) -> String {
+    match &installer.sha256 {
+        Some(sha256) => {
+            let source = compat::published_checksum(&installer.url)
+                .map(|p| format!("published ({})", p.source))
+                .unwrap_or_else(|| "pinned".to_string());
+            format!("    sha256: {sha256}   # {source}; fetch refuses other bytes")
+        }
+        None => format!("    sha256: null{unknown}"),
+    }
+}
+
 /// The `driver:` section, saying whether its version was given or picked.
 fn driver_lines(m: &Manifest, driver_given: bool) -> Vec<String> {
     let origin = if driver_given {
@@ -1090,8 +1111,10 @@ fn driver_lines(m: &Manifest, driver_given: bool) -> Vec<String> {
         ),
         "  installer:".to_string(),
         format!("    url: {}", m.driver.installer.url),
-        "    sha256: null   # NVIDIA publishes none; the lock records it at the first fetch"
-            .to_string(),
+        sha256_line(
+            &m.driver.installer,
+            "   # NVIDIA publishes none; the lock records it at the first fetch",
+        ),
     ];
     if m.os == Os::Windows {
         out.push(
@@ -1129,7 +1152,7 @@ fn runfile_toolkit_lines(m: &Manifest) -> Vec<String> {
     if let Some(installer) = &m.toolkit.installer {
         out.push("  installer:".to_string());
         out.push(format!("    url: {}", installer.url));
-        out.push("    sha256: null".to_string());
+        out.push(sha256_line(installer, ""));
     }
     out.push(format!("  root: {}", q(&m.toolkit.root)));
     out.push(match m.os {
