@@ -600,6 +600,14 @@ fn print_report(report: &InstallReport, quiet: bool) {
         ChainEnd::RebootRequired { after } => println!(
             "the {after} is installed but takes effect after a reboot: reboot, then run the same command again"
         ),
+        _ => {}
+    }
+    if let Some(password) = &report.mok_password {
+        println!(
+            "Secure Boot: at this reboot the blue MOK manager screen asks to enroll the module signing key: choose \"Enroll MOK\", \"Continue\", \"Yes\", type the one-time password {password}, then \"Reboot\"; without it the driver's module does not load"
+        );
+    }
+    match &report.end {
         ChainEnd::Failed { layer, why } => {
             eprintln!(
                 "the chain stopped at the {layer}; the next run retries from there. Last lines:"
@@ -616,5 +624,6 @@ fn print_report(report: &InstallReport, quiet: bool) {
         ChainEnd::Interrupted { before } => {
             println!("interrupted before the {before}; run the same command again to continue")
         }
+        ChainEnd::Complete | ChainEnd::DryRun | ChainEnd::RebootRequired { .. } => {}
     }
 }

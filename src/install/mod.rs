@@ -200,6 +200,10 @@ pub struct InstallReport {
     /// about), as `plan --json` has them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub readiness: Vec<readiness::Finding>,
+    /// The one-time password the MOK manager asks for at the next boot, when this run queued
+    /// the module signing certificate for enrolment (Secure Boot).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mok_password: Option<String>,
 }
 
 /// The archived files of every layer with their state, checked against the lock now.
@@ -321,6 +325,7 @@ pub fn install(
             reporter,
             machine: machine.as_ref(),
         },
+        mok_password: std::cell::RefCell::new(None),
     };
     let mut report = InstallReport {
         stack: m.name.clone(),
@@ -332,9 +337,14 @@ pub fn install(
         },
         tail: Vec::new(),
         readiness: findings.clone(),
+        mok_password: None,
     };
     for layer in Layer::ORDER {
-        if let Some(end) = chain.layer(layer, &mut state, &mut report)? {
+        let end = chain.layer(layer, &mut state, &mut report)?;
+        if let Some(password) = chain.mok_password.take() {
+            report.mok_password = Some(password);
+        }
+        if let Some(end) = end {
             report.end = end;
             return Ok(report);
         }
@@ -383,6 +393,8 @@ struct Chain<'a> {
     choices: &'a readiness::Choices,
     interrupted: &'a AtomicBool,
     around: Around<'a>,
+    /// Set when a preparation queued the signing certificate with a one-time password.
+    mok_password: std::cell::RefCell<Option<String>>,
 }
 
 impl Chain<'_> {
@@ -767,7 +779,12 @@ impl Chain<'_> {
     ) -> Result<Option<LayerRun>, InstallError> {
         for how in prepares {
             match prepare::run(how, self.stack, self.around.reporter)? {
-                Ok(done) => state.prepared(&done.what, done.log),
+                Ok(done) => {
+                    if done.enrolment_password.is_some() {
+                        *self.mok_password.borrow_mut() = done.enrolment_password;
+                    }
+                    state.prepared(&done.what, done.log)
+                }
                 Err(refused) => {
                     return Ok(Some(LayerRun {
                         status: StepStatus::Failed,

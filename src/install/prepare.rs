@@ -38,6 +38,9 @@ pub struct Done {
     pub log: Option<std::path::PathBuf>,
     /// The chain must stop at a reboot now (nouveau is still loaded).
     pub reboot: bool,
+    /// The one-time password the MOK manager asks for at the next boot (a certificate queued
+    /// for enrolment).
+    pub enrolment_password: Option<String>,
 }
 
 /// Runs one preparation. `Err(InstallError)` for what stackpin itself could not do (write the
@@ -71,6 +74,7 @@ pub fn run(
                     ),
                     log,
                     reboot: *reboot,
+                    enrolment_password: None,
                 }),
             )
         }
@@ -82,20 +86,11 @@ pub fn run(
                     what: "the display manager stopped (--stop-display)".to_string(),
                     log,
                     reboot: false,
+                    enrolment_password: None,
                 }),
             )
         }
-        Prepare::EnrollKey { argv } => {
-            let what = "importing the module signing certificate for enrolment";
-            Ok(step(argv, "mokutil-import", what, stack, reporter)?.map(|log| {
-                reporter.note("driver: the signing certificate is queued for enrolment: at the next boot the blue MOK manager screen asks for it — choose \"Enroll MOK\", \"Continue\", \"Yes\", type root's password (mokutil --root-pw), then \"Reboot\"; without it the driver's module does not load");
-                Done {
-                    what: "the module signing certificate imported with mokutil; enrol it at the next boot in the MOK manager".to_string(),
-                    log,
-                    reboot: false,
-                }
-            }))
-        }
+        Prepare::EnrollKey { argv } => enroll_key(argv, stack, reporter),
         // Nothing runs for it: the runfiles get `--tmpdir` (readiness::extra_args).
         Prepare::ExtractIn { dir } => {
             create_private_dir(dir).map_err(|source| InstallError::Prepare {
@@ -106,9 +101,90 @@ pub fn run(
                 what: format!("the runfiles extract in {}", dir.display()),
                 log: None,
                 reboot: false,
+                enrolment_password: None,
             }))
         }
     }
+}
+
+/// Queues the module signing certificate for enrolment with a one-time password stackpin makes
+/// (root often has none to give `--root-pw`: Ubuntu locks it), hashed by mokutil itself into a
+/// file only root reads, and says the password: the MOK manager asks for it at the next boot.
+fn enroll_key(
+    argv: &[String],
+    stack: &StackDir,
+    reporter: &dyn InstallReporter,
+) -> Result<Result<Done, Refused>, InstallError> {
+    let what = "importing the module signing certificate for enrolment";
+    let password = one_time_password().map_err(|source| InstallError::Prepare {
+        what: "making a one-time enrolment password from /dev/urandom".into(),
+        source,
+    })?;
+    let mokutil = argv.first().cloned().unwrap_or_default();
+    let hashed = crate::exec::run(crate::exec::Spec::captured(
+        &mokutil,
+        [format!("--generate-hash={password}")],
+        std::time::Duration::from_secs(60),
+    ));
+    let hash = match &hashed {
+        Ok(done) if done.end.code() == Some(0) => {
+            String::from_utf8_lossy(&done.stdout).trim().to_string()
+        }
+        _ => String::new(),
+    };
+    if !hash.starts_with('$') {
+        let said = match &hashed {
+            Ok(done) => crate::exec::tail_lines(&done.tail.text(), 1).join(""),
+            Err(e) => e.to_string(),
+        };
+        return Ok(Err(Refused {
+            what: what.to_string(),
+            why: format!(
+                "{what} failed before the driver: `{mokutil} --generate-hash` gave no password hash ({said}); update mokutil, or enroll the certificate yourself (`mokutil --import CERT`, it asks for a password) and run install again"
+            ),
+            log: None,
+            tail: Vec::new(),
+        }));
+    }
+    let private = tempfile::tempdir().map_err(|source| InstallError::Prepare {
+        what: "making a private folder for the password hash".into(),
+        source,
+    })?;
+    let hash_file = private.path().join("mok-password.hash");
+    std::fs::write(&hash_file, format!("{hash}\n")).map_err(|source| InstallError::Prepare {
+        what: format!("writing {}", hash_file.display()),
+        source,
+    })?;
+    let mut import = argv.to_vec();
+    import.extend(["--hash-file".to_string(), hash_file.display().to_string()]);
+    Ok(step(&import, "mokutil-import", what, stack, reporter)?.map(|log| {
+        reporter.note(&format!(
+            "driver: the signing certificate is queued for enrolment with the one-time password {password} — write it down: at the next boot the blue MOK manager screen asks for it: choose \"Enroll MOK\", \"Continue\", \"Yes\", type {password}, then \"Reboot\"; without it the driver's module does not load"
+        ));
+        Done {
+            what: "the module signing certificate queued for enrolment with mokutil (a one-time password, printed by install); enrol it at the next boot in the MOK manager".to_string(),
+            log,
+            reboot: false,
+            enrolment_password: Some(password),
+        }
+    }))
+}
+
+/// Eight random digits: the MOK manager reads the keyboard before any layout is loaded, and
+/// digits are where every layout puts them.
+fn one_time_password() -> std::io::Result<String> {
+    use std::io::Read;
+    let mut urandom = std::fs::File::open("/dev/urandom")?;
+    let mut digits = String::with_capacity(8);
+    let mut byte = [0u8; 1];
+    while digits.len() < 8 {
+        urandom.read_exact(&mut byte)?;
+        // 250 of the 256 values fall evenly on ten digits; the other six are drawn again.
+        if byte[0] < 250 {
+            digits.push(char::from(b'0' + byte[0] % 10));
+        }
+    }
+    Ok(digits)
 }
 
 /// The blacklist file, written whole (never half) under its final name.

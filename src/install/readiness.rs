@@ -578,7 +578,7 @@ pub const OPENSSL_KEY_PAIR: &str = "openssl req -new -x509 -newkey rsa:2048 -nod
 fn secure_boot_finding(facts: &LinuxFacts, needs: &Needs) -> Option<Finding> {
     let sb = facts.secure_boot.as_ref().filter(|s| s.enabled)?;
     let on = format!("Secure Boot is on ({})", sb.read_from);
-    let enrol = "at the next boot the blue MOK manager screen appears: choose \"Enroll MOK\", then \"Continue\" and \"Yes\", and type the enrolment password (with --root-pw: root's password on this machine), then \"Reboot\"; without it the module does not load";
+    let enrol = "at the next boot the blue MOK manager screen appears: choose \"Enroll MOK\", then \"Continue\" and \"Yes\", and type the enrolment password, then \"Reboot\"; without it the module does not load";
     Some(match (&needs.choices.signing, &facts.mokutil) {
         (Some(signing), Some(mokutil)) => Finding::prepares(
             Layer::Driver,
@@ -587,13 +587,14 @@ fn secure_boot_finding(facts: &LinuxFacts, needs: &Needs) -> Option<Finding> {
                 signing.key.display(),
                 signing.cert.display()
             ),
-            enrol,
+            format!(
+                "{enrol}; the password is a one-time one install makes (hashed by `mokutil --generate-hash`, given with `--hash-file`: root's own password is never needed) and prints"
+            ),
             Prepare::EnrollKey {
                 argv: vec![
                     mokutil.display().to_string(),
                     "--import".into(),
                     signing.cert.display().to_string(),
-                    "--root-pw".into(),
                 ],
             },
         ),

@@ -199,7 +199,20 @@ fn up_takes_the_same_preparation_flags() {
 fn secure_boot_with_a_key_pair_signs_the_module_and_imports_the_certificate() {
     let lab = Lab::new();
     lab.root.secure_boot_on();
-    lab.root.recording_program("usr/bin/mokutil", "exit 0");
+    // mokutil as Ubuntu has it: root's password is locked, so `--root-pw` fails as the real one
+    // does; a hash file must hold what `--generate-hash` printed.
+    let kept_hash = lab.host.root().join("mok-hash-seen");
+    lab.root.recording_program(
+        "usr/bin/mokutil",
+        &format!(
+            "case \"$1\" in --generate-hash=*) pw=\"${{1#--generate-hash=}}\"; printf '$6$fakesalt$%s\\n' \"$pw\"; exit 0;; esac\n\
+             for a in \"$@\"; do [ \"$a\" = --root-pw ] && {{ echo 'Failed to get root password hash' >&2; exit 1; }}; done\n\
+             hf=''; prev=''; for a in \"$@\"; do [ \"$prev\" = --hash-file ] && hf=\"$a\"; prev=\"$a\"; done\n\
+             grep -q '^[$]6[$]fakesalt[$]' \"$hf\" 2>/dev/null || {{ echo 'Failed to read hash' >&2; exit 1; }}\n\
+             cp \"$hf\" '{}'\n",
+            kept_hash.display()
+        ),
+    );
     let key = lab.host.root().join("mok.key");
     let cert = lab.host.root().join("mok.der");
     std::fs::write(&key, "key").expect("key");
@@ -215,9 +228,27 @@ fn secure_boot_with_a_key_pair_signs_the_module_and_imports_the_certificate() {
     ];
     let (code, out) = lab.run(&args);
     assert_eq!(code, Some(0), "{out}");
-    assert_eq!(
-        lab.root.calls("mokutil"),
-        [format!("--import {cert} --root-pw")]
+    let calls = lab.root.calls("mokutil");
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let password = calls[0]
+        .strip_prefix("--generate-hash=")
+        .unwrap_or_else(|| panic!("the password is hashed by mokutil first: {calls:?}"));
+    assert!(
+        password.len() == 8 && password.bytes().all(|b| b.is_ascii_digit()),
+        "eight digits, typed before any keyboard layout loads: {password}"
+    );
+    let hash_file = calls[1]
+        .strip_prefix(&format!("--import {cert} --hash-file "))
+        .unwrap_or_else(|| panic!("imported with the hash, never --root-pw: {calls:?}"));
+    let seen = std::fs::read_to_string(&kept_hash).expect("mokutil read the hash file");
+    assert_eq!(seen.trim(), format!("$6$fakesalt${password}"));
+    assert!(
+        !std::path::Path::new(hash_file).exists(),
+        "the hash file is gone once imported"
+    );
+    assert!(
+        out.contains(&format!("type the one-time password {password}")),
+        "the password is said where the reboot is: {out}"
     );
     let driver = std::fs::read_to_string(lab.host.root().join("driver-argv")).expect("ran");
     assert!(
