@@ -504,7 +504,7 @@ impl Chain<'_> {
             return Ok(None);
         };
         let state_path = self.stack.state_path();
-        let done = match prepare::run(how, self.stack, self.around.reporter)? {
+        let done = match prepare::run(how, self.stack, &self.around)? {
             Ok(done) => done,
             Err(refused) => {
                 state.mark(
@@ -778,7 +778,7 @@ impl Chain<'_> {
         state: &mut ChainState,
     ) -> Result<Option<LayerRun>, InstallError> {
         for how in prepares {
-            match prepare::run(how, self.stack, self.around.reporter)? {
+            match prepare::run(how, self.stack, &self.around)? {
                 Ok(done) => {
                     if done.enrolment_password.is_some() {
                         *self.mok_password.borrow_mut() = done.enrolment_password;

@@ -8,9 +8,9 @@
 use std::path::Path;
 
 use super::readiness::Prepare;
-use super::{InstallError, InstallReporter};
+use super::{Around, InstallError};
 use crate::archive::StackDir;
-use crate::exec::step::{Step, StepOutcome, StepStatus, run_step};
+use crate::exec::step::{Step, StepOutcome, StepStatus};
 use crate::manifest::Layer;
 
 /// What stackpin writes to keep nouveau off the GPU (NVIDIA's installation guide, "Disabling
@@ -45,10 +45,10 @@ pub struct Done {
 
 /// Runs one preparation. `Err(InstallError)` for what stackpin itself could not do (write the
 /// blacklist, start the tool); `Ok(Err(Refused))` when the tool ran and failed.
-pub fn run(
+pub(super) fn run(
     how: &Prepare,
     stack: &StackDir,
-    reporter: &dyn InstallReporter,
+    around: &Around<'_>,
 ) -> Result<Result<Done, Refused>, InstallError> {
     match how {
         Prepare::BlacklistNouveau {
@@ -59,14 +59,14 @@ pub fn run(
         } => {
             if *write {
                 write_blacklist(blacklist)?;
-                reporter.note(&format!(
+                around.reporter.note(&format!(
                     "driver: wrote {} (blacklist nouveau, options nouveau modeset=0)",
                     blacklist.display()
                 ));
             }
             let what = "rebuilding the initramfs so that nouveau stays unloaded at the next boot";
             Ok(
-                step(initramfs, "nouveau-initramfs", what, stack, reporter)?.map(|log| Done {
+                step(initramfs, "nouveau-initramfs", what, stack, around)?.map(|log| Done {
                     what: format!(
                         "nouveau blacklisted in {} and the initramfs rebuilt (`{}`)",
                         blacklist.display(),
@@ -79,10 +79,10 @@ pub fn run(
             )
         }
         Prepare::StopDisplay { argv } => {
-            reporter.note("driver: stopping the display manager (--stop-display): this ends the desktop session; the reboot after the driver starts it again");
+            around.reporter.note("driver: stopping the display manager (--stop-display): this ends the desktop session; the reboot after the driver starts it again");
             let what = "stopping the display manager";
             Ok(
-                step(argv, "stop-display", what, stack, reporter)?.map(|log| Done {
+                step(argv, "stop-display", what, stack, around)?.map(|log| Done {
                     what: "the display manager stopped (--stop-display)".to_string(),
                     log,
                     reboot: false,
@@ -90,7 +90,7 @@ pub fn run(
                 }),
             )
         }
-        Prepare::EnrollKey { argv } => enroll_key(argv, stack, reporter),
+        Prepare::EnrollKey { argv } => enroll_key(argv, stack, around),
         // Nothing runs for it: the runfiles get `--tmpdir` (readiness::extra_args).
         Prepare::ExtractIn { dir } => {
             create_private_dir(dir).map_err(|source| InstallError::Prepare {
@@ -113,7 +113,7 @@ pub fn run(
 fn enroll_key(
     argv: &[String],
     stack: &StackDir,
-    reporter: &dyn InstallReporter,
+    around: &Around<'_>,
 ) -> Result<Result<Done, Refused>, InstallError> {
     let what = "importing the module signing certificate for enrolment";
     let password = one_time_password().map_err(|source| InstallError::Prepare {
@@ -157,8 +157,9 @@ fn enroll_key(
     })?;
     let mut import = argv.to_vec();
     import.extend(["--hash-file".to_string(), hash_file.display().to_string()]);
-    Ok(step(&import, "mokutil-import", what, stack, reporter)?.map(|log| {
-        reporter.note(&format!(
+    Ok(step(&import, "mokutil-import", what, stack, around)?.map(|log| {
+        // Said even under --quiet, and before any --reboot: the MOK manager comes first.
+        around.reporter.warning(&format!(
             "driver: the signing certificate is queued for enrolment with the one-time password {password} — write it down: at the next boot the blue MOK manager screen asks for it: choose \"Enroll MOK\", \"Continue\", \"Yes\", type {password}, then \"Reboot\"; without it the driver's module does not load"
         ));
         Done {
@@ -214,7 +215,7 @@ fn step(
     name: &str,
     what: &str,
     stack: &StackDir,
-    reporter: &dyn InstallReporter,
+    around: &Around<'_>,
 ) -> Result<Result<Option<std::path::PathBuf>, Refused>, InstallError> {
     let step = Step {
         argv: argv.to_vec(),
@@ -226,13 +227,11 @@ fn step(
         timeout: TIMEOUT,
         cwd: None,
     };
-    reporter.step_started(Layer::Driver, &step.argv);
-    let outcome: StepOutcome = run_step(&step).map_err(|source| InstallError::Runner {
-        layer: Layer::Driver,
-        program: argv.first().cloned().unwrap_or_default(),
-        source,
-    })?;
-    reporter.step_finished(Layer::Driver, &outcome);
+    around.reporter.step_started(Layer::Driver, &step.argv);
+    // Recorded in the machine lock like every installer: a stackpin killed during the
+    // initramfs rebuild leaves a lock the next one honours while the tool still runs.
+    let outcome: StepOutcome = super::run_recorded(&step, Layer::Driver, around.machine)?;
+    around.reporter.step_finished(Layer::Driver, &outcome);
     if outcome.status == StepStatus::Succeeded {
         return Ok(Ok(Some(outcome.log)));
     }

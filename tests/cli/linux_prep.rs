@@ -73,6 +73,29 @@ fn nouveau_is_blacklisted_the_initramfs_rebuilt_and_the_driver_installs_after_th
 }
 
 #[test]
+fn the_initramfs_rebuild_is_recorded_in_the_machine_lock_while_it_runs() {
+    let lab = Lab::new();
+    lab.root.nouveau_loaded();
+    // What a second stackpin would read while the tool runs: the holder and its process tree.
+    let seen = lab.host.root().join("lock-seen-by-the-tool");
+    with_update_initramfs(
+        &lab,
+        &format!(
+            "cat \"$STACKPIN_LOCK_DIR/machine.lock\" > '{}'",
+            seen.display()
+        ),
+    );
+    let (code, out) = lab.run(&["install", "--yes"]);
+    assert_eq!(code, Some(0), "{out}");
+    let lock = std::fs::read_to_string(&seen).expect("the tool read the machine lock");
+    let tree = lock
+        .lines()
+        .find_map(|l| l.strip_prefix("tree "))
+        .unwrap_or_else(|| panic!("the lock names the running step's tree: {lock}"));
+    assert!(tree.parse::<u32>().is_ok(), "{lock}");
+}
+
+#[test]
 fn a_failing_initramfs_tool_stops_before_the_reboot_with_its_message() {
     let lab = Lab::new();
     lab.root.nouveau_loaded();
