@@ -32,7 +32,8 @@ pub type Listing = BTreeMap<Version, BTreeSet<String>>;
 /// Reads one project from one index; the CLI gives the HTTP one, tests a fake.
 pub trait IndexReader {
     /// `Ok(None)` when the index does not have the project; `Err` when it could not be read.
-    fn project(&self, index: &str, project: &str) -> Result<Option<Listing>, String>;
+    /// Only files that install on `os` count (a wheel for its platform, a pure wheel, an sdist).
+    fn project(&self, index: &str, project: &str, os: Os) -> Result<Option<Listing>, String>;
 }
 
 /// One CUDA build of a newer release and whether it runs on the driver judged against.
@@ -110,7 +111,7 @@ pub fn outdated_from_index(
     let mut listing = Listing::new();
     for index in std::iter::once(&indexes.default).chain(&indexes.library) {
         let found = reader
-            .project(index, &project)
+            .project(index, &project, m.os)
             .map_err(|reason| Unreachable {
                 index: index.clone(),
                 reason,
@@ -129,7 +130,7 @@ pub fn outdated_from_index(
         .filter(|v| *v > lib.version && !listing.contains_key(v))
         .map(|v| v.to_string())
         .collect();
-    let toolkits = match reader.project(&indexes.default, "cuda-toolkit") {
+    let toolkits = match reader.project(&indexes.default, "cuda-toolkit", m.os) {
         Ok(Some(found)) => newer_toolkits(m, found.keys(), driver.0),
         Ok(None) => Vec::new(),
         Err(reason) => {
@@ -275,8 +276,9 @@ fn newer_toolkits<'v>(
 }
 
 /// The releases and local tags in a simple-API page: PEP 691 JSON (`files[].filename`) or
-/// PEP 503 HTML (the anchors' text). Only wheels and sdists of final releases count.
-pub fn parse_listing(project: &str, body: &str) -> Listing {
+/// PEP 503 HTML (the anchors' text). Only wheels and sdists of final releases that install on
+/// `os` count: a CUDA build the index has for Linux alone is no news to a Windows stack.
+pub fn parse_listing(project: &str, body: &str, os: Os) -> Listing {
     let names: Vec<String> = if body.trim_start().starts_with('{') {
         serde_json::from_str::<serde_json::Value>(body)
             .ok()
@@ -295,13 +297,31 @@ pub fn parse_listing(project: &str, body: &str) -> Listing {
             .collect()
     };
     let mut out = Listing::new();
-    for name in names {
-        if let Some((version, tag)) = release_of_file(project, &name) {
+    for name in names.iter().filter(|n| installs_on(n, os)) {
+        if let Some((version, tag)) = release_of_file(project, name) {
             let tags = out.entry(version).or_default();
             tags.extend(tag);
         }
     }
     out
+}
+
+/// Whether a file of an index installs on `os`: an sdist or a pure wheel anywhere, a binary
+/// wheel by its platform tags (`manylinux_2_28_x86_64`, `win_amd64`; macOS's on neither).
+fn installs_on(file: &str, os: Os) -> bool {
+    let Some(stem) = file.strip_suffix(".whl") else {
+        return true;
+    };
+    let Some(platforms) = stem.rsplit('-').next() else {
+        return false;
+    };
+    platforms.split('.').any(|tag| match tag {
+        "any" => true,
+        _ => match os {
+            Os::Linux => tag.contains("linux"),
+            Os::Windows => tag.starts_with("win"),
+        },
+    })
 }
 
 /// `torch-2.6.0+cu126-cp312-…whl` → (2.6.0, Some("cu126")); pre-releases and other projects'
@@ -334,7 +354,7 @@ pub struct HttpIndex;
 const PAGE_LIMIT: u64 = 64 * 1024 * 1024;
 
 impl IndexReader for HttpIndex {
-    fn project(&self, index: &str, project: &str) -> Result<Option<Listing>, String> {
+    fn project(&self, index: &str, project: &str, os: Os) -> Result<Option<Listing>, String> {
         let url = format!("{}/{}/", index.trim_end_matches('/'), project);
         let dir = tempfile::tempdir().map_err(|e| format!("a temporary folder: {e}"))?;
         let page = dir.path().join("page");
@@ -350,7 +370,7 @@ impl IndexReader for HttpIndex {
             Err(e) => return Err(e.to_string()),
         }
         let body = std::fs::read_to_string(&page).map_err(|e| format!("reading {url}: {e}"))?;
-        Ok(Some(parse_listing(project, &body)))
+        Ok(Some(parse_listing(project, &body, os)))
     }
 }
 
@@ -397,7 +417,7 @@ mod tests {
 <a href="x">torch-2.7.0rc1-cp312-cp312-manylinux_2_28_x86_64.whl</a>
 <a href="y">torchvision-0.21.0-cp312-cp312-manylinux_2_28_x86_64.whl</a>
 </body></html>"#;
-        let listing = parse_listing("torch", html);
+        let listing = parse_listing("torch", html, Os::Linux);
         let v260 = Version::parse("2.6.0").expect("version");
         assert_eq!(listing.len(), 1, "{listing:?}");
         let tags: Vec<&str> = listing[&v260].iter().map(String::as_str).collect();
@@ -405,11 +425,36 @@ mod tests {
     }
 
     #[test]
+    fn a_build_the_index_has_for_another_platform_is_not_news() {
+        let html = r#"
+<a href="a">torch-2.9.0+cu130-cp312-cp312-manylinux_2_28_x86_64.whl</a>
+<a href="b">torch-2.9.0+cu128-cp312-cp312-win_amd64.whl</a>
+<a href="c">torch-2.9.0-cp312-none-macosx_11_0_arm64.whl</a>
+<a href="d">torch-2.10.0-cp312-cp312-macosx_11_0_arm64.whl</a>
+<a href="e">torch-2.11.0-py3-none-any.whl</a>"#;
+        let v = |s: &str| Version::parse(s).expect("version");
+        let tags = |listing: &Listing, version: &str| -> Vec<String> {
+            listing[&v(version)].iter().cloned().collect()
+        };
+        let linux = parse_listing("torch", html, Os::Linux);
+        assert_eq!(tags(&linux, "2.9.0"), ["cu130"]);
+        let windows = parse_listing("torch", html, Os::Windows);
+        assert_eq!(tags(&windows, "2.9.0"), ["cu128"]);
+        for listing in [&linux, &windows] {
+            assert!(!listing.contains_key(&v("2.10.0")), "macOS only");
+            assert!(
+                listing.contains_key(&v("2.11.0")),
+                "a pure wheel installs anywhere"
+            );
+        }
+    }
+
+    #[test]
     fn a_recorded_pep_691_answer_gives_its_releases() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/index/cuda-toolkit.json");
         let body = std::fs::read_to_string(path).expect("fixture");
-        let listing = parse_listing("cuda-toolkit", &body);
+        let listing = parse_listing("cuda-toolkit", &body, Os::Linux);
         assert!(listing.contains_key(&Version::parse("13.0.2").expect("v")));
         assert!(listing.keys().all(|v| listing[v].is_empty()));
     }
