@@ -169,6 +169,8 @@ struct UrlPatterns {
     desktop: PerOs<String>,
     #[serde(rename = "data-center")]
     data_center: PerOs<String>,
+    /// NVIDIA's RTX Enterprise ("Quadro certified") pages: Windows numbers of their own.
+    workstation: PerOs<String>,
 }
 
 /// Where NVIDIA publishes a driver release.
@@ -180,6 +182,9 @@ pub enum DriverChannel {
     Desktop,
     /// The data-center ("Tesla") driver pages.
     DataCenter,
+    /// The RTX Enterprise / Quadro pages (RTX A6000, RTX 4000 Ada): on Windows their own
+    /// version numbers, in NVIDIA's `Quadro_Certified/` folder.
+    Workstation,
     /// Only inside a CUDA toolkit installer: there is no standalone download.
     Bundled,
 }
@@ -189,6 +194,7 @@ impl fmt::Display for DriverChannel {
         f.write_str(match self {
             DriverChannel::Desktop => "desktop",
             DriverChannel::DataCenter => "data-center",
+            DriverChannel::Workstation => "RTX workstation",
             DriverChannel::Bundled => "bundled with a CUDA installer only",
         })
     }
@@ -673,6 +679,7 @@ pub fn driver_url(driver: &Version, os: Os) -> Option<String> {
     let pattern = match driver_channel(driver, os) {
         DriverChannel::Desktop => patterns.desktop.get(os),
         DriverChannel::DataCenter => patterns.data_center.get(os),
+        DriverChannel::Workstation => patterns.workstation.get(os),
         DriverChannel::Bundled => return None,
     };
     Some(pattern.replace("{version}", &driver.to_string()))
@@ -1285,7 +1292,7 @@ mod tests {
         assert_eq!(k.cuda.read_on, "2026-12-07");
         assert_eq!(k.pytorch.read_on, "2026-12-07");
         assert_eq!(k.tensorflow.read_on, "2026-12-07");
-        assert_eq!(k.drivers.read_on, "2026-11-29");
+        assert_eq!(k.drivers.read_on, "2026-12-07");
         assert_eq!(k.gpus.read_on, "2026-12-07");
         assert!(k.cuda.toolkits.len() >= 56, "10.0 → 13.2 rows");
         assert!(k.pytorch.releases.len() >= 17, "torch 1.12 → 2.14");
@@ -1405,9 +1412,13 @@ mod tests {
             .expect("data/checksums.yaml")
             .published;
         assert!(rows.len() >= 20, "{}", rows.len());
-        let mut written: Vec<String> = known_drivers(Os::Linux)
-            .iter()
-            .filter_map(|d| driver_url(&d.version, Os::Linux))
+        let mut written: Vec<String> = [Os::Linux, Os::Windows]
+            .into_iter()
+            .flat_map(|os| {
+                known_drivers(os)
+                    .into_iter()
+                    .filter_map(move |d| driver_url(&d.version, os))
+            })
             .collect();
         written.extend(
             knowledge()
@@ -1427,6 +1438,12 @@ mod tests {
         let published = published_checksum(&cuda_12_4_0).expect("nixpkgs publishes 12.4.0's");
         assert!(published.source.contains("nixpkgs"), "{}", published.source);
         assert!(published_checksum("https://example.test/none.run").is_none());
+        let workstation = driver_url(&v("596.36"), Os::Windows).expect("a download");
+        assert!(
+            workstation.contains("/Quadro_Certified/596.36/"),
+            "{workstation}"
+        );
+        assert!(published_checksum(&workstation).is_some());
     }
 
     #[test]

@@ -594,7 +594,11 @@ fn newest_fitting_driver(
     let offered: Vec<Version> = compat::known_drivers(req.os)
         .into_iter()
         .filter(|d| d.channel != DriverChannel::Bundled && &d.version >= min)
-        .filter(|d| wanted.is_none_or(|c| c == d.channel))
+        // Without a card named, a workstation package is never guessed: it refuses GeForce cards.
+        .filter(|d| match wanted {
+            Some(c) => c == d.channel,
+            None => d.channel != DriverChannel::Workstation,
+        })
         .map(|d| d.version.clone())
         .collect();
     if offered.is_empty() {
@@ -630,8 +634,8 @@ fn driver_url(req: &PinRequest, driver: &Version) -> String {
 }
 
 /// On Windows with a named card: the channel its version must come from, since NVIDIA numbers
-/// data-center releases apart from GeForce ones (a GeForce number under `tesla/` is no file).
-/// Workstation cards take the desktop numbers (stackpin's data has no RTX/Quadro channel yet).
+/// data-center and RTX workstation releases apart from GeForce ones (a GeForce number under
+/// `tesla/` or `Quadro_Certified/` is no file).
 fn card_channel(req: &PinRequest) -> Option<DriverChannel> {
     use crate::windows_installers::{CardFamily, card_family};
     if req.os != Os::Windows {
@@ -639,7 +643,8 @@ fn card_channel(req: &PinRequest) -> Option<DriverChannel> {
     }
     Some(match card_family(req.gpu_name.as_deref()?) {
         CardFamily::DataCenter => DriverChannel::DataCenter,
-        CardFamily::GeForce | CardFamily::RtxWorkstation => DriverChannel::Desktop,
+        CardFamily::RtxWorkstation => DriverChannel::Workstation,
+        CardFamily::GeForce => DriverChannel::Desktop,
     })
 }
 

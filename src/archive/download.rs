@@ -257,7 +257,9 @@ impl Downloader {
         let mut hasher = Sha256::new();
         // Resume only from bytes we can vouch for: the partial is re-hashed, not trusted.
         let have = match std::fs::metadata(partial) {
-            Ok(m) if m.len() > 0 => rehash(partial, &mut hasher).map_err(|e| io("reading", e))?,
+            Ok(m) if m.len() > 0 => {
+                rehash(partial, &mut hasher).map_err(|e| io("re-reading", e))?
+            }
             _ => 0,
         };
         let mut request = self.client.get(url);
@@ -307,7 +309,7 @@ impl Downloader {
             .write(true)
             .truncate(!resumed)
             .open(partial)
-            .map_err(|e| io("opening", e))?;
+            .map_err(|e| io("creating", e))?;
         let room = limit.map(|l| l.saturating_sub(start));
         let written = self.stream(response, file, &mut hasher, label, progress, partial, room)?;
         Ok((hex::encode(hasher.finalize()), start + written))

@@ -464,6 +464,11 @@ impl Shared<'_> {
                         want.url
                     ));
                 }
+                // This side's own disk failed: upstream would land on the same disk.
+                Err(e @ ArchiveError::Io { .. }) => {
+                    self.progress.finished(&label);
+                    return Err(e);
+                }
                 Err(e) => self
                     .progress
                     .note(&format!("{label}: mirror failed ({e}); using {}", want.url)),

@@ -285,7 +285,11 @@ impl ExitStatus for ArchiveError {
             | ArchiveError::NoPythonVersion { .. }
             | ArchiveError::BundleOntoInput { .. }
             | ArchiveError::BundleUnreadable { .. } => Exit::Input,
-            ArchiveError::Io { action, .. } if matches!(*action, "reading" | "opening") => {
+            // A file the user named that cannot be read; a full disk is never the input's fault.
+            ArchiveError::Io { action, source, .. }
+                if matches!(*action, "reading" | "opening")
+                    && !crate::fsutil::is_disk_full(source) =>
+            {
                 Exit::Input
             }
             _ => Exit::External,

@@ -602,7 +602,7 @@ fn print_report(report: &InstallReport, quiet: bool) {
         ),
         _ => {}
     }
-    if let Some(password) = &report.mok_password {
+    if let (Some(password), ChainEnd::RebootRequired { .. }) = (&report.mok_password, &report.end) {
         println!(
             "Secure Boot: at this reboot the blue MOK manager screen asks to enroll the module signing key: choose \"Enroll MOK\", \"Continue\", \"Yes\", type the one-time password {password}, then \"Reboot\"; without it the driver's module does not load"
         );

@@ -65,9 +65,14 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
                 super::hints::command(&["stackpin", "audit", &manifest.to_string()])
             ),
             _ if report.disk_full() => format!(
-                "{stack}: {} files failed on a full disk; free space there (or pass --archive), \
+                "{stack}: {} files failed ({} on a full disk: see `what to do` above); \
                  then run `stackpin fetch {manifest}` again to resume",
-                report.errors.len()
+                report.errors.len(),
+                report
+                    .errors
+                    .iter()
+                    .filter(|e| crate::fsutil::disk_full_in_chain(*e))
+                    .count()
             ),
             _ => format!(
                 "{stack}: {} files failed; run `stackpin fetch {manifest}` again to resume",

@@ -28,8 +28,9 @@ pub use store::{Installed, ORIGIN_FILE, Origin, SET_FILE, Update, data_dir, inst
 include!(concat!(env!("OUT_DIR"), "/built_in_tables.rs"));
 
 /// The layout of the tables this binary reads. A set packed for another schema is refused:
-/// bump it when a table changes shape in a way an older binary cannot read.
-pub const SCHEMA: u32 = 1;
+/// bump it when a table changes shape in a way an older binary cannot read (2: the drivers
+/// table's `workstation` channel and URL pattern).
+pub const SCHEMA: u32 = 2;
 
 /// Everything that can be wrong with a data set or its folder.
 #[derive(Debug, thiserror::Error)]

@@ -121,7 +121,8 @@ pub(super) struct LogFile {
 /// A log that stopped short of the child's output: how much it holds and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogCut {
-    /// Bytes of output the log holds (after the command line stackpin wrote first).
+    /// Bytes the log file holds where the loss begins (the command line stackpin wrote first
+    /// included).
     pub written: u64,
     /// The write's own error, e.g. `No space left on device (os error 28)`.
     pub reason: String,
@@ -137,8 +138,11 @@ impl LogFile {
         match self.file.write_all(chunk) {
             Ok(()) => self.written += chunk.len() as u64,
             Err(e) => {
+                // What the file holds: the command line stackpin wrote first, and any part of
+                // the chunk that did fit.
+                let held = self.file.metadata().map_or(self.written, |m| m.len());
                 self.cut = Some(LogCut {
-                    written: self.written,
+                    written: held,
                     disk_full: crate::fsutil::is_disk_full(&e),
                     reason: e.to_string(),
                 })

@@ -115,14 +115,19 @@ impl StepOutcome {
         } else {
             "writing it failed"
         };
+        let ended = match self.status {
+            StepStatus::Succeeded | StepStatus::RebootRequired => {
+                format!("The step itself ran to its end ({})", self.status.as_str())
+            }
+            other => format!("The step {}", other.as_str()),
+        };
         Some(format!(
-            "{what}'s log {} is incomplete: it stops after {} bytes of output because {why} ({}). \
-             The step itself ran to its end ({}); only its output is missing from the log. \
+            "{what}'s log {} is incomplete: it stops at byte {} because {why} ({}). \
+             {ended}; what it printed after that is missing from the log. \
              Free space on that disk before the next step writes there.",
             self.log.display(),
             cut.written,
             cut.reason,
-            self.status.as_str(),
         ))
     }
 }

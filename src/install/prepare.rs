@@ -116,11 +116,37 @@ fn enroll_key(
     around: &Around<'_>,
 ) -> Result<Result<Done, Refused>, InstallError> {
     let what = "importing the module signing certificate for enrolment";
+    let mokutil = argv.first().cloned().unwrap_or_default();
+    let cert = argv.get(2).cloned().unwrap_or_default();
+    // mokutil skips a certificate it already knows and keeps the old password: a second
+    // password said now would be one the MOK manager never asks for.
+    match enrolment_of(&mokutil, &cert) {
+        Enrolment::Enrolled => {
+            around.reporter.note(&format!(
+                "driver: {cert} is already enrolled (mokutil --test-key): the module it signs loads without a MOK manager step"
+            ));
+            return Ok(Ok(Done {
+                what: "the module signing certificate was already enrolled".to_string(),
+                log: None,
+                reboot: false,
+                enrolment_password: None,
+            }));
+        }
+        Enrolment::Pending => {
+            around.reporter.note(&format!(
+                "driver: {cert} is already queued for enrolment, with a password this run cannot know: the pending request is revoked (mokutil --revoke-import, which cancels every pending MOK import) and queued again with a new one-time password"
+            ));
+            let revoke = [mokutil.clone(), "--revoke-import".to_string()];
+            if let Err(refused) = step(&revoke, "mokutil-revoke", what, stack, around)? {
+                return Ok(Err(refused));
+            }
+        }
+        Enrolment::NotEnrolled => {}
+    }
     let password = one_time_password().map_err(|source| InstallError::Prepare {
         what: "making a one-time enrolment password from /dev/urandom".into(),
         source,
     })?;
-    let mokutil = argv.first().cloned().unwrap_or_default();
     let hashed = crate::exec::run(crate::exec::Spec::captured(
         &mokutil,
         [format!("--generate-hash={password}")],
@@ -169,6 +195,33 @@ fn enroll_key(
             enrolment_password: Some(password),
         }
     }))
+}
+
+/// Where a certificate stands with the MOK list, as `mokutil --test-key` says it.
+enum Enrolment {
+    Enrolled,
+    Pending,
+    /// Not enrolled, or mokutil gave no answer stackpin reads (the import then says).
+    NotEnrolled,
+}
+
+/// `mokutil --test-key CERT`, read by its words (its exit status differs between versions).
+fn enrolment_of(mokutil: &str, cert: &str) -> Enrolment {
+    let Ok(done) = crate::exec::run(crate::exec::Spec::captured(
+        mokutil,
+        ["--test-key", cert],
+        std::time::Duration::from_secs(60),
+    )) else {
+        return Enrolment::NotEnrolled;
+    };
+    let said = String::from_utf8_lossy(&done.stdout);
+    if said.contains("is already enrolled") || said.contains("is already in db") {
+        Enrolment::Enrolled
+    } else if said.contains("is already in the enrollment request") {
+        Enrolment::Pending
+    } else {
+        Enrolment::NotEnrolled
+    }
 }
 
 /// Eight random digits: the MOK manager reads the keyboard before any layout is loaded, and

@@ -306,8 +306,9 @@ pub fn parse_listing(project: &str, body: &str, os: Os) -> Listing {
     out
 }
 
-/// Whether a file of an index installs on `os`: an sdist or a pure wheel anywhere, a binary
-/// wheel by its platform tags (`manylinux_2_28_x86_64`, `win_amd64`; macOS's on neither).
+/// Whether a file of an index installs on `os` (x86_64, the machines stackpin provisions): an
+/// sdist or a pure wheel anywhere, a binary wheel by its platform tags (`manylinux_2_28_x86_64`,
+/// `win_amd64`; aarch64, 32-bit, Arm64 Windows and macOS wheels on neither).
 fn installs_on(file: &str, os: Os) -> bool {
     let Some(stem) = file.strip_suffix(".whl") else {
         return true;
@@ -318,8 +319,8 @@ fn installs_on(file: &str, os: Os) -> bool {
     platforms.split('.').any(|tag| match tag {
         "any" => true,
         _ => match os {
-            Os::Linux => tag.contains("linux"),
-            Os::Windows => tag.starts_with("win"),
+            Os::Linux => tag.contains("linux") && tag.ends_with("x86_64"),
+            Os::Windows => tag == "win_amd64",
         },
     })
 }
@@ -431,7 +432,9 @@ mod tests {
 <a href="b">torch-2.9.0+cu128-cp312-cp312-win_amd64.whl</a>
 <a href="c">torch-2.9.0-cp312-none-macosx_11_0_arm64.whl</a>
 <a href="d">torch-2.10.0-cp312-cp312-macosx_11_0_arm64.whl</a>
-<a href="e">torch-2.11.0-py3-none-any.whl</a>"#;
+<a href="e">torch-2.11.0-py3-none-any.whl</a>
+<a href="f">torch-2.12.0+cu130-cp312-cp312-manylinux_2_28_aarch64.whl</a>
+<a href="g">torch-2.12.0+cu130-cp312-cp312-win_arm64.whl</a>"#;
         let v = |s: &str| Version::parse(s).expect("version");
         let tags = |listing: &Listing, version: &str| -> Vec<String> {
             listing[&v(version)].iter().cloned().collect()
@@ -442,6 +445,7 @@ mod tests {
         assert_eq!(tags(&windows, "2.9.0"), ["cu128"]);
         for listing in [&linux, &windows] {
             assert!(!listing.contains_key(&v("2.10.0")), "macOS only");
+            assert!(!listing.contains_key(&v("2.12.0")), "Arm only");
             assert!(
                 listing.contains_key(&v("2.11.0")),
                 "a pure wheel installs anywhere"

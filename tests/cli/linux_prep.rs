@@ -218,24 +218,123 @@ fn up_takes_the_same_preparation_flags() {
     );
 }
 
+/// mokutil as Ubuntu has it: root's password is locked, so `--root-pw` fails as the real one
+/// does; an import needs a hash file holding what `--generate-hash` printed; the MOK list's
+/// state (`enrolled`, `pending` or none) lives in `<root>/.mok-state` and `--test-key` reads it.
+/// Returns where each imported hash is copied.
+fn ubuntus_mokutil(lab: &Lab) -> std::path::PathBuf {
+    let kept_hash = lab.host.root().join("mok-hash-seen");
+    let state = lab.host.root().join(".mok-state");
+    lab.root.recording_program(
+        "usr/bin/mokutil",
+        &format!(
+            "case \"$1\" in\n\
+             --generate-hash=*) pw=\"${{1#--generate-hash=}}\"; printf '$6$fakesalt$%s\\n' \"$pw\"; exit 0;;\n\
+             --test-key) case \"$(cat '{state}' 2>/dev/null)\" in\n\
+               enrolled) echo \"$2 is already enrolled\"; exit 1;;\n\
+               pending) echo \"$2 is already in the enrollment request\"; exit 1;;\n\
+               *) echo \"$2 is not enrolled\"; exit 0;; esac;;\n\
+             --revoke-import) rm -f '{state}'; exit 0;;\n\
+             esac\n\
+             for a in \"$@\"; do [ \"$a\" = --root-pw ] && {{ echo 'Failed to get root password hash' >&2; exit 1; }}; done\n\
+             [ \"$(cat '{state}' 2>/dev/null)\" = pending ] && {{ echo \"SKIP: $2 is already in the enrollment request\"; exit 0; }}\n\
+             hf=''; prev=''; for a in \"$@\"; do [ \"$prev\" = --hash-file ] && hf=\"$a\"; prev=\"$a\"; done\n\
+             grep -q '^[$]6[$]fakesalt[$]' \"$hf\" 2>/dev/null || {{ echo 'Failed to read hash' >&2; exit 1; }}\n\
+             cp \"$hf\" '{kept}'; echo pending > '{state}'\n",
+            state = state.display(),
+            kept = kept_hash.display()
+        ),
+    );
+    kept_hash
+}
+
+/// The eight-digit password the last import's hash holds.
+fn imported_password(kept_hash: &std::path::Path) -> String {
+    std::fs::read_to_string(kept_hash)
+        .expect("mokutil read a hash file")
+        .trim()
+        .strip_prefix("$6$fakesalt$")
+        .expect("the hash --generate-hash printed")
+        .to_string()
+}
+
+#[test]
+fn a_rerun_before_the_reboot_queues_the_key_again_with_the_password_it_says() {
+    let lab = Lab::new();
+    lab.root.secure_boot_on();
+    let kept_hash = ubuntus_mokutil(&lab);
+    let key = lab.host.root().join("mok.key");
+    let cert = lab.host.root().join("mok.der");
+    std::fs::write(&key, "key").expect("key");
+    std::fs::write(&cert, "cert").expect("cert");
+    let (key, cert) = (key.to_str().expect("utf-8"), cert.to_str().expect("utf-8"));
+    let args = [
+        "install",
+        "--yes",
+        "--module-signing-key",
+        key,
+        "--module-signing-cert",
+        cert,
+    ];
+    // The runfile refuses after the import: a module of an older driver is still loaded.
+    let modules = lab.root.path().join("proc/modules");
+    let before = std::fs::read_to_string(&modules).unwrap_or_default();
+    std::fs::write(&modules, format!("{before}nvidia_drm 77824 0 - Live 0x0\n")).expect("modules");
+    let (code, out) = lab.run(&args);
+    assert_eq!(code, Some(3), "{out}");
+    let first = imported_password(&kept_hash);
+    std::fs::write(&modules, before).expect("modules");
+    let (code, out) = lab.run(&args);
+    assert_eq!(code, Some(0), "{out}");
+    let second = imported_password(&kept_hash);
+    assert_ne!(first, second, "queued again with a new password");
+    assert!(
+        lab.root
+            .calls("mokutil")
+            .iter()
+            .any(|c| c == "--revoke-import"),
+        "the pending request with the first password is revoked: {:?}",
+        lab.root.calls("mokutil")
+    );
+    assert!(
+        out.contains(&format!("type the one-time password {second}")) && !out.contains(&first),
+        "only the password the MOK manager will ask for is said: {out}"
+    );
+
+    // After the reboot the key is enrolled: a later driver install says no password at all.
+    std::fs::write(lab.host.root().join(".mok-state"), "enrolled").expect("enrolled");
+    let hashes_before = lab
+        .root
+        .calls("mokutil")
+        .iter()
+        .filter(|c| c.starts_with("--generate-hash"))
+        .count();
+    lab.run(&[
+        "install",
+        "--yes",
+        "--force",
+        "driver",
+        "--module-signing-key",
+        key,
+        "--module-signing-cert",
+        cert,
+    ]);
+    let calls = lab.root.calls("mokutil");
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| c.starts_with("--generate-hash"))
+            .count(),
+        hashes_before,
+        "no password for a key already enrolled: {calls:?}"
+    );
+}
+
 #[test]
 fn secure_boot_with_a_key_pair_signs_the_module_and_imports_the_certificate() {
     let lab = Lab::new();
     lab.root.secure_boot_on();
-    // mokutil as Ubuntu has it: root's password is locked, so `--root-pw` fails as the real one
-    // does; a hash file must hold what `--generate-hash` printed.
-    let kept_hash = lab.host.root().join("mok-hash-seen");
-    lab.root.recording_program(
-        "usr/bin/mokutil",
-        &format!(
-            "case \"$1\" in --generate-hash=*) pw=\"${{1#--generate-hash=}}\"; printf '$6$fakesalt$%s\\n' \"$pw\"; exit 0;; esac\n\
-             for a in \"$@\"; do [ \"$a\" = --root-pw ] && {{ echo 'Failed to get root password hash' >&2; exit 1; }}; done\n\
-             hf=''; prev=''; for a in \"$@\"; do [ \"$prev\" = --hash-file ] && hf=\"$a\"; prev=\"$a\"; done\n\
-             grep -q '^[$]6[$]fakesalt[$]' \"$hf\" 2>/dev/null || {{ echo 'Failed to read hash' >&2; exit 1; }}\n\
-             cp \"$hf\" '{}'\n",
-            kept_hash.display()
-        ),
-    );
+    let kept_hash = ubuntus_mokutil(&lab);
     let key = lab.host.root().join("mok.key");
     let cert = lab.host.root().join("mok.der");
     std::fs::write(&key, "key").expect("key");
@@ -252,15 +351,16 @@ fn secure_boot_with_a_key_pair_signs_the_module_and_imports_the_certificate() {
     let (code, out) = lab.run(&args);
     assert_eq!(code, Some(0), "{out}");
     let calls = lab.root.calls("mokutil");
-    assert_eq!(calls.len(), 2, "{calls:?}");
-    let password = calls[0]
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert_eq!(calls[0], format!("--test-key {cert}"), "{calls:?}");
+    let password = calls[1]
         .strip_prefix("--generate-hash=")
         .unwrap_or_else(|| panic!("the password is hashed by mokutil first: {calls:?}"));
     assert!(
         password.len() == 8 && password.bytes().all(|b| b.is_ascii_digit()),
         "eight digits, typed before any keyboard layout loads: {password}"
     );
-    let hash_file = calls[1]
+    let hash_file = calls[2]
         .strip_prefix(&format!("--import {cert} --hash-file "))
         .unwrap_or_else(|| panic!("imported with the hash, never --root-pw: {calls:?}"));
     let seen = std::fs::read_to_string(&kept_hash).expect("mokutil read the hash file");

@@ -714,3 +714,40 @@ fn an_installer_whose_checksum_was_published_is_pinned_to_it_and_check_passes() 
     let checked = run(stackpin().arg("check").arg(&path));
     assert_eq!(checked.code, 0, "{}{}", checked.stdout, checked.stderr);
 }
+
+#[test]
+fn an_rtx_workstation_card_on_windows_gets_a_workstation_driver_number_and_file() {
+    let pin = |gpu: &str| {
+        run(stackpin().args([
+            "pin",
+            "--library",
+            "torch==2.14.0",
+            "--os",
+            "windows",
+            "--gpu-name",
+            gpu,
+        ]))
+    };
+    let workstation = pin("NVIDIA RTX A4000");
+    assert_eq!(workstation.code, 0, "{}", workstation.stderr);
+    let yaml = &workstation.stdout;
+    assert!(
+        yaml.contains(
+            "https://us.download.nvidia.com/Windows/Quadro_Certified/596.36/596.36-quadro-rtx-desktop-notebook-win10-win11-64bit-international-dch-whql.exe"
+        ),
+        "NVIDIA numbers RTX Enterprise releases apart from GeForce ones:\n{yaml}"
+    );
+    assert!(
+        workstation.stderr.contains("RTX workstation download"),
+        "{}",
+        workstation.stderr
+    );
+    // A GeForce card never gets the workstation package, which refuses it.
+    let geforce = pin("NVIDIA GeForce RTX 4090");
+    assert_eq!(geforce.code, 0, "{}", geforce.stderr);
+    assert!(
+        !geforce.stdout.contains("Quadro_Certified") && !geforce.stdout.contains("596.36"),
+        "{}",
+        geforce.stdout
+    );
+}
