@@ -219,6 +219,7 @@ fn run_pip(python: &str, args: &[String], dest: &Path, watch: &Watch) -> Result<
         // Not the caller's folder: a `pip.py` or `pip/` there would be imported, as root.
         cwd: Some(exec::neutral_dir()),
         guarded: true,
+        stdin: None,
     };
     let mut running = exec::start(spec).map_err(|e| {
         ArchiveError::Pip(format!(

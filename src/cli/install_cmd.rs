@@ -243,6 +243,7 @@ pub fn run_resume(args: &ResumeArgs) -> CmdResult {
         timeout: None,
         cwd: None,
         guarded: false,
+        stdin: None,
     };
     let finished = crate::exec::run(spec);
     let outcome = match &finished {

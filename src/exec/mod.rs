@@ -126,6 +126,10 @@ pub struct Spec {
     /// stackpin ends, even by `kill -9` (installers, the example). No effect until the binary
     /// enabled the guard ([`guard::enable`]).
     pub guarded: bool,
+    /// Bytes written to the child's stdin, which is then closed (a secret that must not be an
+    /// argument, where any user reads it in `/proc`). A child given input is never guarded: the
+    /// guard's stdin is its lifeline.
+    pub stdin: Option<Vec<u8>>,
 }
 
 impl Spec {
@@ -149,6 +153,7 @@ impl Spec {
             timeout: Some(timeout),
             cwd: None,
             guarded: false,
+            stdin: None,
         })
     }
 
@@ -167,7 +172,14 @@ impl Spec {
             timeout: Some(timeout),
             cwd: Some(neutral_dir()),
             guarded: false,
+            stdin: None,
         }
+    }
+
+    /// The same, with `input` on the child's stdin.
+    pub fn with_stdin(mut self, input: impl Into<Vec<u8>>) -> Spec {
+        self.stdin = Some(input.into());
+        self
     }
 }
 
@@ -232,7 +244,7 @@ pub fn start(spec: Spec) -> Result<Running, ExecError> {
         return Err(ExecError::EmptyCommand);
     }
     let target = program_for(Path::new(&spec.program), spec.cwd.is_some());
-    let guarded = if spec.guarded {
+    let guarded = if spec.guarded && spec.stdin.is_none() {
         guard::wrap(target.as_os_str(), &spec.args)
     } else {
         None
@@ -258,7 +270,7 @@ pub fn start(spec: Spec) -> Result<Running, ExecError> {
     command
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         // A guard learns that stackpin is gone when this pipe closes (see [`guard`]).
-        .stdin(if guarded.is_some() {
+        .stdin(if guarded.is_some() || spec.stdin.is_some() {
             Stdio::piped()
         } else {
             Stdio::null()
@@ -274,7 +286,16 @@ pub fn start(spec: Spec) -> Result<Running, ExecError> {
     })?;
     let stdout = child.stdout().take();
     let stderr = child.stderr().take();
-    let lifeline = child.stdin().take();
+    let mut lifeline = child.stdin().take();
+    if let Some(input) = spec.stdin {
+        // Written on a thread of its own: a child that prints before it reads cannot block us.
+        if let Some(mut pipe) = lifeline.take() {
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = pipe.write_all(&input);
+            });
+        }
+    }
     let drains = drain::start(stdout, stderr, spec.output);
     Ok(Running {
         child,
@@ -490,6 +511,19 @@ mod tests {
 
     fn sh(script: &str, timeout: Duration) -> Spec {
         Spec::captured("sh", ["-c", script], timeout)
+    }
+
+    #[test]
+    fn input_reaches_the_childs_stdin_and_is_closed_after_it() {
+        // `cat` ends only when its stdin closes: a pipe left open would hang until the timeout.
+        let spec = sh(
+            "read a; read b; echo \"$b,$a\"; cat",
+            Duration::from_secs(20),
+        )
+        .with_stdin("one\ntwo\nrest\n");
+        let finished = run(spec).expect("runs");
+        assert_eq!(finished.end, End::Exited(0));
+        assert_eq!(String::from_utf8_lossy(&finished.stdout), "two,one\nrest\n");
     }
 
     #[test]

@@ -147,11 +147,15 @@ fn enroll_key(
         what: "making a one-time enrolment password from /dev/urandom".into(),
         source,
     })?;
-    let hashed = crate::exec::run(crate::exec::Spec::captured(
-        &mokutil,
-        [format!("--generate-hash={password}")],
-        std::time::Duration::from_secs(60),
-    ));
+    // On stdin, twice as mokutil asks for it: an argument would be readable in /proc.
+    let hashed = crate::exec::run(
+        crate::exec::Spec::captured(
+            &mokutil,
+            ["--generate-hash"],
+            std::time::Duration::from_secs(60),
+        )
+        .with_stdin(format!("{password}\n{password}\n")),
+    );
     let hash = match &hashed {
         Ok(done) if done.end.code() == Some(0) => {
             String::from_utf8_lossy(&done.stdout).trim().to_string()

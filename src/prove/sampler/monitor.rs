@@ -33,6 +33,7 @@ impl Monitor {
             cwd: Some(exec::neutral_dir()),
             // `nvidia-smi -l` samples for ever: it must not outlive a killed stackpin.
             guarded: true,
+            stdin: None,
         };
         let running = exec::start(spec).map_err(|e| SamplerError::Spawn {
             program: program.to_path_buf(),
