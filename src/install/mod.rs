@@ -306,6 +306,17 @@ pub fn install(
     // The stack's own lock keeps two installs of it apart; these two keep every install apart
     // from a running proof of this stack and from any other install on the machine.
     let (_in_use, machine) = take_locks(stack, options, reporter)?;
+    // With the machine's lock held, no other stackpin is between a pause and its undoing.
+    if machine.is_some()
+        && let (Some(system), Some(lock)) = (host.system(), &options.machine_lock)
+        && let Some(dir) = lock.parent()
+    {
+        windows_update::restore_left_pause(
+            system,
+            &dir.join(windows_update::PAUSE_RECORD),
+            reporter,
+        );
+    }
     let state_path = stack.state_path();
     let mut state = ChainState::load(&state_path)?;
     let choices = options.choices.with_spare(stack.root());
@@ -624,6 +635,12 @@ impl Chain<'_> {
         Ok(end)
     }
 
+    /// Where a Windows Update pause is written down: beside the machine's install lock.
+    fn pause_record(&self) -> Option<PathBuf> {
+        let lock = self.options.machine_lock.as_ref()?;
+        Some(lock.parent()?.join(windows_update::PAUSE_RECORD))
+    }
+
     /// [`Self::run_layer`] with what the options ask around it on Windows (the driver guard
     /// before the driver, Windows Update paused for the toolkit: [`windows_update::around`]).
     fn run_layer_guarded(
@@ -635,9 +652,15 @@ impl Chain<'_> {
         let guards = self.options.windows_update;
         match self.host.system() {
             Some(system) => {
-                windows_update::around(layer, guards, system, self.around.reporter, || {
-                    self.run_layer(layer, commands, state)
-                })
+                let record = self.pause_record();
+                windows_update::around(
+                    layer,
+                    guards,
+                    record.as_deref(),
+                    system,
+                    self.around.reporter,
+                    || self.run_layer(layer, commands, state),
+                )
             }
             None => self.run_layer(layer, commands, state),
         }

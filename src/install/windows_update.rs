@@ -13,6 +13,7 @@
 //! `.ci/pytorch/windows/internal/cuda_install.bat` stops `wuauserv` before `setup.exe`; the two
 //! policies are Microsoft's (see `windows_installers::WINDOWS_POLICY`).
 
+use std::path::Path;
 use std::time::Duration;
 
 use super::InstallReporter;
@@ -46,13 +47,19 @@ impl WindowsUpdateGuards {
     }
 }
 
+/// The file a pause is written down in while it lasts (beside the machine's install lock), so
+/// that a stackpin killed during the toolkit step leaves the next one what to put back.
+pub const PAUSE_RECORD: &str = "windows-update-paused.yaml";
+
 /// Runs `step` (one layer's installer) with what `guards` asks for around it: the driver
 /// policies first for the driver, the Windows Update pause for the toolkit, undone when the step
-/// returns or unwinds. A guard command that fails is a warning, not a stop: the layer matters
-/// more, and `doctor` still checks the running driver.
+/// returns or unwinds, and written down in `record` while it lasts. A guard command that fails
+/// is a warning, not a stop: the layer matters more, and `doctor` still checks the running
+/// driver.
 pub fn around<T>(
     layer: Layer,
     guards: WindowsUpdateGuards,
+    record: Option<&Path>,
     system: &dyn System,
     reporter: &dyn InstallReporter,
     step: impl FnOnce() -> T,
@@ -63,11 +70,90 @@ pub fn around<T>(
             step()
         }
         Layer::Toolkit if guards.pause_for_toolkit => {
-            let _paused = UpdatePause::start(system, reporter);
+            let _paused = UpdatePause::start(system, reporter, record);
             step()
         }
         _ => step(),
     }
+}
+
+/// How the service stood before a pause: what a restore sets again.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Before {
+    /// `sc config … start=` value (`demand`, `auto`, `delayed-auto`, …).
+    start_type: String,
+    was_running: bool,
+}
+
+/// Puts Windows Update back as a pause written down in `record` says, when a stackpin that
+/// paused it ended before it could (killed, power lost): run once the machine's install lock is
+/// held, before any step. Nothing when there is no record.
+pub fn restore_left_pause(system: &dyn System, record: &Path, reporter: &dyn InstallReporter) {
+    let before: Before = match crate::fsutil::read_yaml_if_present(record) {
+        Ok(Some(before)) => before,
+        Ok(None) => return,
+        Err(e) => {
+            reporter.warning(&format!(
+                "{e}; Windows Update may still be paused by an earlier run: check `sc qc {WU_SERVICE}`"
+            ));
+            return;
+        }
+    };
+    if !START_TYPES.contains(&before.start_type.as_str()) {
+        reporter.warning(&format!(
+            "{}: `{}` is no service start type; Windows Update is left as it is: check `sc qc {WU_SERVICE}`",
+            record.display(),
+            before.start_type
+        ));
+        return;
+    }
+    reporter.note(&format!(
+        "Windows Update was still paused by a stackpin that did not finish ({}): putting it back",
+        record.display()
+    ));
+    if restore(system, reporter, &before) {
+        let _ = std::fs::remove_file(record);
+    }
+}
+
+/// The `start=` values `sc config` takes, and that [`parse_start_type`] gives.
+const START_TYPES: [&str; 6] = [
+    "boot",
+    "system",
+    "auto",
+    "delayed-auto",
+    "demand",
+    "disabled",
+];
+
+/// Sets the start type again and starts the service if it ran; false when a command failed
+/// (each said as a warning with the command to run by hand).
+fn restore(system: &dyn System, reporter: &dyn InstallReporter, before: &Before) -> bool {
+    let restore = [
+        "sc",
+        "config",
+        WU_SERVICE,
+        "start=",
+        before.start_type.as_str(),
+    ];
+    let mut ok = true;
+    if let Err(why) = run(system, &restore) {
+        ok = false;
+        reporter.warning(&format!(
+            "Windows Update's start type could not be put back ({why}); run as \
+             Administrator: {}",
+            restore.join(" ")
+        ));
+    }
+    if before.was_running
+        && let Err(why) = run(system, &["sc", "start", WU_SERVICE])
+    {
+        ok = false;
+        reporter.warning(&format!(
+            "Windows Update did not start again ({why}); run: sc start {WU_SERVICE}"
+        ));
+    }
+    ok
 }
 
 /// Writes both policies; says which one failed and how to set it by hand.
@@ -88,26 +174,47 @@ fn apply_driver_policies(system: &dyn System, reporter: &dyn InstallReporter) {
 pub struct UpdatePause<'a> {
     system: &'a dyn System,
     reporter: &'a dyn InstallReporter,
-    /// `sc config … start=` value to restore (`demand`, `auto`, `delayed-auto`, …).
-    start_type: String,
-    was_running: bool,
+    before: Before,
+    /// Where the pause is written down until it is undone.
+    record: Option<std::path::PathBuf>,
 }
 
 impl<'a> UpdatePause<'a> {
-    /// Reads the service's start type and state, disables and stops it. `None` when there is
-    /// no such service to pause (or `sc` cannot read it): nothing to restore either.
-    pub fn start(system: &'a dyn System, reporter: &'a dyn InstallReporter) -> Option<Self> {
+    /// Reads the service's start type and state, writes them down in `record`, disables and
+    /// stops it. `None` when there is no such service to pause (or `sc` cannot read it):
+    /// nothing to restore either.
+    pub fn start(
+        system: &'a dyn System,
+        reporter: &'a dyn InstallReporter,
+        record: Option<&Path>,
+    ) -> Option<Self> {
         let start_type = sc_output(system, &["qc", WU_SERVICE])
             .as_deref()
             .and_then(parse_start_type)?;
         let was_running = sc_output(system, &["query", WU_SERVICE])
             .as_deref()
             .is_some_and(is_running);
+        let before = Before {
+            start_type: start_type.to_string(),
+            was_running,
+        };
+        // Written before the service is touched: a run killed after this leaves what to undo.
+        let record = record.and_then(|path| {
+            match crate::fsutil::write_yaml(path, "# Windows Update as it was before stackpin paused it for the toolkit step; the next install puts it back.\n", &before) {
+                Ok(()) => Some(path.to_path_buf()),
+                Err(e) => {
+                    reporter.warning(&format!(
+                        "{e}: a run killed during the toolkit step would leave Windows Update paused"
+                    ));
+                    None
+                }
+            }
+        });
         let pause = Self {
             system,
             reporter,
-            start_type: start_type.to_string(),
-            was_running,
+            before,
+            record,
         };
         if let Err(why) = run(system, &["sc", "config", WU_SERVICE, "start=", "disabled"]) {
             reporter.warning(&format!(
@@ -126,26 +233,11 @@ impl<'a> UpdatePause<'a> {
 
 impl Drop for UpdatePause<'_> {
     fn drop(&mut self) {
-        let restore = [
-            "sc",
-            "config",
-            WU_SERVICE,
-            "start=",
-            self.start_type.as_str(),
-        ];
-        if let Err(why) = run(self.system, &restore) {
-            self.reporter.warning(&format!(
-                "Windows Update's start type could not be put back ({why}); run as \
-                 Administrator: {}",
-                restore.join(" ")
-            ));
-        }
-        if self.was_running
-            && let Err(why) = run(self.system, &["sc", "start", WU_SERVICE])
+        // A failed restore keeps the record: the next install tries again.
+        if restore(self.system, self.reporter, &self.before)
+            && let Some(path) = &self.record
         {
-            self.reporter.warning(&format!(
-                "Windows Update did not start again ({why}); run: sc start {WU_SERVICE}"
-            ));
+            let _ = std::fs::remove_file(path);
         }
     }
 }
@@ -248,7 +340,7 @@ mod tests {
     fn the_guard_policies_are_written_in_the_policy_keys_before_the_driver_step() {
         let sys = windows_host();
         let guards = WindowsUpdateGuards::for_install(true, false);
-        around(Layer::Driver, guards, &sys, &QuietReporter, || {
+        around(Layer::Driver, guards, None, &sys, &QuietReporter, || {
             step_marker(&sys, "DRIVER STEP")
         });
         let ran = sys.ran.lock().expect("log").clone();
@@ -279,7 +371,7 @@ mod tests {
     fn no_guard_writes_no_policy() {
         let sys = windows_host();
         let guards = WindowsUpdateGuards::for_install(true, true);
-        around(Layer::Driver, guards, &sys, &QuietReporter, || {
+        around(Layer::Driver, guards, None, &sys, &QuietReporter, || {
             step_marker(&sys, "DRIVER STEP")
         });
         assert_eq!(*sys.ran.lock().expect("log"), ["DRIVER STEP"]);
@@ -289,10 +381,11 @@ mod tests {
     fn windows_update_is_paused_for_the_toolkit_and_restored_after_it_fails() {
         let sys = windows_host();
         let guards = WindowsUpdateGuards::for_install(true, false);
-        let result: Result<(), &str> = around(Layer::Toolkit, guards, &sys, &QuietReporter, || {
-            step_marker(&sys, "TOOLKIT STEP");
-            Err("setup.exe exited 1")
-        });
+        let result: Result<(), &str> =
+            around(Layer::Toolkit, guards, None, &sys, &QuietReporter, || {
+                step_marker(&sys, "TOOLKIT STEP");
+                Err("setup.exe exited 1")
+            });
         assert!(result.is_err(), "the step's failure is passed on");
         let ran = sys.ran.lock().expect("log").clone();
         let at = |needle: &str| {
@@ -330,6 +423,7 @@ mod tests {
         around(
             Layer::Toolkit,
             WindowsUpdateGuards::for_install(true, false),
+            None,
             &sys,
             &QuietReporter,
             || step_marker(&sys, "TOOLKIT STEP"),
@@ -350,6 +444,7 @@ mod tests {
         around(
             Layer::Toolkit,
             WindowsUpdateGuards::for_install(true, false),
+            None,
             &sys,
             &QuietReporter,
             || step_marker(&sys, "TOOLKIT STEP"),
@@ -383,6 +478,7 @@ mod tests {
         around(
             Layer::Library,
             WindowsUpdateGuards::for_install(true, false),
+            None,
             &sys,
             &QuietReporter,
             || step_marker(&sys, "LIBRARY"),
@@ -390,10 +486,60 @@ mod tests {
         around(
             Layer::Driver,
             WindowsUpdateGuards::for_install(false, false),
+            None,
             &sys,
             &QuietReporter,
             || step_marker(&sys, "LINUX DRIVER"),
         );
         assert_eq!(*sys.ran.lock().expect("log"), ["LIBRARY", "LINUX DRIVER"]);
+    }
+
+    #[test]
+    fn a_pause_left_by_a_killed_stackpin_is_put_back_by_the_next_install() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let record = dir.path().join(PAUSE_RECORD);
+        let sys = windows_host();
+        let pause = UpdatePause::start(&sys, &QuietReporter, Some(&record)).expect("paused");
+        assert!(
+            record.exists(),
+            "written down before the service is touched"
+        );
+        // Killed mid-toolkit: nothing runs the pause's drop.
+        std::mem::forget(pause);
+        let before = sys.ran.lock().expect("log").len();
+        restore_left_pause(&sys, &record, &QuietReporter);
+        let ran = sys.ran.lock().expect("log")[before..].to_vec();
+        assert!(
+            ran.iter()
+                .any(|l| l.ends_with("config wuauserv start= demand")),
+            "{ran:?}"
+        );
+        assert!(ran.iter().any(|l| l.ends_with("start wuauserv")), "{ran:?}");
+        assert!(!record.exists(), "put back once, then forgotten");
+        // A run that finished its toolkit step leaves nothing to put back.
+        let before = sys.ran.lock().expect("log").len();
+        drop(UpdatePause::start(&sys, &QuietReporter, Some(&record)));
+        assert!(!record.exists());
+        restore_left_pause(&sys, &record, &QuietReporter);
+        let ran = sys.ran.lock().expect("log")[before..].to_vec();
+        assert_eq!(
+            ran.iter().filter(|l| l.ends_with("start= demand")).count(),
+            1,
+            "restored by the pause itself, not again: {ran:?}"
+        );
+    }
+
+    #[test]
+    fn a_record_naming_no_start_type_is_never_handed_to_sc() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let record = dir.path().join(PAUSE_RECORD);
+        std::fs::write(
+            &record,
+            "start_type: \"auto & calc.exe\"\nwas_running: true\n",
+        )
+        .expect("record");
+        let sys = windows_host();
+        restore_left_pause(&sys, &record, &QuietReporter);
+        assert!(sys.ran.lock().expect("log").is_empty());
     }
 }
