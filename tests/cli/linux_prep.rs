@@ -258,35 +258,64 @@ fn imported_password(kept_hash: &std::path::Path) -> String {
         .to_string()
 }
 
+/// A Secure Boot host with Ubuntu's mokutil and a key pair for install to sign with.
+struct SecureBootLab {
+    lab: Lab,
+    kept_hash: std::path::PathBuf,
+    key: String,
+    cert: String,
+}
+
+impl SecureBootLab {
+    fn new() -> Self {
+        let lab = Lab::new();
+        lab.root.secure_boot_on();
+        let kept_hash = ubuntus_mokutil(&lab);
+        let key = lab.host.root().join("mok.key");
+        let cert = lab.host.root().join("mok.der");
+        std::fs::write(&key, "key").expect("key");
+        std::fs::write(&cert, "cert").expect("cert");
+        let (key, cert) = (
+            key.to_str().expect("utf-8").to_string(),
+            cert.to_str().expect("utf-8").to_string(),
+        );
+        Self {
+            lab,
+            kept_hash,
+            key,
+            cert,
+        }
+    }
+
+    fn install_args(&self) -> [&str; 6] {
+        [
+            "install",
+            "--yes",
+            "--module-signing-key",
+            &self.key,
+            "--module-signing-cert",
+            &self.cert,
+        ]
+    }
+}
+
 #[test]
 fn a_rerun_before_the_reboot_queues_the_key_again_with_the_password_it_says() {
-    let lab = Lab::new();
-    lab.root.secure_boot_on();
-    let kept_hash = ubuntus_mokutil(&lab);
-    let key = lab.host.root().join("mok.key");
-    let cert = lab.host.root().join("mok.der");
-    std::fs::write(&key, "key").expect("key");
-    std::fs::write(&cert, "cert").expect("cert");
-    let (key, cert) = (key.to_str().expect("utf-8"), cert.to_str().expect("utf-8"));
-    let args = [
-        "install",
-        "--yes",
-        "--module-signing-key",
-        key,
-        "--module-signing-cert",
-        cert,
-    ];
+    let signing = SecureBootLab::new();
+    let (lab, kept_hash) = (&signing.lab, &signing.kept_hash);
+    let (key, cert) = (signing.key.as_str(), signing.cert.as_str());
+    let args = signing.install_args();
     // The runfile refuses after the import: a module of an older driver is still loaded.
     let modules = lab.root.path().join("proc/modules");
     let before = std::fs::read_to_string(&modules).unwrap_or_default();
     std::fs::write(&modules, format!("{before}nvidia_drm 77824 0 - Live 0x0\n")).expect("modules");
     let (code, out) = lab.run(&args);
     assert_eq!(code, Some(3), "{out}");
-    let first = imported_password(&kept_hash);
+    let first = imported_password(kept_hash);
     std::fs::write(&modules, before).expect("modules");
     let (code, out) = lab.run(&args);
     assert_eq!(code, Some(0), "{out}");
-    let second = imported_password(&kept_hash);
+    let second = imported_password(kept_hash);
     assert_ne!(first, second, "queued again with a new password");
     assert!(
         lab.root
@@ -332,22 +361,10 @@ fn a_rerun_before_the_reboot_queues_the_key_again_with_the_password_it_says() {
 
 #[test]
 fn secure_boot_with_a_key_pair_signs_the_module_and_imports_the_certificate() {
-    let lab = Lab::new();
-    lab.root.secure_boot_on();
-    let kept_hash = ubuntus_mokutil(&lab);
-    let key = lab.host.root().join("mok.key");
-    let cert = lab.host.root().join("mok.der");
-    std::fs::write(&key, "key").expect("key");
-    std::fs::write(&cert, "cert").expect("cert");
-    let (key, cert) = (key.to_str().expect("utf-8"), cert.to_str().expect("utf-8"));
-    let args = [
-        "install",
-        "--yes",
-        "--module-signing-key",
-        key,
-        "--module-signing-cert",
-        cert,
-    ];
+    let signing = SecureBootLab::new();
+    let (lab, kept_hash) = (&signing.lab, &signing.kept_hash);
+    let (key, cert) = (signing.key.as_str(), signing.cert.as_str());
+    let args = signing.install_args();
     let (code, out) = lab.run(&args);
     assert_eq!(code, Some(0), "{out}");
     let calls = lab.root.calls("mokutil");
@@ -357,7 +374,7 @@ fn secure_boot_with_a_key_pair_signs_the_module_and_imports_the_certificate() {
         calls[1], "--generate-hash",
         "hashed by mokutil first, the password on its stdin, never in its arguments: {calls:?}"
     );
-    let password = imported_password(&kept_hash);
+    let password = imported_password(kept_hash);
     let password = password.as_str();
     assert!(
         password.len() == 8 && password.bytes().all(|b| b.is_ascii_digit()),
@@ -366,7 +383,7 @@ fn secure_boot_with_a_key_pair_signs_the_module_and_imports_the_certificate() {
     let hash_file = calls[2]
         .strip_prefix(&format!("--import {cert} --hash-file "))
         .unwrap_or_else(|| panic!("imported with the hash, never --root-pw: {calls:?}"));
-    let seen = std::fs::read_to_string(&kept_hash).expect("mokutil read the hash file");
+    let seen = std::fs::read_to_string(kept_hash).expect("mokutil read the hash file");
     assert_eq!(seen.trim(), format!("$6$fakesalt${password}"));
     assert!(
         !std::path::Path::new(hash_file).exists(),

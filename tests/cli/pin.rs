@@ -670,20 +670,18 @@ fn an_a10g_on_windows_server_gets_nvidias_server_data_center_file_and_version() 
 fn an_installer_whose_checksum_was_published_is_pinned_to_it_and_check_passes() {
     // data/checksums.yaml holds the 595.71.05 runfile's sha256 (read from nixpkgs) and none
     // for CUDA 12.4.1's.
+    const PIN: [&str; 7] = [
+        "pin",
+        "--library",
+        "torch==2.5.1",
+        "--os",
+        "linux",
+        "--driver",
+        "595.71.05",
+    ];
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("m.yaml");
-    let out = run(stackpin()
-        .args([
-            "pin",
-            "--library",
-            "torch==2.5.1",
-            "--os",
-            "linux",
-            "--driver",
-            "595.71.05",
-            "-o",
-        ])
-        .arg(&path));
+    let out = run(stackpin().args(PIN).arg("-o").arg(&path));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let text = std::fs::read_to_string(&path).expect("written");
     let driver_sha = "36203b8960b7e49c8a42f6ba1f5863cde34a05e93d2b24b798af06dd846f6b82";
@@ -696,16 +694,7 @@ fn an_installer_whose_checksum_was_published_is_pinned_to_it_and_check_passes() 
         text.contains("cuda_12.4.1_550.54.15_linux.run\n    sha256: null"),
         "no checksum is invented where none was published:\n{text}"
     );
-    let json = run(stackpin().args([
-        "pin",
-        "--library",
-        "torch==2.5.1",
-        "--os",
-        "linux",
-        "--driver",
-        "595.71.05",
-        "--json",
-    ]));
+    let json = run(stackpin().args(PIN).arg("--json"));
     let doc: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
     assert_eq!(
         doc["manifest"]["driver"]["installer"]["sha256"], driver_sha,
