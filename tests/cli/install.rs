@@ -53,7 +53,7 @@ pub(crate) fn toolkit_script(host: &FakeHost) -> String {
     format!(
         "#!/bin/sh\necho toolkit >> '{log}'\n[ -e '{root}/fail-toolkit' ] && {{ echo 'Installation failed. See log at /var/log/cuda-installer.log for details.' >&2; exit 1; }}\n\
          for a in \"$@\"; do case \"$a\" in --toolkitpath=*) dir=\"${{a#--toolkitpath=}}\";; esac; done\n\
-         [ -e '{root}/slow-toolkit' ] && sleep 2\nmkdir -p \"$dir/bin\"\nprintf '{{\"cuda\": {{\"name\": \"CUDA SDK\", \"version\": \"12.4.1\"}}}}' > \"$dir/version.json\"\n\
+         [ -e '{root}/slow-toolkit' ] && {{ i=0; while [ ! -e '{root}/go-toolkit' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; }}\nmkdir -p \"$dir/bin\"\nprintf '{{\"cuda\": {{\"name\": \"CUDA SDK\", \"version\": \"12.4.1\"}}}}' > \"$dir/version.json\"\n\
          cp '{nvcc}' \"$dir/bin/nvcc\"\n\
          if [ -e '{root}/exit5-toolkit' ]; then exit 5; fi\n",
         log = order_log(host).display(),
@@ -496,8 +496,8 @@ fn up_fetches_installs_stops_for_the_reboot_then_finishes_with_a_proof() {
     );
 }
 
-/// Starts `install` with the driver in place and a slow toolkit installer, presses Ctrl-C
-/// (SIGINT to stackpin only) once the toolkit installer runs, and waits for stackpin to end.
+/// Starts `install` with the driver in place and a toolkit installer that waits for a marker,
+/// presses Ctrl-C (SIGINT to stackpin only) once it runs, lets it finish, and waits for stackpin.
 fn install_then_ctrl_c_during_the_toolkit(lab: &Lab, json: bool) -> Output {
     lab.reboot(); // the driver is already in place
     std::fs::write(lab.host.root().join("slow-toolkit"), "").expect("marker");
@@ -526,6 +526,8 @@ fn install_then_ctrl_c_during_the_toolkit(lab: &Lab, json: bool) -> Output {
         .status()
         .expect("kill -INT");
     assert!(kill.success());
+    // The installer goes on only once the Ctrl-C was sent: no race on a loaded machine.
+    std::fs::write(lab.host.root().join("go-toolkit"), "").expect("go marker");
     child.wait_with_output().expect("stackpin ends")
 }
 
