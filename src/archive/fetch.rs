@@ -464,8 +464,8 @@ impl Shared<'_> {
                         want.url
                     ));
                 }
-                // This side's own disk failed: upstream would land on the same disk.
-                Err(e @ ArchiveError::Io { .. }) => {
+                // This side's disk is full: upstream would land on the same disk.
+                Err(e) if crate::fsutil::disk_full_in_chain(&e) => {
                     self.progress.finished(&label);
                     return Err(e);
                 }

@@ -133,7 +133,7 @@ fn enroll_key(
             }));
         }
         Enrolment::Pending => {
-            around.reporter.note(&format!(
+            around.reporter.warning(&format!(
                 "driver: {cert} is already queued for enrolment, with a password this run cannot know: the pending request is revoked (mokutil --revoke-import, which cancels every pending MOK import) and queued again with a new one-time password"
             ));
             let revoke = [mokutil.clone(), "--revoke-import".to_string()];
@@ -156,15 +156,25 @@ fn enroll_key(
         )
         .with_stdin(format!("{password}\n{password}\n")),
     );
+    // mokutil prompts on stdout too (`input password: `, `input password again: `): the hash
+    // is the line that starts with `$`.
     let hash = match &hashed {
-        Ok(done) if done.end.code() == Some(0) => {
-            String::from_utf8_lossy(&done.stdout).trim().to_string()
-        }
+        Ok(done) if done.end.code() == Some(0) => String::from_utf8_lossy(&done.stdout)
+            .lines()
+            .map(str::trim)
+            .rev()
+            .find(|l| l.starts_with('$'))
+            .unwrap_or_default()
+            .to_string(),
         _ => String::new(),
     };
-    if !hash.starts_with('$') {
+    if hash.is_empty() {
+        // stderr only: stdout may hold a hash of the password, which is never shown.
         let said = match &hashed {
-            Ok(done) => crate::exec::tail_lines(&done.tail.text(), 1).join(""),
+            Ok(done) => match String::from_utf8_lossy(&done.stderr).lines().last() {
+                Some(line) => line.trim().to_string(),
+                None => done.end.to_string(),
+            },
             Err(e) => e.to_string(),
         };
         return Ok(Err(Refused {

@@ -194,13 +194,24 @@ impl<'a> UpdatePause<'a> {
         let was_running = sc_output(system, &["query", WU_SERVICE])
             .as_deref()
             .is_some_and(is_running);
-        let before = Before {
+        // A record still there is a pause no run could undo yet: it, not the paused service,
+        // says how Windows Update was, and it stays the state to go back to.
+        let left: Option<Before> = record
+            .and_then(|path| crate::fsutil::read_yaml_if_present(path).ok().flatten())
+            .filter(|b: &Before| START_TYPES.contains(&b.start_type.as_str()));
+        let before = left.clone().unwrap_or(Before {
             start_type: start_type.to_string(),
             was_running,
-        };
+        });
         // Written before the service is touched: a run killed after this leaves what to undo.
-        let record = record.and_then(|path| {
-            match crate::fsutil::write_yaml(path, "# Windows Update as it was before stackpin paused it for the toolkit step; the next install puts it back.\n", &before) {
+        // A record left by an earlier pause is kept as it is.
+        let record = match record {
+            Some(path) if left.is_some() => Some(path.to_path_buf()),
+            Some(path) => match crate::fsutil::write_yaml(
+                path,
+                "# Windows Update as it was before stackpin paused it for the toolkit step; the next install puts it back.\n",
+                &before,
+            ) {
                 Ok(()) => Some(path.to_path_buf()),
                 Err(e) => {
                     reporter.warning(&format!(
@@ -208,8 +219,9 @@ impl<'a> UpdatePause<'a> {
                     ));
                     None
                 }
-            }
-        });
+            },
+            None => None,
+        };
         let pause = Self {
             system,
             reporter,
@@ -541,5 +553,39 @@ mod tests {
         let sys = windows_host();
         restore_left_pause(&sys, &record, &QuietReporter);
         assert!(sys.ran.lock().expect("log").is_empty());
+    }
+
+    #[test]
+    fn a_pause_over_one_not_yet_undone_goes_back_to_the_first_state() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let record = dir.path().join(PAUSE_RECORD);
+        // An earlier run paused a running, automatic service and could not put it back.
+        std::fs::write(&record, "start_type: auto\nwas_running: true\n").expect("record");
+        // Now the service reads as the pause left it: disabled, stopped.
+        let mut sys = windows_host();
+        sys.programs.remove(std::path::Path::new(SC));
+        sys.answer(
+            SC,
+            &["qc", WU_SERVICE],
+            0,
+            "        START_TYPE         : 4   DISABLED\r\n",
+        )
+        .answer(
+            SC,
+            &["query", WU_SERVICE],
+            0,
+            "        STATE              : 1  STOPPED\r\n",
+        )
+        .answer(SC, &["config"], 0, "")
+        .answer(SC, &["start"], 0, "");
+        drop(UpdatePause::start(&sys, &QuietReporter, Some(&record)));
+        let ran = sys.ran.lock().expect("log").clone();
+        assert!(
+            ran.iter()
+                .any(|l| l.ends_with("config wuauserv start= auto")),
+            "{ran:?}"
+        );
+        assert!(ran.iter().any(|l| l.ends_with("start wuauserv")), "{ran:?}");
+        assert!(!record.exists(), "undone at last");
     }
 }

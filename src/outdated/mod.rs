@@ -112,7 +112,8 @@ pub fn outdated(m: &Manifest, gpus: &HostGpus) -> Outdated {
     let mut notes = Vec::new();
     let driver = &m.driver.version;
     let toolkit = &m.toolkit.version;
-    let drivers: Vec<Version> = compat::known_drivers(m.os)
+    let workstation = is_workstation_stack(m);
+    let drivers: Vec<Version> = channel_rows(m.os, workstation)
         .iter()
         .map(|r| r.version.clone())
         .collect();
@@ -131,7 +132,7 @@ pub fn outdated(m: &Manifest, gpus: &HostGpus) -> Outdated {
             meaning: format!("same branch R{}; {keeps}", driver.major()),
         });
     }
-    let branch = newest_branch_for_gpus(m.os, driver, gpus);
+    let branch = newest_branch_for_gpus(m.os, driver, gpus, workstation);
     if let Some((v, why)) = branch.offered {
         newer.push(Newer {
             layer: Layer::Driver,
@@ -164,6 +165,21 @@ pub fn outdated(m: &Manifest, gpus: &HostGpus) -> Outdated {
     }
 }
 
+/// A stack whose driver is NVIDIA's RTX workstation package (its URL is in `Quadro_Certified/`,
+/// as `pin --gpu-name` writes it for such a card).
+fn is_workstation_stack(m: &Manifest) -> bool {
+    m.driver.installer.url.contains("/Quadro_Certified/")
+}
+
+/// The driver rows a stack can move to: the workstation channel's for a workstation stack,
+/// every other channel's for the rest (the workstation package refuses GeForce cards).
+fn channel_rows(os: Os, workstation: bool) -> Vec<&'static compat::DriverRow> {
+    compat::known_drivers(os)
+        .into_iter()
+        .filter(|r| (r.channel == compat::DriverChannel::Workstation) == workstation)
+        .collect()
+}
+
 /// What the driver-branch rule offers, and what it held back.
 #[derive(Debug, Default)]
 pub struct BranchVerdict {
@@ -177,8 +193,13 @@ pub struct BranchVerdict {
 /// The one rule for "does a newer branch drop this card" is the GPU-generation table's last
 /// driver branch per compute capability (`data/gpus.yaml`, [`compat::gpu_generation`]): no
 /// later branch is offered for a host with that GPU.
-pub fn newest_branch_for_gpus(os: Os, pinned: &Version, gpus: &HostGpus) -> BranchVerdict {
-    let rows = compat::known_drivers(os);
+pub fn newest_branch_for_gpus(
+    os: Os,
+    pinned: &Version,
+    gpus: &HostGpus,
+    workstation: bool,
+) -> BranchVerdict {
+    let rows = channel_rows(os, workstation);
     let candidates: Vec<&Version> = rows
         .iter()
         .map(|r| &r.version)
@@ -375,6 +396,24 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_workstation_package_is_offered_to_workstation_stacks_only() {
+        let gpus = HostGpus::Unknown("not asked".into());
+        let geforce = newest_branch_for_gpus(Os::Windows, &v("576.40"), &gpus, false);
+        let offered = geforce.offered.map(|(v, _)| v.to_string());
+        assert!(
+            offered
+                .as_deref()
+                .is_some_and(|v| v != "596.36" && v != "582.78"),
+            "a GeForce stack is never sent to a Quadro_Certified file: {offered:?}"
+        );
+        let workstation = newest_branch_for_gpus(Os::Windows, &v("573.06"), &gpus, true);
+        assert_eq!(
+            workstation.offered.map(|(v, _)| v.to_string()).as_deref(),
+            Some("596.36")
+        );
+    }
+
     fn manifest(path: &str) -> Manifest {
         let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
         crate::manifest::read(&file).expect("shipped manifest")
@@ -390,7 +429,7 @@ mod tests {
     #[test]
     fn a_newer_branch_is_offered_to_a_card_it_still_drives() {
         let gpus = HostGpus::Known(vec![gpu("NVIDIA L4", "8.9")]);
-        let verdict = newest_branch_for_gpus(Os::Linux, &v("550.54.15"), &gpus);
+        let verdict = newest_branch_for_gpus(Os::Linux, &v("550.54.15"), &gpus, false);
         let (offered, why) = verdict.offered.expect("a newer branch");
         assert_eq!(offered.major(), 595);
         assert!(why.contains("NVIDIA L4"), "{why}");
@@ -400,7 +439,7 @@ mod tests {
     fn a_branch_past_the_last_one_for_a_card_is_held_back() {
         // R580 is the last branch for Pascal: a 550 stack on a GTX 1080 gets 580, not 595.
         let gpus = HostGpus::Known(vec![gpu("NVIDIA L4", "8.9"), gpu("GTX 1080", "6.1")]);
-        let verdict = newest_branch_for_gpus(Os::Linux, &v("550.54.15"), &gpus);
+        let verdict = newest_branch_for_gpus(Os::Linux, &v("550.54.15"), &gpus, false);
         let (offered, _) = verdict.offered.expect("R580");
         assert_eq!(offered, v("580.95.05"));
         assert!(
@@ -409,7 +448,7 @@ mod tests {
             verdict.notes
         );
         // Already on the last branch: nothing newer is offered.
-        let verdict = newest_branch_for_gpus(Os::Linux, &v("580.95.05"), &gpus);
+        let verdict = newest_branch_for_gpus(Os::Linux, &v("580.95.05"), &gpus, false);
         assert!(verdict.offered.is_none());
         assert!(!verdict.notes.is_empty());
     }
@@ -418,12 +457,12 @@ mod tests {
     fn unknown_gpus_get_the_newest_branch_with_the_caveat() {
         let gpus = HostGpus::Known(vec![]);
         assert!(
-            newest_branch_for_gpus(Os::Linux, &v("550.54.15"), &gpus)
+            newest_branch_for_gpus(Os::Linux, &v("550.54.15"), &gpus, false)
                 .offered
                 .is_none()
         );
         let gpus = HostGpus::Unknown("no nvidia-smi".into());
-        let verdict = newest_branch_for_gpus(Os::Linux, &v("550.54.15"), &gpus);
+        let verdict = newest_branch_for_gpus(Os::Linux, &v("550.54.15"), &gpus, false);
         let (offered, why) = verdict.offered.expect("offered with a caveat");
         assert_eq!(offered.major(), 595);
         assert!(why.contains("R580 is the last for maxwell"), "{why}");

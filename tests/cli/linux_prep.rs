@@ -219,7 +219,8 @@ fn up_takes_the_same_preparation_flags() {
 }
 
 /// mokutil as Ubuntu has it: root's password is locked, so `--root-pw` fails as the real one
-/// does; an import needs a hash file holding what `--generate-hash` printed; the MOK list's
+/// does; `--generate-hash` prompts on stdout before the hash, as mokutil's `get_password` does;
+/// an import needs a hash file holding what `--generate-hash` printed; the MOK list's
 /// state (`enrolled`, `pending` or none) lives in `<root>/.mok-state` and `--test-key` reads it.
 /// Returns where each imported hash is copied.
 fn ubuntus_mokutil(lab: &Lab) -> std::path::PathBuf {
@@ -229,7 +230,7 @@ fn ubuntus_mokutil(lab: &Lab) -> std::path::PathBuf {
         "usr/bin/mokutil",
         &format!(
             "case \"$1\" in\n\
-             --generate-hash) read -r pw; read -r again; [ \"$pw\" = \"$again\" ] || {{ echo 'Password doesn'\\''t match' >&2; exit 1; }}; printf '$6$fakesalt$%s\\n' \"$pw\"; exit 0;;\n\
+             --generate-hash) printf 'input password: \\n'; read -r pw; printf 'input password again: \\n'; read -r again; [ \"$pw\" = \"$again\" ] || {{ echo 'Password doesn'\\''t match' >&2; exit 1; }}; printf '$6$fakesalt$%s\\n' \"$pw\"; exit 0;;\n\
              --test-key) case \"$(cat '{state}' 2>/dev/null)\" in\n\
                enrolled) echo \"$2 is already enrolled\"; exit 1;;\n\
                pending) echo \"$2 is already in the enrollment request\"; exit 1;;\n\
