@@ -85,7 +85,18 @@ fn read_manifest(path: &Path) -> Result<(Manifest, String), Failure> {
 
 fn examine(m: &Manifest, text: &str, archive: &Archive, gpu: Option<u32>) -> Examination {
     let stack = archive.stack(&m.name);
-    doctor::examine(m, Some(text), &stack, &RealSystem, gpu)
+    let lock = super::defaults::machine_lock();
+    let pause_record = lock
+        .parent()
+        .map(|dir| dir.join(crate::install::windows_update::PAUSE_RECORD));
+    doctor::examine(
+        m,
+        Some(text),
+        &stack,
+        &RealSystem,
+        gpu,
+        pause_record.as_deref(),
+    )
 }
 
 /// `doctor --json`, one shape for MANIFEST and `--all` (as `status`): a single stack is the list

@@ -441,6 +441,12 @@ fn install_state(facts: &Facts<'_>) -> Check {
     if let Some(layer) = state.interrupted_at {
         bad.push(format!("the chain was interrupted at the {layer} step"));
     }
+    if let Some(record) = &facts.windows_update_left {
+        bad.push(format!(
+            "Windows Update is still paused by a stackpin that did not finish its toolkit step ({})",
+            record.display()
+        ));
+    }
     if bad.is_empty() {
         let last = state
             .layers
@@ -455,15 +461,15 @@ fn install_state(facts: &Facts<'_>) -> Check {
             None,
         );
     }
-    check(
-        CheckId::Install,
-        Status::Fail,
-        bad.join("; "),
-        Some(
-            "read the step's log with `stackpin diagnose LOG`, fix the cause, then run `stackpin install MANIFEST` again"
-                .into(),
-        ),
-    )
+    let mut fix = "read the step's log with `stackpin diagnose LOG`, fix the cause, then run `stackpin install MANIFEST` again".to_string();
+    if facts.windows_update_left.is_some() {
+        fix.push_str(&format!(
+            "; install puts Windows Update back before anything else (by hand, as Administrator: `sc config {} start= demand`, then `sc start {}`)",
+            crate::install::windows_update::WU_SERVICE,
+            crate::install::windows_update::WU_SERVICE
+        ));
+    }
+    check(CheckId::Install, Status::Fail, bad.join("; "), Some(fix))
 }
 
 fn archive(facts: &Facts<'_>) -> Check {
@@ -624,7 +630,40 @@ mod tests {
             deployment_stack: None,
             windows_driver: None,
             module_problem: None,
+            windows_update_left: None,
         }
+    }
+
+    #[test]
+    fn a_windows_update_pause_left_by_a_killed_install_fails_the_install_check() {
+        let m = manifest();
+        let pinned = m.driver.version.to_string();
+        let mut f = facts(&m, &pinned, Some(&pinned));
+        let mut state = ChainState::default();
+        for layer in Layer::ORDER {
+            state.mark(layer, LayerStatus::Done, None, None);
+        }
+        f.state = Some(state);
+        assert_eq!(status(&judge(&f), CheckId::Install), Status::Pass);
+        f.windows_update_left = Some(PathBuf::from(
+            r"C:\ProgramData\stackpin\windows-update-paused.yaml",
+        ));
+        let exam = judge(&f);
+        let install = exam.check(CheckId::Install).expect("install check");
+        assert_eq!(install.status, Status::Fail);
+        assert!(
+            install.found.contains("Windows Update is still paused"),
+            "{}",
+            install.found
+        );
+        assert!(
+            install
+                .fix
+                .as_deref()
+                .is_some_and(|f| f.contains("sc config wuauserv start= demand")),
+            "{:?}",
+            install.fix
+        );
     }
 
     fn status(exam: &Examination, id: CheckId) -> Status {

@@ -185,6 +185,9 @@ pub struct Facts<'a> {
     pub windows_driver: Option<Result<Vec<WindowsDriver>, String>>,
     /// Linux only, when no driver answers: the running kernel's module, explained.
     pub module_problem: Option<String>,
+    /// A Windows Update pause a stackpin wrote down and never undid (it was killed mid-toolkit):
+    /// the record's path.
+    pub windows_update_left: Option<PathBuf>,
 }
 
 /// Examines one stack on the host behind `system` (the real machine, or a test's fake): asks
@@ -195,9 +198,12 @@ pub fn examine(
     stack: &StackDir,
     system: &dyn System,
     gpu: Option<u32>,
+    pause_record: Option<&Path>,
 ) -> Examination {
     let host = LiveHost::on(system, gpu);
-    judge(&gather(m, manifest_text, stack, &host, system))
+    let mut facts = gather(m, manifest_text, stack, &host, system);
+    facts.windows_update_left = pause_record.filter(|p| p.exists()).map(Path::to_path_buf);
+    judge(&facts)
 }
 
 /// Asks the host, the archive and the record everything the checks need.
@@ -264,6 +270,7 @@ pub fn gather<'a>(
         deployment_stack,
         windows_driver,
         module_problem,
+        windows_update_left: None,
     }
 }
 
@@ -335,7 +342,7 @@ mod tests {
         record(&m)
             .write(&stack.proven_stack_path())
             .expect("record written");
-        examine(&m, Some(text), &stack, sys, None)
+        examine(&m, Some(text), &stack, sys, None, None)
     }
 
     fn verdict(exam: &Examination, id: CheckId) -> (Status, String) {
