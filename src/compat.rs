@@ -169,7 +169,7 @@ struct UrlPatterns {
     desktop: PerOs<String>,
     #[serde(rename = "data-center")]
     data_center: PerOs<String>,
-    /// NVIDIA's RTX Enterprise ("Quadro certified") pages: Windows numbers of their own.
+    /// NVIDIA's RTX Enterprise ("Quadro certified") pages.
     workstation: PerOs<String>,
 }
 
@@ -182,8 +182,8 @@ pub enum DriverChannel {
     Desktop,
     /// The data-center ("Tesla") driver pages.
     DataCenter,
-    /// The RTX Enterprise / Quadro pages (RTX A6000, RTX 4000 Ada): on Windows their own
-    /// version numbers, in NVIDIA's `Quadro_Certified/` folder.
+    /// The RTX Enterprise / Quadro pages (RTX A4000, RTX 4000 Ada): on Windows in NVIDIA's
+    /// `Quadro_Certified/` folder, with numbers of their own or shared with GeForce releases.
     Workstation,
     /// Only inside a CUDA toolkit installer: there is no standalone download.
     Bundled,
@@ -665,18 +665,28 @@ pub fn known_driver(driver: &Version, os: Os) -> Option<&'static DriverRow> {
     .find(|r| &r.version == driver)
 }
 
-/// Where NVIDIA publishes a driver release: the known row's channel, else the desktop pages
-/// (a driver the user names from NVIDIA's driver search is a desktop download unless stackpin
-/// knows otherwise).
+/// Where NVIDIA publishes a driver release for a card stackpin was not told about: the known
+/// row's channel, else the desktop pages (a driver the user names from NVIDIA's driver search is
+/// a desktop download unless stackpin knows otherwise). Workstation rows never decide it: NVIDIA
+/// gives some numbers to both its GeForce and its RTX Enterprise pages (566.14, 596.36), and only
+/// a card named as a workstation card gets that package (`pin --gpu-name`).
 pub fn driver_channel(driver: &Version, os: Os) -> DriverChannel {
-    known_driver(driver, os).map_or(DriverChannel::Desktop, |r| r.channel)
+    known_drivers(os)
+        .into_iter()
+        .find(|r| &r.version == driver && r.channel != DriverChannel::Workstation)
+        .map_or(DriverChannel::Desktop, |r| r.channel)
 }
 
 /// NVIDIA's download URL for a driver release on an OS, following its channel; `None` for a
 /// driver published only inside a CUDA installer.
 pub fn driver_url(driver: &Version, os: Os) -> Option<String> {
+    driver_url_in(driver, os, driver_channel(driver, os))
+}
+
+/// NVIDIA's download URL for a driver release in a given channel (the data's URL pattern).
+pub fn driver_url_in(driver: &Version, os: Os, channel: DriverChannel) -> Option<String> {
     let patterns = &knowledge().drivers.url_patterns;
-    let pattern = match driver_channel(driver, os) {
+    let pattern = match channel {
         DriverChannel::Desktop => patterns.desktop.get(os),
         DriverChannel::DataCenter => patterns.data_center.get(os),
         DriverChannel::Workstation => patterns.workstation.get(os),
@@ -1417,7 +1427,7 @@ mod tests {
             .flat_map(|os| {
                 known_drivers(os)
                     .into_iter()
-                    .filter_map(move |d| driver_url(&d.version, os))
+                    .filter_map(move |d| driver_url_in(&d.version, os, d.channel))
             })
             .collect();
         written.extend(
@@ -1438,12 +1448,19 @@ mod tests {
         let published = published_checksum(&cuda_12_4_0).expect("nixpkgs publishes 12.4.0's");
         assert!(published.source.contains("nixpkgs"), "{}", published.source);
         assert!(published_checksum("https://example.test/none.run").is_none());
-        let workstation = driver_url(&v("596.36"), Os::Windows).expect("a download");
+        let workstation =
+            driver_url_in(&v("596.36"), Os::Windows, DriverChannel::Workstation).expect("a file");
         assert!(
             workstation.contains("/Quadro_Certified/596.36/"),
             "{workstation}"
         );
         assert!(published_checksum(&workstation).is_some());
+        // Without a card, a number NVIDIA also gives its GeForce pages is a GeForce download.
+        let unnamed = driver_url(&v("596.36"), Os::Windows).expect("a download");
+        assert!(
+            unnamed.contains("/Windows/596.36/596.36-desktop-"),
+            "{unnamed}"
+        );
     }
 
     #[test]

@@ -338,7 +338,7 @@ fn driver_note(req: &PinRequest, driver: &Version, toolkit: &Version, min: &Vers
                 .join(", ")
         )
     };
-    let channel = compat::driver_channel(driver, req.os);
+    let channel = pinned_channel(req, driver);
     if req.driver.is_some() {
         format!(
             "driver {driver} as given with --driver ({channel} download); it meets CUDA {toolkit}'s minimum {min}{gpus}"
@@ -648,6 +648,11 @@ fn card_channel(req: &PinRequest) -> Option<DriverChannel> {
     })
 }
 
+/// The channel whose file `pin` writes for `driver`: the named card's, else the data's.
+fn pinned_channel(req: &PinRequest, driver: &Version) -> DriverChannel {
+    card_channel(req).unwrap_or_else(|| compat::driver_channel(driver, req.os))
+}
+
 /// The driver rules alone (the toolkit line was already checked against the GPUs).
 fn driver_reasons(req: &PinRequest, toolkit: &Version, driver: &Version) -> Vec<String> {
     let stack = StackForGpu {
@@ -679,7 +684,7 @@ fn given_driver(
         let fix = match newest_fitting_driver(req, toolkit, min, &toolkit.major_minor()) {
             Ok(d) => format!(
                 "give --driver {d} (a {} download that meets CUDA {toolkit}'s minimum {min}), or leave --driver out",
-                compat::driver_channel(&d, req.os)
+                pinned_channel(req, &d)
             ),
             Err(_) => format!(
                 "give --driver with a standalone NVIDIA driver ≥ {min} from https://www.nvidia.com/Download/index.aspx"

@@ -197,20 +197,17 @@ fn is_workstation_model(word: &str) -> bool {
     digits.len() == 4 && digits.ends_with("000") || digits.len() == 4 && digits.ends_with("500")
 }
 
-/// NVIDIA's download URL for a Windows driver version and card family.
+/// NVIDIA's download URL for a Windows driver version and card family: the release data's URL
+/// pattern of the family's channel (data/drivers.yaml).
 pub fn driver_url(version: &Version, family: CardFamily) -> String {
-    let v = version.to_string();
-    match family {
-        CardFamily::GeForce => format!(
-            "https://us.download.nvidia.com/Windows/{v}/{v}-desktop-win10-win11-64bit-international-dch-whql.exe"
-        ),
-        CardFamily::RtxWorkstation => format!(
-            "https://us.download.nvidia.com/Windows/Quadro_Certified/{v}/{v}-quadro-rtx-desktop-notebook-win10-win11-64bit-international-dch-whql.exe"
-        ),
-        CardFamily::DataCenter => format!(
-            "https://us.download.nvidia.com/tesla/{v}/{v}-data-center-tesla-desktop-win10-win11-64bit-dch-international.exe"
-        ),
-    }
+    use crate::compat::DriverChannel;
+    let channel = match family {
+        CardFamily::GeForce => DriverChannel::Desktop,
+        CardFamily::RtxWorkstation => DriverChannel::Workstation,
+        CardFamily::DataCenter => DriverChannel::DataCenter,
+    };
+    // Only the bundled channel has no file, and no family maps to it.
+    crate::compat::driver_url_in(version, crate::os::Os::Windows, channel).unwrap_or_default()
 }
 
 /// The data-center driver for Windows Server 2022 and 2025: the file NVIDIA's own CI installs on
