@@ -654,17 +654,6 @@ pub fn known_drivers(os: Os) -> Vec<&'static DriverRow> {
     rows
 }
 
-/// The row of a driver release stackpin knows, on an OS.
-pub fn known_driver(driver: &Version, os: Os) -> Option<&'static DriverRow> {
-    let data = &knowledge().drivers;
-    match os {
-        Os::Linux => &data.linux,
-        Os::Windows => &data.windows,
-    }
-    .iter()
-    .find(|r| &r.version == driver)
-}
-
 /// Where NVIDIA publishes a driver release for a card stackpin was not told about: the known
 /// row's channel, else the desktop pages (a driver the user names from NVIDIA's driver search is
 /// a desktop download unless stackpin knows otherwise). Workstation rows never decide it: NVIDIA

@@ -87,9 +87,15 @@ impl FetchReport {
     /// Whether a file failed because the archive's disk is full: fetching again helps only
     /// once there is room.
     pub fn disk_full(&self) -> bool {
+        self.disk_full_failures() > 0
+    }
+
+    /// How many files failed on a full disk.
+    pub fn disk_full_failures(&self) -> usize {
         self.errors
             .iter()
-            .any(|e| crate::fsutil::disk_full_in_chain(e))
+            .filter(|e| crate::fsutil::disk_full_in_chain(*e))
+            .count()
     }
 }
 

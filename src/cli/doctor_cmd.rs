@@ -85,10 +85,8 @@ fn read_manifest(path: &Path) -> Result<(Manifest, String), Failure> {
 
 fn examine(m: &Manifest, text: &str, archive: &Archive, gpu: Option<u32>) -> Examination {
     let stack = archive.stack(&m.name);
-    let lock = super::defaults::machine_lock();
-    let pause_record = lock
-        .parent()
-        .map(|dir| dir.join(crate::install::windows_update::PAUSE_RECORD));
+    let pause_record =
+        crate::install::windows_update::pause_record_beside(&super::defaults::machine_lock());
     doctor::examine(
         m,
         Some(text),

@@ -29,18 +29,6 @@ struct JsonFetch<'a> {
     fix: Option<String>,
 }
 
-/// An error and its causes on one line, as the `--json` envelope writes them.
-fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(e) = cause {
-        text.push_str(": caused by: ");
-        text.push_str(&e.to_string());
-        cause = e.source();
-    }
-    text
-}
-
 pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
     let Fetched { report, exit } = fetch_stack(args, global)?;
     if global.json {
@@ -48,7 +36,11 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
             ok: exit == Exit::Ok,
             stack: report.stack.display().to_string(),
             files: &report.files,
-            errors: report.errors.iter().map(|e| with_causes(e)).collect(),
+            errors: report
+                .errors
+                .iter()
+                .map(|e| super::with_causes(e))
+                .collect(),
             fix: report
                 .disk_full()
                 .then(|| super::error::full_disk_advice(super::error::Elsewhere::Archive)),
@@ -68,11 +60,7 @@ pub fn run(args: &FetchArgs, global: &GlobalArgs) -> CmdResult {
                 "{stack}: {} files failed ({} on a full disk: see `what to do` above); \
                  then run `stackpin fetch {manifest}` again to resume",
                 report.errors.len(),
-                report
-                    .errors
-                    .iter()
-                    .filter(|e| crate::fsutil::disk_full_in_chain(*e))
-                    .count()
+                report.disk_full_failures()
             ),
             _ => format!(
                 "{stack}: {} files failed; run `stackpin fetch {manifest}` again to resume",

@@ -408,12 +408,7 @@ pub fn envelope(
     );
     if let Some(f) = failure {
         let mut error = serde_json::Map::new();
-        let message = f
-            .error
-            .chain()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(": caused by: ");
+        let message = with_causes(f.error.as_ref());
         error.insert(
             "message".to_string(),
             serde_json::Value::from(hints::complete(&message)),
@@ -542,6 +537,18 @@ pub fn print_error_chain(error: &(dyn std::error::Error + 'static)) {
         let _ = writeln!(stderr, "  caused by: {}", hints::complete(&e.to_string()));
         cause = e.source();
     }
+}
+
+/// An error and its causes on one line, as the `--json` documents write them.
+pub(in crate::cli) fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text.push_str(": caused by: ");
+        text.push_str(&e.to_string());
+        cause = e.source();
+    }
+    text
 }
 
 /// The next step under an error, when the error's words do not hold it.

@@ -308,14 +308,15 @@ pub fn install(
     let (_in_use, machine) = take_locks(stack, options, reporter)?;
     // With the machine's lock held, no other stackpin is between a pause and its undoing.
     if machine.is_some()
-        && let (Some(system), Some(lock)) = (host.system(), &options.machine_lock)
-        && let Some(dir) = lock.parent()
+        && let (Some(system), Some(record)) = (
+            host.system(),
+            options
+                .machine_lock
+                .as_deref()
+                .and_then(windows_update::pause_record_beside),
+        )
     {
-        windows_update::restore_left_pause(
-            system,
-            &dir.join(windows_update::PAUSE_RECORD),
-            reporter,
-        );
+        windows_update::restore_left_pause(system, &record, reporter);
     }
     let state_path = stack.state_path();
     let mut state = ChainState::load(&state_path)?;
@@ -637,8 +638,7 @@ impl Chain<'_> {
 
     /// Where a Windows Update pause is written down: beside the machine's install lock.
     fn pause_record(&self) -> Option<PathBuf> {
-        let lock = self.options.machine_lock.as_ref()?;
-        Some(lock.parent()?.join(windows_update::PAUSE_RECORD))
+        windows_update::pause_record_beside(self.options.machine_lock.as_deref()?)
     }
 
     /// [`Self::run_layer`] with what the options ask around it on Windows (the driver guard

@@ -51,6 +51,11 @@ impl WindowsUpdateGuards {
 /// that a stackpin killed during the toolkit step leaves the next one what to put back.
 pub const PAUSE_RECORD: &str = "windows-update-paused.yaml";
 
+/// Where a pause is written down for the machine lock at `machine_lock`.
+pub fn pause_record_beside(machine_lock: &Path) -> Option<std::path::PathBuf> {
+    Some(machine_lock.parent()?.join(PAUSE_RECORD))
+}
+
 /// Runs `step` (one layer's installer) with what `guards` asks for around it: the driver
 /// policies first for the driver, the Windows Update pause for the toolkit, undone when the step
 /// returns or unwinds, and written down in `record` while it lasts. A guard command that fails
@@ -344,6 +349,28 @@ mod tests {
         sys
     }
 
+    /// A Windows host whose Windows Update service is disabled and stopped (by the user, or by
+    /// a pause nobody undid).
+    fn disabled_and_stopped_host() -> FakeSystem {
+        let mut sys = windows_host();
+        sys.programs.remove(std::path::Path::new(SC));
+        sys.answer(
+            SC,
+            &["qc", WU_SERVICE],
+            0,
+            "        START_TYPE         : 4   DISABLED\r\n",
+        )
+        .answer(
+            SC,
+            &["query", WU_SERVICE],
+            0,
+            "        STATE              : 1  STOPPED\r\n",
+        )
+        .answer(SC, &["config"], 0, "")
+        .answer(SC, &["start"], 0, "");
+        sys
+    }
+
     fn step_marker(sys: &FakeSystem, what: &str) {
         sys.ran.lock().expect("log").push(what.to_string());
     }
@@ -417,21 +444,7 @@ mod tests {
 
     #[test]
     fn a_stopped_disabled_service_is_left_stopped_and_disabled() {
-        let mut sys = windows_host();
-        sys.programs.remove(std::path::Path::new(SC));
-        sys.answer(
-            SC,
-            &["qc", WU_SERVICE],
-            0,
-            "        START_TYPE         : 4   DISABLED\r\n",
-        )
-        .answer(
-            SC,
-            &["query", WU_SERVICE],
-            0,
-            "        STATE              : 1  STOPPED\r\n",
-        )
-        .answer(SC, &["config"], 0, "");
+        let sys = disabled_and_stopped_host();
         around(
             Layer::Toolkit,
             WindowsUpdateGuards::for_install(true, false),
@@ -562,22 +575,7 @@ mod tests {
         // An earlier run paused a running, automatic service and could not put it back.
         std::fs::write(&record, "start_type: auto\nwas_running: true\n").expect("record");
         // Now the service reads as the pause left it: disabled, stopped.
-        let mut sys = windows_host();
-        sys.programs.remove(std::path::Path::new(SC));
-        sys.answer(
-            SC,
-            &["qc", WU_SERVICE],
-            0,
-            "        START_TYPE         : 4   DISABLED\r\n",
-        )
-        .answer(
-            SC,
-            &["query", WU_SERVICE],
-            0,
-            "        STATE              : 1  STOPPED\r\n",
-        )
-        .answer(SC, &["config"], 0, "")
-        .answer(SC, &["start"], 0, "");
+        let sys = disabled_and_stopped_host();
         drop(UpdatePause::start(&sys, &QuietReporter, Some(&record)));
         let ran = sys.ran.lock().expect("log").clone();
         assert!(
